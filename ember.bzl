@@ -1,0 +1,23 @@
+"""Shared compiler options for ember's own code (third-party code does not get -Werror)."""
+
+EMBER_COPTS = [
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-Wno-unused-parameter",
+    "-Wno-sign-compare",
+]
+
+def ember_cc_library(name, copts = [], **kwargs):
+    native.cc_library(name = name, copts = EMBER_COPTS + copts, **kwargs)
+
+def ember_cc_test(name, deps = [], copts = [], **kwargs):
+    native.cc_test(
+        name = name,
+        copts = EMBER_COPTS + copts,
+        deps = deps + ["//third_party:gtest_main"],
+        **kwargs
+    )
+
+def ember_cc_binary(name, copts = [], **kwargs):
+    native.cc_binary(name = name, copts = EMBER_COPTS + copts, **kwargs)

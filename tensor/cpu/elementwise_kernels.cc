@@ -1,0 +1,216 @@
+// CPU kernels for elementwise ops. The op switch sits outside the loops; each case instantiates a
+// strided loop (tensor/cpu/loops.h) whose contiguous path is a plain loop the compiler vectorises.
+// Half/BFloat16 compute in float (opmath_t).
+#include <cmath>
+#include <type_traits>
+
+#include "tensor/cpu/convert.h"
+#include "tensor/cpu/kernels_cpu.h"
+#include "tensor/cpu/loops.h"
+
+namespace ember::cpu {
+namespace {
+
+template <typename T>
+bool is_negative(T x) {
+  if constexpr (std::is_unsigned_v<T>) {
+    (void)x;
+    return false;
+  } else {
+    return x < T(0);
+  }
+}
+
+template <typename T>
+bool is_nan(T x) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return std::isnan(x);
+  } else {
+    (void)x;
+    return false;
+  }
+}
+
+template <typename T>
+T int_pow(T base, T exp) {
+  if (is_negative(exp)) {
+    // Integer to a negative power: only 1 and -1 survive truncation.
+    if (base == T(1)) return T(1);
+    if constexpr (std::is_signed_v<T>) {
+      if (base == T(-1)) return (exp % 2 == 0) ? T(1) : T(-1);
+    }
+    return T(0);
+  }
+  T result = 1;
+  while (exp) {
+    if (exp & 1) result = static_cast<T>(result * base);
+    base = static_cast<T>(base * base);
+    exp = static_cast<T>(exp >> 1);
+  }
+  return result;
+}
+
+template <typename T>
+void comparison(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
+  using M = opmath_t<T>;
+  switch (op) {
+    case BinaryOp::Eq: return binary_loop<bool, T>(out, a, b, [](T x, T y) { return M(x) == M(y); });
+    case BinaryOp::Ne: return binary_loop<bool, T>(out, a, b, [](T x, T y) { return M(x) != M(y); });
+    case BinaryOp::Lt: return binary_loop<bool, T>(out, a, b, [](T x, T y) { return M(x) < M(y); });
+    case BinaryOp::Le: return binary_loop<bool, T>(out, a, b, [](T x, T y) { return M(x) <= M(y); });
+    case BinaryOp::Gt: return binary_loop<bool, T>(out, a, b, [](T x, T y) { return M(x) > M(y); });
+    case BinaryOp::Ge: return binary_loop<bool, T>(out, a, b, [](T x, T y) { return M(x) >= M(y); });
+    default: break;
+  }
+  EMBER_INTERNAL_ASSERT(false, "not a comparison: ", binary_op_name(op));
+}
+
+template <typename T>
+void arithmetic(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b,
+                const Scalar& alpha) {
+  using M = opmath_t<T>;
+  const char* name = binary_op_name(op);
+  if constexpr (std::is_same_v<T, bool>) {
+    EMBER_CHECK(op != BinaryOp::Sub, "sub: subtraction with two bool tensors is not supported; "
+                "use logical_xor or ~ instead");
+  }
+  if (!std::is_floating_point_v<M>) {
+    EMBER_CHECK(!alpha.is_floating_point() || alpha.to_double() == std::floor(alpha.to_double()),
+                name, ": for integral input tensors, alpha must not be a fractional number (got ",
+                alpha, ")");
+  }
+  const M al = alpha.to<M>();
+  const bool unit_alpha = alpha.to_double() == 1.0;
+  switch (op) {
+    case BinaryOp::Add:
+      if (unit_alpha) return binary_loop<T, T>(out, a, b, [](T x, T y) { return T(M(x) + M(y)); });
+      return binary_loop<T, T>(out, a, b, [al](T x, T y) { return T(M(x) + al * M(y)); });
+    case BinaryOp::Sub:
+      if (unit_alpha) return binary_loop<T, T>(out, a, b, [](T x, T y) { return T(M(x) - M(y)); });
+      return binary_loop<T, T>(out, a, b, [al](T x, T y) { return T(M(x) - al * M(y)); });
+    case BinaryOp::Mul:
+      return binary_loop<T, T>(out, a, b, [](T x, T y) { return T(M(x) * M(y)); });
+    case BinaryOp::Div:
+      if constexpr (std::is_floating_point_v<M>) {
+        return binary_loop<T, T>(out, a, b, [](T x, T y) { return T(M(x) / M(y)); });
+      }
+      break;
+    case BinaryOp::Pow:
+      if constexpr (std::is_floating_point_v<M>) {
+        return binary_loop<T, T>(out, a, b, [](T x, T y) { return T(std::pow(M(x), M(y))); });
+      } else {
+        return binary_loop<T, T>(out, a, b, [](T x, T y) { return int_pow<T>(x, y); });
+      }
+    case BinaryOp::Maximum:
+      return binary_loop<T, T>(out, a, b, [](T x, T y) {
+        return is_nan(M(x)) ? x : is_nan(M(y)) ? y : (M(x) > M(y) ? x : y);
+      });
+    case BinaryOp::Minimum:
+      return binary_loop<T, T>(out, a, b, [](T x, T y) {
+        return is_nan(M(x)) ? x : is_nan(M(y)) ? y : (M(x) < M(y) ? x : y);
+      });
+    default:
+      break;
+  }
+  EMBER_INTERNAL_ASSERT(false, "unhandled binary op ", name, " for dtype ", a.dtype());
+}
+
+void binary_kernel(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b,
+                   const Scalar& alpha) {
+  const char* name = binary_op_name(op);
+  if (op >= BinaryOp::Eq) {
+    EMBER_DISPATCH_ALL_TYPES(a.dtype(), name, [&] { comparison<scalar_t>(op, out, a, b); });
+    return;
+  }
+  EMBER_DISPATCH_ALL_TYPES(a.dtype(), name, [&] { arithmetic<scalar_t>(op, out, a, b, alpha); });
+}
+
+template <typename T>
+void floating_unary(UnaryOp op, const Tensor& out, const Tensor& in) {
+  using M = opmath_t<T>;
+  switch (op) {
+    case UnaryOp::Exp: return unary_loop<T, T>(out, in, [](T x) { return T(std::exp(M(x))); });
+    case UnaryOp::Log: return unary_loop<T, T>(out, in, [](T x) { return T(std::log(M(x))); });
+    case UnaryOp::Sqrt: return unary_loop<T, T>(out, in, [](T x) { return T(std::sqrt(M(x))); });
+    case UnaryOp::Rsqrt:
+      return unary_loop<T, T>(out, in, [](T x) { return T(M(1) / std::sqrt(M(x))); });
+    case UnaryOp::Sigmoid:
+      return unary_loop<T, T>(out, in, [](T x) { return T(M(1) / (M(1) + std::exp(-M(x)))); });
+    case UnaryOp::Tanh: return unary_loop<T, T>(out, in, [](T x) { return T(std::tanh(M(x))); });
+    default: break;
+  }
+  EMBER_INTERNAL_ASSERT(false, "unhandled unary op ", unary_op_name(op));
+}
+
+template <typename T>
+void numeric_unary(UnaryOp op, const Tensor& out, const Tensor& in) {
+  using M = opmath_t<T>;
+  switch (op) {
+    case UnaryOp::Neg: return unary_loop<T, T>(out, in, [](T x) { return T(-M(x)); });
+    case UnaryOp::Abs:
+      return unary_loop<T, T>(out, in, [](T x) { return is_negative(M(x)) ? T(-M(x)) : x; });
+    case UnaryOp::Relu:
+      // `x < 0 ? 0 : x` keeps NaN as NaN, like PyTorch.
+      return unary_loop<T, T>(out, in, [](T x) { return is_negative(M(x)) ? T(M(0)) : x; });
+    case UnaryOp::Sign:
+      return unary_loop<T, T>(out, in, [](T x) {
+        const M v = M(x);
+        return T(is_negative(v) ? M(-1) : (v > M(0) ? M(1) : v));
+      });
+    default: break;
+  }
+  EMBER_INTERNAL_ASSERT(false, "unhandled unary op ", unary_op_name(op));
+}
+
+void unary_kernel(UnaryOp op, const Tensor& out, const Tensor& in) {
+  const char* name = unary_op_name(op);
+  if (op >= UnaryOp::Exp) {
+    EMBER_DISPATCH_FLOATING_TYPES(in.dtype(), name, [&] { floating_unary<scalar_t>(op, out, in); });
+    return;
+  }
+  EMBER_DISPATCH_NUMERIC_TYPES(in.dtype(), name, [&] { numeric_unary<scalar_t>(op, out, in); });
+}
+
+void clamp_kernel(const Tensor& out, const Tensor& in, const std::optional<Scalar>& lo,
+                  const std::optional<Scalar>& hi) {
+  EMBER_DISPATCH_NUMERIC_TYPES(in.dtype(), "clamp", [&] {
+    using T = scalar_t;
+    using M = opmath_t<T>;
+    const bool has_lo = lo.has_value(), has_hi = hi.has_value();
+    const M l = has_lo ? lo->to<M>() : M(0);
+    const M h = has_hi ? hi->to<M>() : M(0);
+    // Comparisons with NaN are false, so NaN passes through unchanged.
+    unary_loop<T, T>(out, in, [=](T x) {
+      M v = M(x);
+      if (has_lo && v < l) v = l;
+      if (has_hi && v > h) v = h;
+      return T(v);
+    });
+  });
+}
+
+void where_kernel(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
+  EMBER_DISPATCH_ALL_TYPES(out.dtype(), "where", [&] {
+    using T = scalar_t;
+    for_each_strided<4>(out.sizes(), {&out, &cond, &a, &b},
+                        [](std::array<char*, 4> p, std::array<int64_t, 4> s, int64_t n) {
+                          for (int64_t i = 0; i < n; ++i) {
+                            const bool c = *reinterpret_cast<const bool*>(p[1] + i * s[1]);
+                            *reinterpret_cast<T*>(p[0] + i * s[0]) =
+                                c ? *reinterpret_cast<const T*>(p[2] + i * s[2])
+                                  : *reinterpret_cast<const T*>(p[3] + i * s[3]);
+                          }
+                        });
+  });
+}
+
+}  // namespace
+
+void register_elementwise_kernels(KernelTable& table) {
+  table.binary = binary_kernel;
+  table.unary = unary_kernel;
+  table.clamp = clamp_kernel;
+  table.where = where_kernel;
+}
+
+}  // namespace ember::cpu

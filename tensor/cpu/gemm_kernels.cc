@@ -1,0 +1,103 @@
+// CPU GEMM through Eigen on the tensors' own buffers (Eigen::Map, no copies for row- or
+// column-major operands). Half/BFloat16 compute in float; other strided layouts are made dense first.
+#include <Eigen/Core>
+
+#include "tensor/cpu/kernels_cpu.h"
+#include "tensor/factories.h"
+#include "tensor/ops.h"
+
+namespace ember::cpu {
+namespace {
+
+template <typename T>
+using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <typename T>
+using ColMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
+using OuterStride = Eigen::OuterStride<Eigen::Dynamic>;
+
+// A 2-d operand is mappable if one of its dims has unit stride (row- or column-major).
+bool row_major(const Tensor& m) { return m.strides()[1] == 1 || m.sizes()[1] == 1; }
+bool col_major(const Tensor& m) { return m.strides()[0] == 1 || m.sizes()[0] == 1; }
+
+// Calls f with an Eigen map of the 2-d matrix m (row- or column-major as its strides allow).
+template <typename T, typename F>
+void with_map(const Tensor& m, F f) {
+  const int64_t r = m.sizes()[0], c = m.sizes()[1];
+  const T* p = static_cast<const T*>(m.data_ptr());
+  if (row_major(m)) {
+    Eigen::Map<const RowMat<T>, 0, OuterStride> map(p, r, c, OuterStride(std::max<int64_t>(m.strides()[0], c)));
+    f(map);
+  } else {
+    Eigen::Map<const ColMat<T>, 0, OuterStride> map(p, r, c, OuterStride(std::max<int64_t>(m.strides()[1], r)));
+    f(map);
+  }
+}
+
+template <typename T>
+void gemm_2d(const Tensor& out, const Tensor& a, const Tensor& b, double beta, double alpha) {
+  const int64_t n = out.sizes()[0], m = out.sizes()[1];
+  Eigen::Map<RowMat<T>> o(static_cast<T*>(out.data_ptr()), n, m);
+  const T al = static_cast<T>(alpha), be = static_cast<T>(beta);
+  with_map<T>(a, [&](const auto& am) {
+    with_map<T>(b, [&](const auto& bm) {
+      if (beta == 0) {
+        if (alpha == 1) {
+          o.noalias() = am * bm;
+        } else {
+          o.noalias() = al * (am * bm);
+        }
+      } else {
+        if (beta != 1) o *= be;
+        o.noalias() += al * (am * bm);
+      }
+    });
+  });
+}
+
+Tensor mappable(const Tensor& m) {
+  return (m.numel() == 0 || row_major(m) || col_major(m)) ? m : m.contiguous();
+}
+
+template <typename T>
+void batched(const Tensor& out, const Tensor& a, const Tensor& b, double beta, double alpha) {
+  const int64_t batch = out.sizes()[0];
+  for (int64_t i = 0; i < batch; ++i) {
+    Tensor oi = out.select(0, i);
+    if (a.sizes()[2] == 0) {  // empty inner dimension: the product is zero
+      if (beta == 0) {
+        zero_(oi);
+      } else {
+        mul_(oi, beta);
+      }
+      continue;
+    }
+    gemm_2d<T>(oi, mappable(a.select(0, i)), mappable(b.select(0, i)), beta, alpha);
+  }
+}
+
+void batched_gemm_kernel(const Tensor& out, const Tensor& a, const Tensor& b, double beta,
+                         double alpha) {
+  if (out.numel() == 0) return;
+  switch (a.dtype()) {
+    case kFloat32: return batched<float>(out, a, b, beta, alpha);
+    case kFloat64: return batched<double>(out, a, b, beta, alpha);
+    case kInt32: return batched<int32_t>(out, a, b, beta, alpha);
+    case kInt64: return batched<int64_t>(out, a, b, beta, alpha);
+    case kFloat16:
+    case kBFloat16: {
+      // Reduced precision: multiply in float, round once at the end.
+      Tensor of = out.to(kFloat32);
+      batched<float>(of, a.to(kFloat32), b.to(kFloat32), beta, alpha);
+      copy_(out, of);
+      return;
+    }
+    default: break;
+  }
+  EMBER_THROW("matmul: not supported for dtype ", a.dtype());
+}
+
+}  // namespace
+
+void register_gemm_kernels(KernelTable& table) { table.batched_gemm = batched_gemm_kernel; }
+
+}  // namespace ember::cpu

@@ -1,0 +1,37 @@
+#include "tensor/device.h"
+
+#include "tensor/error.h"
+
+namespace ember {
+
+Device::Device(const std::string& spec) {
+  if (spec == "cpu") {
+    type = DeviceType::CPU;
+    index = 0;
+    return;
+  }
+  if (spec.rfind("cuda", 0) == 0) {
+    type = DeviceType::CUDA;
+    index = 0;
+    if (spec.size() > 4) {
+      EMBER_CHECK(spec[4] == ':' && spec.size() > 5, "Device: cannot parse '", spec,
+                  "' (expected 'cpu', 'cuda' or 'cuda:N')");
+      try {
+        index = std::stoi(spec.substr(5));
+      } catch (const std::exception&) {
+        EMBER_THROW("Device: cannot parse '", spec, "' (expected 'cpu', 'cuda' or 'cuda:N')");
+      }
+      EMBER_CHECK(index >= 0, "Device: negative index in '", spec, "'");
+    }
+    return;
+  }
+  EMBER_THROW("Device: cannot parse '", spec, "' (expected 'cpu', 'cuda' or 'cuda:N')");
+}
+
+std::string Device::str() const {
+  return is_cpu() ? "cpu" : "cuda:" + std::to_string(index);
+}
+
+std::ostream& operator<<(std::ostream& os, const Device& d) { return os << d.str(); }
+
+}  // namespace ember

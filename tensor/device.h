@@ -1,0 +1,33 @@
+// Device: where a tensor's bytes live (CPU, or CUDA:i when built with --config=cuda).
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+namespace ember {
+
+enum class DeviceType : int8_t { CPU = 0, CUDA = 1 };
+
+struct Device {
+  DeviceType type = DeviceType::CPU;
+  int index = 0;
+
+  Device() = default;
+  Device(DeviceType t, int i = 0) : type(t), index(i) {}  // NOLINT: implicit from DeviceType
+  // Parses "cpu", "cuda", "cuda:1".
+  explicit Device(const std::string& spec);
+
+  bool is_cpu() const { return type == DeviceType::CPU; }
+  bool is_cuda() const { return type == DeviceType::CUDA; }
+  std::string str() const;
+
+  bool operator==(const Device& o) const { return type == o.type && (is_cpu() || index == o.index); }
+  bool operator!=(const Device& o) const { return !(*this == o); }
+};
+
+inline const Device kCPU{DeviceType::CPU, 0};
+
+std::ostream& operator<<(std::ostream& os, const Device& d);
+
+}  // namespace ember

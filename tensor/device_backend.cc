@@ -1,0 +1,30 @@
+#include "tensor/device_backend.h"
+
+#include "tensor/error.h"
+
+namespace ember {
+namespace {
+DeviceBackend* g_backends[2] = {nullptr, nullptr};
+}
+
+void register_device_backend(DeviceType type, DeviceBackend* backend) {
+  g_backends[static_cast<int>(type)] = backend;
+}
+
+bool has_device_backend(DeviceType type) { return g_backends[static_cast<int>(type)] != nullptr; }
+
+DeviceBackend& device_backend(DeviceType type, const char* op) {
+  DeviceBackend* b = g_backends[static_cast<int>(type)];
+  EMBER_CHECK(b != nullptr, op, ": no ", Device(type).str(),
+              " backend: ember was built without CUDA (build with --config=cuda)");
+  return *b;
+}
+
+int cuda_device_count() {
+  DeviceBackend* b = g_backends[static_cast<int>(DeviceType::CUDA)];
+  return b ? b->device_count() : 0;
+}
+
+bool cuda_is_available() { return cuda_device_count() > 0; }
+
+}  // namespace ember

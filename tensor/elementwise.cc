@@ -1,0 +1,211 @@
+// Elementwise ops: broadcasting, PyTorch's type promotion, output allocation, in-place forms.
+// The arithmetic itself lives in the device's kernel table (tensor/kernels.h).
+#include <algorithm>
+
+#include "tensor/factories.h"
+#include "tensor/kernels.h"
+#include "tensor/ops.h"
+
+namespace ember {
+namespace {
+
+int category(ScalarType t) {
+  if (t == kBool) return 0;
+  if (is_integral(t)) return 1;
+  return 2;
+}
+
+// PyTorch's result_type for two tensors: dimensioned tensors decide within a category; a 0-dim
+// tensor only wins when its category is higher.
+ScalarType result_type(const Tensor& a, const Tensor& b) {
+  const bool za = a.dim() == 0, zb = b.dim() == 0;
+  if (za == zb) return promote_types(a.dtype(), b.dtype());
+  const ScalarType dimmed = za ? b.dtype() : a.dtype();
+  const ScalarType zero = za ? a.dtype() : b.dtype();
+  return category(zero) > category(dimmed) ? zero : dimmed;
+}
+
+// With a Python-style scalar: the scalar only lifts the category, to the default dtype of its kind.
+ScalarType result_type(const Tensor& a, const Scalar& s) {
+  const ScalarType st = s.default_dtype();
+  return category(st) > category(a.dtype()) ? st : a.dtype();
+}
+
+bool is_comparison(BinaryOp op) {
+  return op == BinaryOp::Eq || op == BinaryOp::Ne || op == BinaryOp::Lt || op == BinaryOp::Le ||
+         op == BinaryOp::Gt || op == BinaryOp::Ge;
+}
+
+ScalarType compute_dtype(BinaryOp op, ScalarType promoted) {
+  // True division of integers gives float32, as in PyTorch.
+  if (op == BinaryOp::Div && !is_floating_point(promoted)) return kFloat32;
+  return promoted;
+}
+
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, ScalarType promoted,
+              const Scalar& alpha = 1) {
+  const char* name = binary_op_name(op);
+  const KernelTable& k = kernels_for(name, {&a, &b});
+  EMBER_CHECK(k.binary, "no ", a.device().str(), " kernel for ", name);
+  const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), name);
+  const ScalarType ct = compute_dtype(op, promoted);
+  Tensor out = empty(shape, TensorOptions(is_comparison(op) ? kBool : ct, a.device()));
+  k.binary(op, out, expand(to_dtype(a, ct), shape), expand(to_dtype(b, ct), shape), alpha);
+  return out;
+}
+
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const Scalar& alpha = 1) {
+  EMBER_CHECK(a.defined() && b.defined(), binary_op_name(op), ": undefined tensor (",
+              a.describe(), ", ", b.describe(), ")");
+  return binary(op, a, b, result_type(a, b), alpha);
+}
+
+Tensor binary_scalar(BinaryOp op, const Tensor& a, const Scalar& s) {
+  EMBER_CHECK(a.defined(), binary_op_name(op), ": undefined tensor");
+  const ScalarType rt = result_type(a, s);
+  return binary(op, a, scalar_tensor(s, TensorOptions(rt, a.device())), rt);
+}
+
+// In place: self = self (op) other; other broadcasts to self; the result must cast to self's dtype.
+const Tensor& binary_(BinaryOp op, const Tensor& self, const Tensor& other, const Scalar& alpha) {
+  const char* name = binary_op_name(op);
+  EMBER_CHECK(self.defined() && other.defined(), name, "_: undefined tensor (", self.describe(),
+              ", ", other.describe(), ")");
+  const Shape shape = broadcast_shapes(self.sizes(), other.sizes(), name);
+  EMBER_CHECK(shape == self.sizes(), name, "_: output with shape ", self.shape_str(),
+              " doesn't match the broadcast shape ", shape_to_string(shape), " (other is ",
+              other.describe(), ")");
+  const ScalarType ct = compute_dtype(op, result_type(self, other));
+  EMBER_CHECK(category(ct) <= category(self.dtype()), name, "_: result type ", ct,
+              " can't be cast to the desired output type ", self.dtype());
+  if (ct == self.dtype()) {
+    const KernelTable& k = kernels_for(name, {&self, &other});
+    EMBER_CHECK(k.binary, "no ", self.device().str(), " kernel for ", name);
+    k.binary(op, self, self, expand(to_dtype(other, ct), shape), alpha);
+    self.bump_version();
+    return self;
+  }
+  return copy_(self, binary(op, self, other, ct, alpha));
+}
+
+const Tensor& binary_scalar_(BinaryOp op, const Tensor& self, const Scalar& s) {
+  EMBER_CHECK(self.defined(), binary_op_name(op), "_: undefined tensor");
+  return binary_(op, self, scalar_tensor(s, TensorOptions(result_type(self, s), self.device())), 1);
+}
+
+Tensor unary(UnaryOp op, const Tensor& t, bool floating_result) {
+  const char* name = unary_op_name(op);
+  const KernelTable& k = kernels_for(name, {&t});
+  EMBER_CHECK(k.unary, "no ", t.device().str(), " kernel for ", name);
+  // exp/log/... of an integer tensor give float32, as in PyTorch.
+  const ScalarType dt = floating_result && !is_floating_point(t.dtype()) ? kFloat32 : t.dtype();
+  Tensor in = to_dtype(t, dt);
+  Tensor out = empty(t.sizes(), TensorOptions(dt, t.device()));
+  k.unary(op, out, in);
+  return out;
+}
+
+}  // namespace
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+  const size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    const int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    EMBER_CHECK(da == db || da == 1 || db == 1, op, ": shapes ", shape_to_string(a), " and ",
+                shape_to_string(b), " are not broadcastable (dimension ", i, ": ", da, " vs ",
+                db, ")");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  return binary(BinaryOp::Add, a, b, alpha);
+}
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  return binary(BinaryOp::Sub, a, b, alpha);
+}
+Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Mul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Div, a, b); }
+Tensor pow(const Tensor& a, const Tensor& e) { return binary(BinaryOp::Pow, a, e); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Maximum, a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Minimum, a, b); }
+Tensor add(const Tensor& a, const Scalar& b) { return binary_scalar(BinaryOp::Add, a, b); }
+Tensor sub(const Tensor& a, const Scalar& b) { return binary_scalar(BinaryOp::Sub, a, b); }
+Tensor mul(const Tensor& a, const Scalar& b) { return binary_scalar(BinaryOp::Mul, a, b); }
+Tensor div(const Tensor& a, const Scalar& b) { return binary_scalar(BinaryOp::Div, a, b); }
+Tensor pow(const Tensor& a, const Scalar& e) { return binary_scalar(BinaryOp::Pow, a, e); }
+Tensor rsub(const Tensor& a, const Scalar& b) {
+  const ScalarType rt = result_type(a, b);
+  return binary(BinaryOp::Sub, scalar_tensor(b, TensorOptions(rt, a.device())), a, rt);
+}
+Tensor rdiv(const Tensor& a, const Scalar& b) {
+  const ScalarType rt = result_type(a, b);
+  return binary(BinaryOp::Div, scalar_tensor(b, TensorOptions(rt, a.device())), a, rt);
+}
+
+Tensor eq(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Eq, a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Ne, a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Lt, a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Le, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Gt, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Ge, a, b); }
+Tensor eq(const Tensor& a, const Scalar& b) { return binary_scalar(BinaryOp::Eq, a, b); }
+Tensor ne(const Tensor& a, const Scalar& b) { return binary_scalar(BinaryOp::Ne, a, b); }
+Tensor lt(const Tensor& a, const Scalar& b) { return binary_scalar(BinaryOp::Lt, a, b); }
+Tensor le(const Tensor& a, const Scalar& b) { return binary_scalar(BinaryOp::Le, a, b); }
+Tensor gt(const Tensor& a, const Scalar& b) { return binary_scalar(BinaryOp::Gt, a, b); }
+Tensor ge(const Tensor& a, const Scalar& b) { return binary_scalar(BinaryOp::Ge, a, b); }
+
+const Tensor& add_(const Tensor& s, const Tensor& o, const Scalar& alpha) {
+  return binary_(BinaryOp::Add, s, o, alpha);
+}
+const Tensor& sub_(const Tensor& s, const Tensor& o, const Scalar& alpha) {
+  return binary_(BinaryOp::Sub, s, o, alpha);
+}
+const Tensor& mul_(const Tensor& s, const Tensor& o) { return binary_(BinaryOp::Mul, s, o, 1); }
+const Tensor& div_(const Tensor& s, const Tensor& o) { return binary_(BinaryOp::Div, s, o, 1); }
+const Tensor& add_(const Tensor& s, const Scalar& o) { return binary_scalar_(BinaryOp::Add, s, o); }
+const Tensor& mul_(const Tensor& s, const Scalar& o) { return binary_scalar_(BinaryOp::Mul, s, o); }
+const Tensor& div_(const Tensor& s, const Scalar& o) { return binary_scalar_(BinaryOp::Div, s, o); }
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  const KernelTable& k = kernels_for("where", {&cond, &a, &b});
+  EMBER_CHECK(k.where, "no ", a.device().str(), " kernel for where");
+  EMBER_CHECK(cond.dtype() == kBool, "where: condition must be a bool tensor, got ", cond.describe());
+  const Shape shape =
+      broadcast_shapes(cond.sizes(), broadcast_shapes(a.sizes(), b.sizes(), "where"), "where");
+  const ScalarType rt = result_type(a, b);
+  Tensor out = empty(shape, TensorOptions(rt, a.device()));
+  k.where(out, expand(cond, shape), expand(to_dtype(a, rt), shape), expand(to_dtype(b, rt), shape));
+  return out;
+}
+
+Tensor neg(const Tensor& t) { return unary(UnaryOp::Neg, t, false); }
+Tensor abs(const Tensor& t) { return unary(UnaryOp::Abs, t, false); }
+Tensor relu(const Tensor& t) { return unary(UnaryOp::Relu, t, false); }
+Tensor sign(const Tensor& t) { return unary(UnaryOp::Sign, t, false); }
+Tensor exp(const Tensor& t) { return unary(UnaryOp::Exp, t, true); }
+Tensor log(const Tensor& t) { return unary(UnaryOp::Log, t, true); }
+Tensor sqrt(const Tensor& t) { return unary(UnaryOp::Sqrt, t, true); }
+Tensor rsqrt(const Tensor& t) { return unary(UnaryOp::Rsqrt, t, true); }
+Tensor sigmoid(const Tensor& t) { return unary(UnaryOp::Sigmoid, t, true); }
+Tensor tanh(const Tensor& t) { return unary(UnaryOp::Tanh, t, true); }
+
+Tensor clamp(const Tensor& t, std::optional<Scalar> lo, std::optional<Scalar> hi) {
+  const KernelTable& k = kernels_for("clamp", {&t});
+  EMBER_CHECK(k.clamp, "no ", t.device().str(), " kernel for clamp");
+  EMBER_CHECK(lo.has_value() || hi.has_value(), "clamp: at least one of min or max must be given");
+  ScalarType rt = t.dtype();
+  if (lo) rt = promote_types(rt, result_type(t, *lo));
+  if (hi) rt = promote_types(rt, result_type(t, *hi));
+  EMBER_CHECK(rt != kBool, "clamp: not supported for dtype bool");
+  Tensor in = to_dtype(t, rt);
+  Tensor out = empty(t.sizes(), TensorOptions(rt, t.device()));
+  k.clamp(out, in, lo, hi);
+  return out;
+}
+
+}  // namespace ember

@@ -1,0 +1,234 @@
+#include "tensor/factories.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "tensor/cpu/convert.h"
+#include "tensor/device_backend.h"
+#include "tensor/ops.h"
+
+namespace ember {
+namespace {
+
+void check_sizes(const char* op, const Shape& sizes) {
+  for (int64_t s : sizes) {
+    EMBER_CHECK(s >= 0, op, ": negative dimension in size ", shape_to_string(sizes));
+  }
+}
+
+Generator& pick(Generator* gen) { return gen ? *gen : default_generator(); }
+
+// Random values are drawn on the CPU in a fixed order and then moved to the device, so a seed gives
+// the same tensor on every device.
+template <typename Draw>
+Tensor random_tensor(const char* op, const Shape& sizes, Generator* gen, TensorOptions options,
+                     Draw draw) {
+  check_sizes(op, sizes);
+  Tensor cpu_t = empty(sizes, TensorOptions(options.dtype, kCPU));
+  Generator& g = pick(gen);
+  std::lock_guard<std::mutex> lock(g.mutex());
+  EMBER_DISPATCH_ALL_TYPES(options.dtype, op, [&] {
+    scalar_t* p = cpu_t.data_ptr<scalar_t>();
+    for (int64_t i = 0; i < cpu_t.numel(); ++i) p[i] = cpu::convert<scalar_t>(draw(g));
+  });
+  return options.device.is_cpu() ? cpu_t : cpu_t.to(options.device);
+}
+
+}  // namespace
+
+Tensor empty(const Shape& sizes, TensorOptions options) {
+  check_sizes("empty", sizes);
+  const size_t nbytes = static_cast<size_t>(shape_numel(sizes)) * element_size(options.dtype);
+  return Tensor(std::make_shared<TensorImpl>(Storage(nbytes, options.device), sizes,
+                                             contiguous_strides(sizes), 0, options.dtype));
+}
+
+Tensor empty_strided(const Shape& sizes, const Shape& strides, TensorOptions options) {
+  check_sizes("empty_strided", sizes);
+  EMBER_CHECK(sizes.size() == strides.size(), "empty_strided: sizes ", shape_to_string(sizes),
+              " and strides ", shape_to_string(strides), " differ in length");
+  int64_t extent = 1;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == 0) {
+      extent = 0;
+      break;
+    }
+    extent += (sizes[i] - 1) * strides[i];
+  }
+  const size_t nbytes = static_cast<size_t>(extent) * element_size(options.dtype);
+  return Tensor(std::make_shared<TensorImpl>(Storage(nbytes, options.device), sizes, strides, 0,
+                                             options.dtype));
+}
+
+Tensor zeros(const Shape& sizes, TensorOptions options) {
+  Tensor t = empty(sizes, options);
+  if (t.is_cpu()) {
+    std::memset(t.data_ptr(), 0, t.nbytes());  // all-zero bytes are 0 for every dtype
+  } else {
+    zero_(t);
+  }
+  return t;
+}
+
+Tensor ones(const Shape& sizes, TensorOptions options) { return full(sizes, 1, options); }
+
+Tensor full(const Shape& sizes, const Scalar& value, TensorOptions options) {
+  if (options.device.is_cpu()) {
+    Tensor t = empty(sizes, options);
+    fill_(t, value);
+    return t;
+  }
+  return full(sizes, value, TensorOptions(options.dtype, kCPU)).to(options.device);
+}
+
+Tensor empty_like(const Tensor& t) { return empty(t.sizes(), TensorOptions(t.dtype(), t.device())); }
+Tensor zeros_like(const Tensor& t) { return zeros(t.sizes(), TensorOptions(t.dtype(), t.device())); }
+Tensor ones_like(const Tensor& t) { return ones(t.sizes(), TensorOptions(t.dtype(), t.device())); }
+Tensor full_like(const Tensor& t, const Scalar& v) {
+  return full(t.sizes(), v, TensorOptions(t.dtype(), t.device()));
+}
+
+Tensor scalar_tensor(const Scalar& value, TensorOptions options) { return full({}, value, options); }
+
+Tensor arange(double start, double end, double step, TensorOptions options) {
+  EMBER_CHECK(step != 0, "arange: step must be non-zero");
+  EMBER_CHECK((step > 0 && end >= start) || (step < 0 && end <= start), "arange: upper bound (",
+              end, ") and lower bound (", start, ") inconsistent with step sign (", step, ")");
+  const int64_t n = static_cast<int64_t>(std::ceil((end - start) / step));
+  Tensor t = empty({n}, TensorOptions(options.dtype, kCPU));
+  EMBER_DISPATCH_ALL_TYPES(options.dtype, "arange", [&] {
+    scalar_t* p = t.data_ptr<scalar_t>();
+    for (int64_t i = 0; i < n; ++i) p[i] = cpu::convert<scalar_t>(start + step * static_cast<double>(i));
+  });
+  return options.device.is_cpu() ? t : t.to(options.device);
+}
+
+Tensor arange(double end, TensorOptions options) { return arange(0, end, 1, options); }
+
+Tensor linspace(double start, double end, int64_t steps, TensorOptions options) {
+  EMBER_CHECK(steps >= 0, "linspace: number of steps must be non-negative, got ", steps);
+  Tensor t = empty({steps}, TensorOptions(options.dtype, kCPU));
+  const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
+  EMBER_DISPATCH_ALL_TYPES(options.dtype, "linspace", [&] {
+    scalar_t* p = t.data_ptr<scalar_t>();
+    // Fill from both ends (as PyTorch does) so the last value is exactly `end`.
+    const int64_t half = steps / 2;
+    for (int64_t i = 0; i < steps; ++i) {
+      const double v = i < half ? start + step * static_cast<double>(i)
+                                : end - step * static_cast<double>(steps - 1 - i);
+      p[i] = cpu::convert<scalar_t>(v);
+    }
+  });
+  return options.device.is_cpu() ? t : t.to(options.device);
+}
+
+Tensor eye(int64_t n, int64_t m, TensorOptions options) {
+  if (m < 0) m = n;
+  EMBER_CHECK(n >= 0, "eye: n must be non-negative, got ", n);
+  Tensor t = zeros({n, m}, TensorOptions(options.dtype, kCPU));
+  EMBER_DISPATCH_ALL_TYPES(options.dtype, "eye", [&] {
+    scalar_t* p = t.data_ptr<scalar_t>();
+    for (int64_t i = 0; i < std::min(n, m); ++i) p[i * m + i] = cpu::convert<scalar_t>(1);
+  });
+  return options.device.is_cpu() ? t : t.to(options.device);
+}
+
+template <typename T>
+Tensor from_vector(const std::vector<T>& values, const Shape& sizes) {
+  Shape s = sizes.empty() ? Shape{static_cast<int64_t>(values.size())} : sizes;
+  EMBER_CHECK(shape_numel(s) == static_cast<int64_t>(values.size()), "from_vector: ",
+              values.size(), " values do not fill shape ", shape_to_string(s));
+  Tensor t = empty(s, dtype_of<T>());
+  T* p = t.data_ptr<T>();
+  for (size_t i = 0; i < values.size(); ++i) p[i] = values[i];  // loop: std::vector<bool> has no data()
+  return t;
+}
+template Tensor from_vector(const std::vector<float>&, const Shape&);
+template Tensor from_vector(const std::vector<double>&, const Shape&);
+template Tensor from_vector(const std::vector<Half>&, const Shape&);
+template Tensor from_vector(const std::vector<BFloat16>&, const Shape&);
+template Tensor from_vector(const std::vector<int32_t>&, const Shape&);
+template Tensor from_vector(const std::vector<int64_t>&, const Shape&);
+template Tensor from_vector(const std::vector<uint8_t>&, const Shape&);
+template Tensor from_vector(const std::vector<bool>&, const Shape&);
+
+Tensor from_blob(void* data, const Shape& sizes, ScalarType dtype, std::function<void(void*)> deleter,
+                 Device device) {
+  return from_blob(data, sizes, contiguous_strides(sizes), dtype, std::move(deleter), device);
+}
+
+Tensor from_blob(void* data, const Shape& sizes, const Shape& strides, ScalarType dtype,
+                 std::function<void(void*)> deleter, Device device) {
+  check_sizes("from_blob", sizes);
+  EMBER_CHECK(sizes.size() == strides.size(), "from_blob: sizes ", shape_to_string(sizes),
+              " and strides ", shape_to_string(strides), " differ in length");
+  int64_t extent = 1;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == 0) {
+      extent = 0;
+      break;
+    }
+    extent += (sizes[i] - 1) * strides[i];
+  }
+  EMBER_CHECK(data != nullptr || extent == 0, "from_blob: null data pointer for shape ",
+              shape_to_string(sizes));
+  Storage st = Storage::from_blob(data, static_cast<size_t>(extent) * element_size(dtype), device,
+                                  std::move(deleter));
+  return Tensor(std::make_shared<TensorImpl>(std::move(st), sizes, strides, 0, dtype));
+}
+
+Tensor rand(const Shape& sizes, Generator* gen, TensorOptions options) {
+  EMBER_CHECK(is_floating_point(options.dtype), "rand: expected a floating dtype, got ",
+              options.dtype);
+  const bool f64 = options.dtype == kFloat64;
+  return random_tensor("rand", sizes, gen, options, [f64](Generator& g) {
+    return f64 ? g.next_double() : static_cast<double>(g.next_float());
+  });
+}
+
+Tensor randn(const Shape& sizes, Generator* gen, TensorOptions options) {
+  EMBER_CHECK(is_floating_point(options.dtype), "randn: expected a floating dtype, got ",
+              options.dtype);
+  return random_tensor("randn", sizes, gen, options, [](Generator& g) { return g.next_normal(); });
+}
+
+Tensor randint(int64_t low, int64_t high, const Shape& sizes, Generator* gen, TensorOptions options) {
+  EMBER_CHECK(low < high, "randint: low (", low, ") must be less than high (", high, ")");
+  const uint64_t range = static_cast<uint64_t>(high - low);
+  return random_tensor("randint", sizes, gen, options, [low, range](Generator& g) {
+    return static_cast<double>(low + static_cast<int64_t>(g.next_below(range)));
+  });
+}
+
+Tensor randperm(int64_t n, Generator* gen) {
+  EMBER_CHECK(n >= 0, "randperm: n must be non-negative, got ", n);
+  Tensor t = arange(0, static_cast<double>(n), 1, kInt64);
+  int64_t* p = t.data_ptr<int64_t>();
+  Generator& g = pick(gen);
+  std::lock_guard<std::mutex> lock(g.mutex());
+  for (int64_t i = n - 1; i > 0; --i) {
+    const int64_t j = static_cast<int64_t>(g.next_below(static_cast<uint64_t>(i + 1)));
+    std::swap(p[i], p[j]);
+  }
+  return t;
+}
+
+const Tensor& uniform_(const Tensor& t, double low, double high, Generator* gen) {
+  EMBER_CHECK(low <= high, "uniform_: low (", low, ") must not exceed high (", high, ")");
+  Tensor r = rand(t.sizes(), gen, TensorOptions(kFloat64, kCPU));
+  double* p = r.data_ptr<double>();
+  for (int64_t i = 0; i < r.numel(); ++i) p[i] = low + (high - low) * p[i];
+  copy_(t, r);
+  return t;
+}
+
+const Tensor& normal_(const Tensor& t, double mean, double std, Generator* gen) {
+  EMBER_CHECK(std >= 0, "normal_: std must be non-negative, got ", std);
+  Tensor r = randn(t.sizes(), gen, TensorOptions(kFloat64, kCPU));
+  double* p = r.data_ptr<double>();
+  for (int64_t i = 0; i < r.numel(); ++i) p[i] = mean + std * p[i];
+  copy_(t, r);
+  return t;
+}
+
+}  // namespace ember

@@ -1,0 +1,61 @@
+#include "tensor/kernels.h"
+
+namespace ember {
+
+const char* binary_op_name(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add: return "add";
+    case BinaryOp::Sub: return "sub";
+    case BinaryOp::Mul: return "mul";
+    case BinaryOp::Div: return "div";
+    case BinaryOp::Pow: return "pow";
+    case BinaryOp::Maximum: return "maximum";
+    case BinaryOp::Minimum: return "minimum";
+    case BinaryOp::Eq: return "eq";
+    case BinaryOp::Ne: return "ne";
+    case BinaryOp::Lt: return "lt";
+    case BinaryOp::Le: return "le";
+    case BinaryOp::Gt: return "gt";
+    case BinaryOp::Ge: return "ge";
+  }
+  return "binary op";
+}
+
+const char* unary_op_name(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Neg: return "neg";
+    case UnaryOp::Abs: return "abs";
+    case UnaryOp::Relu: return "relu";
+    case UnaryOp::Sign: return "sign";
+    case UnaryOp::Exp: return "exp";
+    case UnaryOp::Log: return "log";
+    case UnaryOp::Sqrt: return "sqrt";
+    case UnaryOp::Rsqrt: return "rsqrt";
+    case UnaryOp::Sigmoid: return "sigmoid";
+    case UnaryOp::Tanh: return "tanh";
+  }
+  return "unary op";
+}
+
+KernelTable& kernel_table(DeviceType type) {
+  static KernelTable tables[2] = {cpu::make_kernel_table(), KernelTable{}};
+  return tables[static_cast<int>(type)];
+}
+
+const KernelTable& kernels_for(const char* op, std::initializer_list<const Tensor*> tensors) {
+  const Tensor* first = nullptr;
+  for (const Tensor* t : tensors) {
+    EMBER_CHECK(t->defined(), op, ": got an undefined tensor");
+    if (!first) {
+      first = t;
+      continue;
+    }
+    EMBER_CHECK(t->device() == first->device(), op,
+                ": expected all tensors on the same device, got ", first->describe(), " and ",
+                t->describe());
+  }
+  EMBER_INTERNAL_ASSERT(first != nullptr);
+  return kernel_table(first->device().type);
+}
+
+}  // namespace ember

@@ -1,0 +1,120 @@
+"""Bazel glue for the Debian-installed libraries, so the build works offline.
+
+Each library is a local repository over the files apt installed; nothing is downloaded.
+"""
+
+def _system_headers_repository(name, path, prefix, linkopts, hdrs_glob = ["**/*.h"]):
+    # Headers under /usr/include/<prefix> are exposed as <prefix>/... so Bazel's inclusion check sees them.
+    native.new_local_repository(
+        name = name,
+        path = path,
+        build_file_content = """
+package(default_visibility = ["//visibility:public"])
+cc_library(
+    name = "{name}",
+    hdrs = glob({hdrs_glob}),
+    include_prefix = "{prefix}",
+    linkopts = {linkopts},
+)
+""".format(name = name, hdrs_glob = hdrs_glob, prefix = prefix, linkopts = linkopts),
+    )
+
+def _mpi_repository_impl(ctx):
+    # Flags come from the MPI compiler wrapper itself, as `mpicxx --showme` reports them.
+    mpicxx = ctx.which("mpicxx")
+    if mpicxx == None:
+        fail("mpicxx not found: install libopenmpi-dev and openmpi-bin (scripts/bootstrap.sh does)")
+    compile = ctx.execute([mpicxx, "--showme:incdirs"])
+    link = ctx.execute([mpicxx, "--showme:link"])
+    if compile.return_code != 0 or link.return_code != 0:
+        fail("mpicxx --showme failed: " + compile.stderr + link.stderr)
+    incdirs = compile.stdout.strip().split(" ")
+    includes = []
+    for i, d in enumerate(incdirs):
+        ctx.symlink(d, "include%d" % i)
+        includes.append("include%d" % i)
+
+    # The C++ bindings are deprecated and unused; skipping them avoids linking -lmpi_cxx.
+    linkopts = [f for f in link.stdout.strip().split(" ") if f != "-lmpi_cxx"]
+    ctx.file("BUILD", """
+package(default_visibility = ["//visibility:public"])
+cc_library(
+    name = "mpi",
+    hdrs = glob(["include*/**/*.h"]),
+    includes = {includes},
+    defines = ["OMPI_SKIP_MPICXX"],
+    linkopts = {linkopts} + ["-pthread"],
+)
+""".format(includes = includes, linkopts = linkopts))
+
+_mpi_repository = repository_rule(
+    implementation = _mpi_repository_impl,
+    local = True,
+    environ = ["PATH"],
+)
+
+def _cuda_repository_impl(ctx):
+    # CUDA is optional: without /usr/local/cuda the repository exists but refuses to build,
+    # so the default (CPU-only) build never needs it.
+    root = ctx.os.environ.get("CUDA_PATH", "/usr/local/cuda")
+    if not ctx.path(root + "/bin/nvcc").exists:
+        ctx.file("BUILD", """
+package(default_visibility = ["//visibility:public"])
+genrule(
+    name = "missing",
+    outs = ["missing.h"],
+    cmd = "echo '--config=cuda needs the CUDA toolkit at {root} (or set CUDA_PATH)' >&2; exit 1",
+)
+cc_library(name = "cuda", hdrs = [":missing"])
+filegroup(name = "nvcc", srcs = [":missing"])
+""".format(root = root))
+        return
+    for d in ["bin", "include", "lib64", "lib", "nvvm"]:
+        if ctx.path(root + "/" + d).exists:
+            ctx.symlink(root + "/" + d, d)
+    ctx.file("BUILD", """
+package(default_visibility = ["//visibility:public"])
+filegroup(name = "nvcc", srcs = glob(["bin/**", "nvvm/**", "include/**"]))
+cc_library(
+    name = "cuda",
+    hdrs = glob(["include/**/*.h", "include/**/*.hpp", "include/**/*.cuh"]),
+    includes = ["include"],
+    linkopts = ["-L{root}/lib64", "-L{root}/lib", "-Wl,-rpath,{root}/lib64", "-Wl,-rpath,{root}/lib",
+                "-lcudart", "-lcublas", "-lnccl"],
+)
+""".format(root = root))
+
+_cuda_repository = repository_rule(
+    implementation = _cuda_repository_impl,
+    local = True,
+    environ = ["CUDA_PATH"],
+)
+
+def ember_dependencies():
+    native.new_local_repository(
+        name = "eigen",
+        path = "/usr/include/eigen3",
+        build_file_content = """
+package(default_visibility = ["//visibility:public"])
+cc_library(
+    name = "eigen",
+    hdrs = glob(["Eigen/**", "unsupported/Eigen/**"]),
+    includes = ["."],
+    defines = ["EIGEN_NO_DEBUG"],
+)
+""",
+    )
+    _system_headers_repository("fmt", "/usr/include/fmt", "fmt", ["-lfmt"])
+    _system_headers_repository("gtest", "/usr/include/gtest", "gtest", ["-lgtest", "-pthread"])
+    _system_headers_repository("gmock", "/usr/include/gmock", "gmock", ["-lgmock", "-lgtest", "-pthread"])
+    _system_headers_repository("benchmark", "/usr/include/benchmark", "benchmark", ["-lbenchmark", "-pthread"])
+    native.new_local_repository(
+        name = "zlib",
+        path = "/usr/include",
+        build_file_content = """
+package(default_visibility = ["//visibility:public"])
+cc_library(name = "zlib", hdrs = ["zlib.h", "zconf.h"], linkopts = ["-lz"])
+""",
+    )
+    _mpi_repository(name = "mpi")
+    _cuda_repository(name = "cuda")
