@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Runs every ember test and ends with one line "N passed, N failed, N skipped" (counting GoogleTest
+# cases; a test binary that crashes or fails to build counts as one failure).
+#   1. bazel test //...            all GoogleTest suites, and the mpirun suites (sh_test wrappers)
+#   2. bazel test --config=asan    the single-process suites again under AddressSanitizer + UBSan
+# Installs missing Debian packages first (scripts/bootstrap.sh). EMBER_SKIP_ASAN=1 skips step 2.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+scripts/bootstrap.sh || { echo "0 passed, 1 failed"; exit 1; }
+
+passed=0 failed=0 skipped=0
+
+# Counts the test cases in one JUnit XML file written by GoogleTest (or by Bazel for non-gtest tests).
+count_xml() {
+  awk '
+    /<testcase /          { open = 1; bad = 0; skip = ($0 ~ /result="skipped"/); if ($0 ~ /\/>[[:space:]]*$/) close_case() }
+    /<failure|<error/     { bad = 1 }
+    /<skipped/            { skip = 1 }
+    /<\/testcase>/        { close_case() }
+    function close_case() { if (!open) return; if (bad) f++; else if (skip) s++; else p++; open = 0 }
+    END { printf "%d %d %d\n", p, f, s }
+  ' "$1"
+}
+
+# Runs `bazel test` with the given flags and adds its per-case results to the totals.
+run_suite() {
+  local label="$1"; shift
+  local log
+  log=$(mktemp)
+  echo "== ${label}: bazel test $*" >&2
+  bazel test --keep_going "$@" 2>&1 | tee "$log" >&2
+  local testlogs
+  testlogs=$(readlink -f bazel-testlogs)  # the symlink follows the last command's configuration
+  while read -r target status; do
+    local xml="${testlogs}/$(echo "${target#//}" | tr ':' '/')/test.xml"
+    if [[ "$status" == PASSED || "$status" == FAILED || "$status" == FLAKY ]] && [[ -f "$xml" ]]; then
+      read -r p f s < <(count_xml "$xml")
+      if [[ "$status" != PASSED && "$f" -eq 0 ]]; then f=1; fi  # crashed before writing a failure
+      if [[ $((p + f + s)) -eq 0 ]]; then
+        if [[ "$status" == PASSED ]]; then p=1; else f=1; fi
+      fi
+      passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+    else
+      echo "   ${target}: ${status}" >&2
+      failed=$((failed + 1))
+    fi
+  done < <(awk '/^\/\/[^ ]+ +/ {
+      s = "";
+      if ($0 ~ /FAILED TO BUILD/) s = "FAILED_TO_BUILD"; else if ($0 ~ /NO STATUS/) s = "NO_STATUS";
+      else if ($0 ~ /PASSED/) s = "PASSED"; else if ($0 ~ /FLAKY/) s = "FLAKY";
+      else if ($0 ~ /TIMEOUT/) s = "TIMEOUT"; else if ($0 ~ /FAILED/) s = "FAILED";
+      if (s != "") print $1, s }' "$log")
+  if grep -qE '^(ERROR|FAILED): Build did NOT complete' "$log" && ! grep -qE '^//' "$log"; then
+    echo "   ${label}: the build failed before any test ran" >&2
+    failed=$((failed + 1))
+  fi
+  rm -f "$log"
+}
+
+run_suite "all tests" //...
+if [[ "${EMBER_SKIP_ASAN:-0}" != "1" ]]; then
+  run_suite "sanitizers" --config=asan --test_tag_filters=-mpi,-benchmark //tests/...
+fi
+
+echo "${passed} passed, ${failed} failed, ${skipped} skipped"
+[[ "$failed" -eq 0 ]]
