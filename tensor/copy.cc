@@ -1,4 +1,5 @@
 // copy_, dtype and device conversion, clone/contiguous, fill_/zero_.
+#include "tensor/autograd_dispatch.h"
 #include "tensor/cpu/convert.h"
 #include "tensor/cpu/loops.h"
 #include "tensor/device_backend.h"
@@ -33,8 +34,11 @@ void copy_cpu(const Tensor& dst, const Tensor& src) {
 }  // namespace
 
 const Tensor& copy_(const Tensor& dst, const Tensor& src) {
+  if (auto f = autograd_kernel(&AutogradKernels::copy_, {&dst, &src})) return f(dst, src);
   EMBER_CHECK(dst.defined() && src.defined(), "copy_: undefined tensor (dst ", dst.describe(),
               ", src ", src.describe(), ")");
+  EMBER_CHECK(!dst.is_sparse() && !src.is_sparse(), "copy_: sparse tensors are not supported (dst ",
+              dst.describe(), ", src ", src.describe(), "); use to_dense()");
   Tensor s;
   try {
     s = expand(src, dst.sizes());
@@ -72,6 +76,7 @@ const Tensor& copy_(const Tensor& dst, const Tensor& src) {
 
 Tensor to_dtype(const Tensor& t, ScalarType dtype, bool copy) {
   if (t.dtype() == dtype && !copy) return t;
+  if (auto f = autograd_kernel(&AutogradKernels::to_dtype, {&t})) return f(t, dtype, copy);
   Tensor out = empty(t.sizes(), TensorOptions(dtype, t.device()));
   copy_(out, t);
   return out;
@@ -85,6 +90,7 @@ Tensor to_device(const Tensor& t, Device device, bool copy) {
 }
 
 Tensor clone(const Tensor& t) {
+  if (auto f = autograd_kernel(&AutogradKernels::clone, {&t})) return f(t);
   Tensor out = empty(t.sizes(), TensorOptions(t.dtype(), t.device()));
   copy_(out, t);
   return out;
@@ -93,6 +99,7 @@ Tensor clone(const Tensor& t) {
 Tensor contiguous(const Tensor& t) { return t.is_contiguous() ? t : clone(t); }
 
 const Tensor& fill_(const Tensor& t, const Scalar& value) {
+  if (auto f = autograd_kernel(&AutogradKernels::fill_, {&t})) return f(t, value);
   EMBER_CHECK(t.defined(), "fill_: undefined tensor");
   if (t.is_cuda()) {
     EMBER_CHECK(value.to_double() == 0.0 && t.is_contiguous(),

@@ -2,6 +2,7 @@
 // The arithmetic itself lives in the device's kernel table (tensor/kernels.h).
 #include <algorithm>
 
+#include "tensor/autograd_dispatch.h"
 #include "tensor/factories.h"
 #include "tensor/kernels.h"
 #include "tensor/ops.h"
@@ -122,26 +123,60 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
 }
 
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  if (auto f = autograd_kernel(&AutogradKernels::add, {&a, &b})) return f(a, b, alpha);
   return binary(BinaryOp::Add, a, b, alpha);
 }
 Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  if (auto f = autograd_kernel(&AutogradKernels::sub, {&a, &b})) return f(a, b, alpha);
   return binary(BinaryOp::Sub, a, b, alpha);
 }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Mul, a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Div, a, b); }
-Tensor pow(const Tensor& a, const Tensor& e) { return binary(BinaryOp::Pow, a, e); }
-Tensor maximum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Maximum, a, b); }
-Tensor minimum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Minimum, a, b); }
-Tensor add(const Tensor& a, const Scalar& b) { return binary_scalar(BinaryOp::Add, a, b); }
-Tensor sub(const Tensor& a, const Scalar& b) { return binary_scalar(BinaryOp::Sub, a, b); }
-Tensor mul(const Tensor& a, const Scalar& b) { return binary_scalar(BinaryOp::Mul, a, b); }
-Tensor div(const Tensor& a, const Scalar& b) { return binary_scalar(BinaryOp::Div, a, b); }
-Tensor pow(const Tensor& a, const Scalar& e) { return binary_scalar(BinaryOp::Pow, a, e); }
+Tensor mul(const Tensor& a, const Tensor& b) {
+  if (auto f = autograd_kernel(&AutogradKernels::mul, {&a, &b})) return f(a, b);
+  return binary(BinaryOp::Mul, a, b);
+}
+Tensor div(const Tensor& a, const Tensor& b) {
+  if (auto f = autograd_kernel(&AutogradKernels::div, {&a, &b})) return f(a, b);
+  return binary(BinaryOp::Div, a, b);
+}
+Tensor pow(const Tensor& a, const Tensor& e) {
+  if (auto f = autograd_kernel(&AutogradKernels::pow, {&a, &e})) return f(a, e);
+  return binary(BinaryOp::Pow, a, e);
+}
+Tensor maximum(const Tensor& a, const Tensor& b) {
+  if (auto f = autograd_kernel(&AutogradKernels::maximum, {&a, &b})) return f(a, b);
+  return binary(BinaryOp::Maximum, a, b);
+}
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  if (auto f = autograd_kernel(&AutogradKernels::minimum, {&a, &b})) return f(a, b);
+  return binary(BinaryOp::Minimum, a, b);
+}
+Tensor add(const Tensor& a, const Scalar& b) {
+  if (auto f = autograd_kernel(&AutogradKernels::add_scalar, {&a})) return f(a, b);
+  return binary_scalar(BinaryOp::Add, a, b);
+}
+Tensor sub(const Tensor& a, const Scalar& b) {
+  if (auto f = autograd_kernel(&AutogradKernels::sub_scalar, {&a})) return f(a, b);
+  return binary_scalar(BinaryOp::Sub, a, b);
+}
+Tensor mul(const Tensor& a, const Scalar& b) {
+  if (auto f = autograd_kernel(&AutogradKernels::mul_scalar, {&a})) return f(a, b);
+  return binary_scalar(BinaryOp::Mul, a, b);
+}
+Tensor div(const Tensor& a, const Scalar& b) {
+  if (auto f = autograd_kernel(&AutogradKernels::div_scalar, {&a})) return f(a, b);
+  return binary_scalar(BinaryOp::Div, a, b);
+}
+Tensor pow(const Tensor& a, const Scalar& e) {
+  if (auto f = autograd_kernel(&AutogradKernels::pow_scalar, {&a})) return f(a, e);
+  return binary_scalar(BinaryOp::Pow, a, e);
+}
 Tensor rsub(const Tensor& a, const Scalar& b) {
+  if (auto f = autograd_kernel(&AutogradKernels::rsub, {&a})) return f(a, b);
   const ScalarType rt = result_type(a, b);
   return binary(BinaryOp::Sub, scalar_tensor(b, TensorOptions(rt, a.device())), a, rt);
 }
 Tensor rdiv(const Tensor& a, const Scalar& b) {
+  if (auto f = autograd_kernel(&AutogradKernels::rdiv, {&a})) return f(a, b);
   const ScalarType rt = result_type(a, b);
   return binary(BinaryOp::Div, scalar_tensor(b, TensorOptions(rt, a.device())), a, rt);
 }
@@ -160,18 +195,36 @@ Tensor gt(const Tensor& a, const Scalar& b) { return binary_scalar(BinaryOp::Gt,
 Tensor ge(const Tensor& a, const Scalar& b) { return binary_scalar(BinaryOp::Ge, a, b); }
 
 const Tensor& add_(const Tensor& s, const Tensor& o, const Scalar& alpha) {
+  if (auto f = autograd_kernel(&AutogradKernels::add_, {&s, &o})) return f(s, o, alpha);
   return binary_(BinaryOp::Add, s, o, alpha);
 }
 const Tensor& sub_(const Tensor& s, const Tensor& o, const Scalar& alpha) {
+  if (auto f = autograd_kernel(&AutogradKernels::sub_, {&s, &o})) return f(s, o, alpha);
   return binary_(BinaryOp::Sub, s, o, alpha);
 }
-const Tensor& mul_(const Tensor& s, const Tensor& o) { return binary_(BinaryOp::Mul, s, o, 1); }
-const Tensor& div_(const Tensor& s, const Tensor& o) { return binary_(BinaryOp::Div, s, o, 1); }
-const Tensor& add_(const Tensor& s, const Scalar& o) { return binary_scalar_(BinaryOp::Add, s, o); }
-const Tensor& mul_(const Tensor& s, const Scalar& o) { return binary_scalar_(BinaryOp::Mul, s, o); }
-const Tensor& div_(const Tensor& s, const Scalar& o) { return binary_scalar_(BinaryOp::Div, s, o); }
+const Tensor& mul_(const Tensor& s, const Tensor& o) {
+  if (auto f = autograd_kernel(&AutogradKernels::mul_, {&s, &o})) return f(s, o);
+  return binary_(BinaryOp::Mul, s, o, 1);
+}
+const Tensor& div_(const Tensor& s, const Tensor& o) {
+  if (auto f = autograd_kernel(&AutogradKernels::div_, {&s, &o})) return f(s, o);
+  return binary_(BinaryOp::Div, s, o, 1);
+}
+const Tensor& add_(const Tensor& s, const Scalar& o) {
+  if (auto f = autograd_kernel(&AutogradKernels::add_scalar_, {&s})) return f(s, o);
+  return binary_scalar_(BinaryOp::Add, s, o);
+}
+const Tensor& mul_(const Tensor& s, const Scalar& o) {
+  if (auto f = autograd_kernel(&AutogradKernels::mul_scalar_, {&s})) return f(s, o);
+  return binary_scalar_(BinaryOp::Mul, s, o);
+}
+const Tensor& div_(const Tensor& s, const Scalar& o) {
+  if (auto f = autograd_kernel(&AutogradKernels::div_scalar_, {&s})) return f(s, o);
+  return binary_scalar_(BinaryOp::Div, s, o);
+}
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  if (auto f = autograd_kernel(&AutogradKernels::where, {&a, &b})) return f(cond, a, b);
   const KernelTable& k = kernels_for("where", {&cond, &a, &b});
   EMBER_CHECK(k.where, "no ", a.device().str(), " kernel for where");
   EMBER_CHECK(cond.dtype() == kBool, "where: condition must be a bool tensor, got ", cond.describe());
@@ -183,18 +236,49 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   return out;
 }
 
-Tensor neg(const Tensor& t) { return unary(UnaryOp::Neg, t, false); }
-Tensor abs(const Tensor& t) { return unary(UnaryOp::Abs, t, false); }
-Tensor relu(const Tensor& t) { return unary(UnaryOp::Relu, t, false); }
-Tensor sign(const Tensor& t) { return unary(UnaryOp::Sign, t, false); }
-Tensor exp(const Tensor& t) { return unary(UnaryOp::Exp, t, true); }
-Tensor log(const Tensor& t) { return unary(UnaryOp::Log, t, true); }
-Tensor sqrt(const Tensor& t) { return unary(UnaryOp::Sqrt, t, true); }
-Tensor rsqrt(const Tensor& t) { return unary(UnaryOp::Rsqrt, t, true); }
-Tensor sigmoid(const Tensor& t) { return unary(UnaryOp::Sigmoid, t, true); }
-Tensor tanh(const Tensor& t) { return unary(UnaryOp::Tanh, t, true); }
+Tensor neg(const Tensor& t) {
+  if (auto f = autograd_kernel(&AutogradKernels::neg, {&t})) return f(t);
+  return unary(UnaryOp::Neg, t, false);
+}
+Tensor abs(const Tensor& t) {
+  if (auto f = autograd_kernel(&AutogradKernels::abs, {&t})) return f(t);
+  return unary(UnaryOp::Abs, t, false);
+}
+Tensor relu(const Tensor& t) {
+  if (auto f = autograd_kernel(&AutogradKernels::relu, {&t})) return f(t);
+  return unary(UnaryOp::Relu, t, false);
+}
+Tensor sign(const Tensor& t) {
+  if (auto f = autograd_kernel(&AutogradKernels::sign, {&t})) return f(t);
+  return unary(UnaryOp::Sign, t, false);
+}
+Tensor exp(const Tensor& t) {
+  if (auto f = autograd_kernel(&AutogradKernels::exp, {&t})) return f(t);
+  return unary(UnaryOp::Exp, t, true);
+}
+Tensor log(const Tensor& t) {
+  if (auto f = autograd_kernel(&AutogradKernels::log, {&t})) return f(t);
+  return unary(UnaryOp::Log, t, true);
+}
+Tensor sqrt(const Tensor& t) {
+  if (auto f = autograd_kernel(&AutogradKernels::sqrt, {&t})) return f(t);
+  return unary(UnaryOp::Sqrt, t, true);
+}
+Tensor rsqrt(const Tensor& t) {
+  if (auto f = autograd_kernel(&AutogradKernels::rsqrt, {&t})) return f(t);
+  return unary(UnaryOp::Rsqrt, t, true);
+}
+Tensor sigmoid(const Tensor& t) {
+  if (auto f = autograd_kernel(&AutogradKernels::sigmoid, {&t})) return f(t);
+  return unary(UnaryOp::Sigmoid, t, true);
+}
+Tensor tanh(const Tensor& t) {
+  if (auto f = autograd_kernel(&AutogradKernels::tanh, {&t})) return f(t);
+  return unary(UnaryOp::Tanh, t, true);
+}
 
 Tensor clamp(const Tensor& t, std::optional<Scalar> lo, std::optional<Scalar> hi) {
+  if (auto f = autograd_kernel(&AutogradKernels::clamp, {&t})) return f(t, lo, hi);
   const KernelTable& k = kernels_for("clamp", {&t});
   EMBER_CHECK(k.clamp, "no ", t.device().str(), " kernel for clamp");
   EMBER_CHECK(lo.has_value() || hi.has_value(), "clamp: at least one of min or max must be given");

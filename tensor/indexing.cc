@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "tensor/autograd_dispatch.h"
 #include "tensor/cpu/convert.h"
 #include "tensor/cpu/loops.h"
 #include "tensor/factories.h"
@@ -14,6 +15,7 @@ namespace {
 void check_cpu(const char* op, std::initializer_list<const Tensor*> tensors) {
   for (const Tensor* t : tensors) {
     EMBER_CHECK(t->defined(), op, ": got an undefined tensor");
+    EMBER_CHECK(!t->is_sparse(), op, ": sparse tensors are not supported (got ", t->describe(), ")");
     EMBER_CHECK(t->is_cpu(), "no ", t->device().str(), " kernel for ", op, " (got ", t->describe(),
                 ")");
   }
@@ -58,6 +60,7 @@ void check_index_shape(const char* op, const Tensor& t, const Tensor& index, int
 }  // namespace
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (should_record(tensors) && autograd_kernels().cat) return autograd_kernels().cat(tensors, dim);
   EMBER_CHECK(!tensors.empty(), "cat: expected a non-empty list of tensors");
   // PyTorch skips 1-d empty tensors (legacy behaviour) when they are mixed with others.
   std::vector<const Tensor*> parts;
@@ -109,6 +112,7 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
 }
 
 Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
+  if (auto f = autograd_kernel(&AutogradKernels::index_select, {&t})) return f(t, dim, index);
   check_cpu("index_select", {&t, &index});
   EMBER_CHECK(index.dim() <= 1, "index_select: index must be 0-d or 1-d, got ", index.describe());
   Tensor idx = index_as_int64("index_select", index);
@@ -142,6 +146,7 @@ Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
 }
 
 const Tensor& index_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  if (auto f = autograd_kernel(&AutogradKernels::index_add_, {&self, &src})) return f(self, dim, index, src);
   check_cpu("index_add_", {&self, &index, &src});
   EMBER_CHECK(index.dim() <= 1, "index_add_: index must be 0-d or 1-d, got ", index.describe());
   Tensor idx = index_as_int64("index_add_", index);
@@ -165,6 +170,7 @@ const Tensor& index_add_(const Tensor& self, int64_t dim, const Tensor& index, c
 }
 
 Tensor gather(const Tensor& t, int64_t dim, const Tensor& index) {
+  if (auto f = autograd_kernel(&AutogradKernels::gather, {&t})) return f(t, dim, index);
   check_cpu("gather", {&t, &index});
   Tensor idx = index_as_int64("gather", index);
   if (t.dim() == 0) {
@@ -224,6 +230,7 @@ const Tensor& scatter_add_(const Tensor& t, int64_t dim, const Tensor& index, co
 }
 
 Tensor scatter_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
+  if (auto f = autograd_kernel(&AutogradKernels::scatter_add, {&t, &src})) return f(t, dim, index, src);
   Tensor out = clone(t);
   scatter_add_(out, dim, index, src);
   return out;

@@ -46,6 +46,8 @@ const KernelTable& kernels_for(const char* op, std::initializer_list<const Tenso
   const Tensor* first = nullptr;
   for (const Tensor* t : tensors) {
     EMBER_CHECK(t->defined(), op, ": got an undefined tensor");
+    EMBER_CHECK(!t->is_sparse(), op, ": sparse tensors are not supported (got ", t->describe(),
+                "); convert with to_dense() first");
     if (!first) {
       first = t;
       continue;

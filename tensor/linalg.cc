@@ -1,4 +1,5 @@
 // Matrix products: mm, bmm, addmm and PyTorch's matmul (1-d, 2-d and broadcast batched cases).
+#include "tensor/autograd_dispatch.h"
 #include "tensor/factories.h"
 #include "tensor/kernels.h"
 #include "tensor/ops.h"
@@ -25,6 +26,7 @@ Tensor batched_product(const char* op, const Tensor& a, const Tensor& b) {
 }  // namespace
 
 Tensor mm(const Tensor& a, const Tensor& b) {
+  if (auto f = autograd_kernel(&AutogradKernels::mm, {&a, &b})) return f(a, b);
   EMBER_CHECK(a.defined() && b.defined(), "mm: undefined tensor");
   EMBER_CHECK(a.dim() == 2 && b.dim() == 2, "mm: expected 2-d tensors, got ", a.describe(), " and ",
               b.describe());
@@ -34,6 +36,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  if (auto f = autograd_kernel(&AutogradKernels::bmm, {&a, &b})) return f(a, b);
   EMBER_CHECK(a.defined() && b.defined(), "bmm: undefined tensor");
   EMBER_CHECK(a.dim() == 3 && b.dim() == 3, "bmm: expected 3-d tensors, got ", a.describe(),
               " and ", b.describe());
@@ -75,6 +78,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 
 Tensor addmm(const Tensor& self, const Tensor& m1, const Tensor& m2, const Scalar& beta,
              const Scalar& alpha) {
+  if (auto f = autograd_kernel(&AutogradKernels::addmm, {&self, &m1, &m2})) return f(self, m1, m2, beta, alpha);
   EMBER_CHECK(self.defined() && m1.defined() && m2.defined(), "addmm: undefined tensor");
   EMBER_CHECK(m1.dim() == 2 && m2.dim() == 2, "addmm: expected 2-d matrices, got ", m1.describe(),
               " and ", m2.describe());

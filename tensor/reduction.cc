@@ -1,5 +1,6 @@
 // Reductions over dims with keepdim: sum, mean, var, max/min (values and indices), argmax/argmin.
 // Shape and dtype rules follow PyTorch; the loops are the device's `reduce` kernel.
+#include "tensor/autograd_dispatch.h"
 #include "tensor/factories.h"
 #include "tensor/kernels.h"
 #include "tensor/ops.h"
@@ -62,6 +63,7 @@ void check_nonempty(const char* op, const Tensor& t, const ReducePlan& p) {
 }  // namespace
 
 Tensor sum(const Tensor& t, const Shape& dims, bool keepdim) {
+  if (auto f = autograd_kernel(&AutogradKernels::sum, {&t})) return f(t, dims, keepdim);
   EMBER_CHECK(t.defined(), "sum: undefined tensor");
   ReducePlan p = plan_reduction("sum", t, dims, keepdim);
   // Integer and bool sums are int64, as in PyTorch.
@@ -73,8 +75,8 @@ Tensor mean(const Tensor& t, const Shape& dims, bool keepdim) {
   EMBER_CHECK(t.defined(), "mean: undefined tensor");
   EMBER_CHECK(t.is_floating_point(), "mean: input dtype must be floating point, got ", t.describe());
   ReducePlan p = plan_reduction("mean", t, dims, keepdim);
-  Tensor s = run_reduce("mean", ReduceOp::Sum, t, p, t.dtype());
-  return div_(s, static_cast<double>(p.count));  // 0/0 = NaN for an empty reduction, as in PyTorch
+  // Composite (sum, then divide) so autograd needs no formula of its own; 0/0 = NaN when empty.
+  return div(sum(t, dims, keepdim), static_cast<double>(p.count));
 }
 
 Tensor var(const Tensor& t, const Shape& dims, bool unbiased, bool keepdim) {
@@ -91,6 +93,7 @@ Tensor var(const Tensor& t, const Shape& dims, bool unbiased, bool keepdim) {
 }
 
 Tensor max(const Tensor& t) {
+  if (auto f = autograd_kernel(&AutogradKernels::max, {&t})) return f(t);
   EMBER_CHECK(t.defined(), "max: undefined tensor");
   ReducePlan p = plan_reduction("max", t, {}, false);
   check_nonempty("max", t, p);
@@ -98,6 +101,7 @@ Tensor max(const Tensor& t) {
 }
 
 Tensor min(const Tensor& t) {
+  if (auto f = autograd_kernel(&AutogradKernels::min, {&t})) return f(t);
   EMBER_CHECK(t.defined(), "min: undefined tensor");
   ReducePlan p = plan_reduction("min", t, {}, false);
   check_nonempty("min", t, p);

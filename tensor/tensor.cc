@@ -28,8 +28,67 @@ std::string Tensor::shape_str() const { return shape_to_string(sizes()); }
 
 std::string Tensor::describe() const {
   if (!defined()) return "undefined tensor";
-  return detail::str_cat(dtype_name(dtype()), shape_to_string(sizes()), " on ", device().str());
+  return detail::str_cat(is_sparse() ? "sparse " : "", dtype_name(dtype()), shape_to_string(sizes()),
+                         " on ", device().str());
 }
+
+bool Tensor::requires_grad() const {
+  const AutogradMetaInterface* m = impl().autograd_meta();
+  return m != nullptr && m->requires_grad();
+}
+
+const Tensor& Tensor::set_requires_grad(bool requires_grad) const {
+  TensorImpl* self = impl_.get();
+  EMBER_CHECK(self != nullptr, "set_requires_grad: undefined tensor");
+  if (!self->autograd_meta()) {
+    if (!requires_grad) return *this;
+    self->set_autograd_meta(variable_hooks().make_autograd_meta());
+  }
+  self->autograd_meta()->set_requires_grad(requires_grad, self);
+  return *this;
+}
+
+const Tensor& Tensor::grad() const {
+  static const Tensor kUndefined;
+  const AutogradMetaInterface* m = impl().autograd_meta();
+  return m ? m->grad() : kUndefined;
+}
+
+Tensor& Tensor::mutable_grad() const {
+  TensorImpl* self = impl_.get();
+  EMBER_CHECK(self != nullptr, "mutable_grad: undefined tensor");
+  if (!self->autograd_meta()) self->set_autograd_meta(variable_hooks().make_autograd_meta());
+  return self->autograd_meta()->mutable_grad();
+}
+
+const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const {
+  static const std::shared_ptr<autograd::Node> kNone;
+  return impl().autograd_meta() ? variable_hooks().grad_fn(*this) : kNone;
+}
+
+bool Tensor::is_leaf() const { return !impl().autograd_meta() || variable_hooks().is_leaf(*this); }
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+  variable_hooks().backward(*this, gradient, retain_graph);
+}
+
+Tensor Tensor::detach() const {
+  if (!impl().autograd_meta()) {
+    return Tensor(std::make_shared<TensorImpl>(storage(), sizes(), strides(), storage_offset(),
+                                               dtype(), impl().version_counter()));
+  }
+  return variable_hooks().detach(*this);
+}
+
+void Tensor::retain_grad() const { variable_hooks().retain_grad(*this); }
+bool Tensor::retains_grad() const {
+  return impl().autograd_meta() && variable_hooks().retains_grad(*this);
+}
+
+uint64_t Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
+  return variable_hooks().register_hook(*this, std::move(hook));
+}
+void Tensor::remove_hook(uint64_t handle) const { variable_hooks().remove_hook(*this, handle); }
 
 Tensor Tensor::to(ScalarType t, bool copy) const { return to_dtype(*this, t, copy); }
 Tensor Tensor::to(Device d, bool copy) const { return to_device(*this, d, copy); }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -62,6 +63,30 @@ class Tensor {
   std::string str() const;            // values, PyTorch-style
   std::string shape_str() const;      // "[2, 3]"
   std::string describe() const;       // "float32[2, 3] on cpu" for error messages
+
+  // ---- autograd (implemented by autograd/ through tensor/autograd_interface.h) -----------------
+  bool requires_grad() const;
+  // Marks a leaf as needing gradients (PyTorch's requires_grad_); returns *this.
+  const Tensor& set_requires_grad(bool requires_grad = true) const;
+  const Tensor& requires_grad_(bool requires_grad = true) const { return set_requires_grad(requires_grad); }
+  // The accumulated gradient (undefined until a backward reaches this tensor).
+  const Tensor& grad() const;
+  Tensor& mutable_grad() const;
+  const std::shared_ptr<autograd::Node>& grad_fn() const;
+  bool is_leaf() const;
+  // Gradients of this tensor w.r.t. graph leaves; `gradient` defaults to 1 for a one-element tensor.
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  // Same data, no history, requires_grad false.
+  Tensor detach() const;
+  void retain_grad() const;
+  bool retains_grad() const;
+  // A hook on the gradient w.r.t. this tensor; may return a replacement (undefined = unchanged).
+  uint64_t register_hook(std::function<Tensor(const Tensor&)> hook) const;
+  void remove_hook(uint64_t handle) const;
+
+  // ---- sparse COO (tensor/sparse.h) --------------------------------------------------------------
+  Layout layout() const { return impl().layout(); }
+  bool is_sparse() const { return layout() == Layout::Sparse; }
 
   // ---- conversion and copies ------------------------------------------------------------------
   Tensor to(ScalarType dtype, bool copy = false) const;

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "tensor/autograd_interface.h"
 #include "tensor/dtype.h"
 #include "tensor/storage.h"
 
@@ -20,24 +21,26 @@ struct VersionCounter {
   uint32_t version = 0;
 };
 
-// Implemented by autograd/ (requires_grad, grad, grad_fn); tensor/ only stores and forwards it.
-class AutogradMetaInterface {
- public:
-  virtual ~AutogradMetaInterface() = default;
-  virtual bool requires_grad() const = 0;
-};
+// Dense tensors are strided views of a Storage; sparse COO tensors (tensor/sparse.h) hold an
+// indices tensor and a values tensor instead and have no storage of their own.
+enum class Layout : int8_t { Strided, Sparse };
 
 class TensorImpl {
  public:
   TensorImpl(Storage storage, Shape sizes, Shape strides, int64_t storage_offset, ScalarType dtype,
              std::shared_ptr<VersionCounter> version = nullptr);
+  virtual ~TensorImpl() = default;
+  TensorImpl(const TensorImpl&) = delete;
+  TensorImpl& operator=(const TensorImpl&) = delete;
+
+  virtual Layout layout() const { return Layout::Strided; }
 
   const Storage& storage() const { return storage_; }
   const Shape& sizes() const { return sizes_; }
   const Shape& strides() const { return strides_; }
   int64_t storage_offset() const { return storage_offset_; }
   ScalarType dtype() const { return dtype_; }
-  Device device() const { return storage_.device(); }
+  virtual Device device() const { return storage_.device(); }
   int64_t numel() const { return numel_; }
   bool is_contiguous() const { return is_contiguous_; }
   void* data() const {

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "tensor/autograd_dispatch.h"
 #include "tensor/ops.h"
 
 namespace ember {
@@ -81,6 +82,7 @@ int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
 }
 
 Tensor view(const Tensor& t, const Shape& sizes) {
+  if (auto f = autograd_kernel(&AutogradKernels::view, {&t})) return f(t, sizes);
   Shape s = infer_size("view", sizes, t.numel());
   auto strides = compute_view_strides(t.sizes(), t.strides(), s);
   EMBER_CHECK(strides.has_value(), "view: size ", shape_to_string(s),
@@ -91,14 +93,14 @@ Tensor view(const Tensor& t, const Shape& sizes) {
 }
 
 Tensor reshape(const Tensor& t, const Shape& sizes) {
+  // A view when the layout allows it, else a copy (both recorded by autograd through view/clone).
   Shape s = infer_size("reshape", sizes, t.numel());
-  if (auto strides = compute_view_strides(t.sizes(), t.strides(), s)) {
-    return make_view(t, std::move(s), std::move(*strides), t.storage_offset());
-  }
+  if (compute_view_strides(t.sizes(), t.strides(), s)) return view(t, s);
   return view(contiguous(t), s);
 }
 
 Tensor permute(const Tensor& t, const Shape& dims) {
+  if (auto f = autograd_kernel(&AutogradKernels::permute, {&t})) return f(t, dims);
   const int64_t n = t.dim();
   EMBER_CHECK(static_cast<int64_t>(dims.size()) == n, "permute: number of dims ",
               shape_to_string(dims), " does not match tensor ", t.describe());
@@ -115,6 +117,7 @@ Tensor permute(const Tensor& t, const Shape& dims) {
 }
 
 Tensor transpose(const Tensor& t, int64_t d0, int64_t d1) {
+  if (auto f = autograd_kernel(&AutogradKernels::transpose, {&t})) return f(t, d0, d1);
   const int64_t n = t.dim();
   if (n == 0) {
     wrap_dim(d0, n, "transpose");
@@ -142,6 +145,7 @@ Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
 }
 
 Tensor slice(const Tensor& t, int64_t dim, int64_t start, int64_t end, int64_t step) {
+  if (auto f = autograd_kernel(&AutogradKernels::slice, {&t})) return f(t, dim, start, end, step);
   EMBER_CHECK(t.dim() > 0, "slice: cannot slice a 0-dim tensor");
   dim = wrap_dim(dim, t.dim(), "slice");
   EMBER_CHECK(step > 0, "slice: step must be positive, got ", step);
@@ -159,6 +163,7 @@ Tensor slice(const Tensor& t, int64_t dim, int64_t start, int64_t end, int64_t s
 }
 
 Tensor select(const Tensor& t, int64_t dim, int64_t index) {
+  if (auto f = autograd_kernel(&AutogradKernels::select, {&t})) return f(t, dim, index);
   EMBER_CHECK(t.dim() > 0, "select: cannot select from a 0-dim tensor");
   dim = wrap_dim(dim, t.dim(), "select");
   const int64_t size = t.sizes()[dim];
@@ -173,6 +178,7 @@ Tensor select(const Tensor& t, int64_t dim, int64_t index) {
 }
 
 Tensor expand(const Tensor& t, const Shape& sizes) {
+  if (auto f = autograd_kernel(&AutogradKernels::expand, {&t})) return f(t, sizes);
   const int64_t n = static_cast<int64_t>(sizes.size());
   EMBER_CHECK(n >= t.dim(), "expand: the number of sizes provided (", n,
               ") must be at least the number of dimensions of ", t.describe());
@@ -199,6 +205,7 @@ Tensor expand(const Tensor& t, const Shape& sizes) {
 }
 
 Tensor squeeze(const Tensor& t) {
+  if (auto f = autograd_kernel(&AutogradKernels::squeeze, {&t})) return f(t);
   Shape sizes, strides;
   for (int64_t i = 0; i < t.dim(); ++i) {
     if (t.sizes()[i] == 1) continue;
@@ -209,6 +216,7 @@ Tensor squeeze(const Tensor& t) {
 }
 
 Tensor squeeze(const Tensor& t, int64_t dim) {
+  if (auto f = autograd_kernel(&AutogradKernels::squeeze_dim, {&t})) return f(t, dim);
   if (t.dim() == 0) {
     wrap_dim(dim, 0, "squeeze");
     return make_view(t, {}, {}, t.storage_offset());
@@ -222,6 +230,7 @@ Tensor squeeze(const Tensor& t, int64_t dim) {
 }
 
 Tensor unsqueeze(const Tensor& t, int64_t dim) {
+  if (auto f = autograd_kernel(&AutogradKernels::unsqueeze, {&t})) return f(t, dim);
   dim = wrap_dim(dim, t.dim() + 1, "unsqueeze");
   Shape sizes = t.sizes(), strides = t.strides();
   const int64_t new_stride = dim < t.dim() ? sizes[dim] * strides[dim] : 1;
@@ -245,6 +254,7 @@ Tensor flatten(const Tensor& t, int64_t start_dim, int64_t end_dim) {
 }
 
 Tensor as_strided(const Tensor& t, const Shape& sizes, const Shape& strides, int64_t offset) {
+  if (auto f = autograd_kernel(&AutogradKernels::as_strided, {&t})) return f(t, sizes, strides, offset);
   EMBER_CHECK(sizes.size() == strides.size(), "as_strided: sizes ", shape_to_string(sizes),
               " and strides ", shape_to_string(strides), " differ in length");
   if (offset < 0) offset = t.storage_offset();
