@@ -1,0 +1,124 @@
+// Storage: 64-byte aligned CPU allocations, shared ownership between views, caller-owned memory.
+#include <cstdint>
+
+#include "tests/tensor/test_util.h"
+
+namespace ember {
+namespace {
+
+using testing::values;
+
+TEST(StorageTest, CpuAllocationsAre64ByteAligned) {
+  for (size_t nbytes : {1u, 3u, 63u, 64u, 65u, 1000u, 4097u}) {
+    Storage s(nbytes, kCPU);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(s.data()) % kCpuAlignment, 0u) << nbytes;
+    EXPECT_EQ(s.nbytes(), nbytes);
+    EXPECT_EQ(s.device(), kCPU);
+  }
+  // Tensors of every dtype start on an aligned address too.
+  for (ScalarType dt : testing::all_dtypes()) {
+    Tensor t = empty({7}, dt);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data_ptr()) % 64, 0u) << dt;
+  }
+}
+
+TEST(StorageTest, ZeroBytesHasNoData) {
+  Storage s(0, kCPU);
+  EXPECT_TRUE(s.defined());
+  EXPECT_EQ(s.nbytes(), 0u);
+  Tensor t = empty({0, 3});
+  EXPECT_EQ(t.numel(), 0);
+  EXPECT_EQ(t.nbytes(), 0u);
+}
+
+TEST(StorageTest, DefaultStorageIsUndefined) {
+  Storage s;
+  EXPECT_FALSE(s.defined());
+  EXPECT_EQ(s.data(), nullptr);
+  EXPECT_EQ(s.nbytes(), 0u);
+  EXPECT_FALSE(s.is_alias_of(s));  // an undefined storage aliases nothing, not even itself
+}
+
+TEST(StorageTest, CopiesAndViewsShareOneStorage) {
+  Tensor a = zeros({4});
+  const long before = a.storage().use_count();
+  Tensor b = a;           // handle copy
+  Tensor v = a.view({2, 2});  // view
+  EXPECT_EQ(a.storage().use_count(), before + 1);  // b shares the impl; v holds the storage
+  EXPECT_TRUE(a.storage().is_alias_of(v.storage()));
+  EXPECT_EQ(a.storage().unsafe_impl(), v.storage().unsafe_impl());
+  v.fill_(5);
+  EXPECT_EQ(values(a), (std::vector<double>{5, 5, 5, 5}));
+  EXPECT_EQ(values(b), (std::vector<double>{5, 5, 5, 5}));
+  // A clone gets its own storage.
+  Tensor c = a.clone();
+  EXPECT_FALSE(c.storage().is_alias_of(a.storage()));
+}
+
+TEST(StorageTest, StorageOutlivesTheTensorThatMadeIt) {
+  Tensor v;
+  {
+    Tensor a = testing::iota({4});
+    v = a.narrow(0, 1, 2);
+  }
+  EXPECT_EQ(values(v), (std::vector<double>{1, 2}));
+}
+
+TEST(StorageTest, FromBlobRunsDeleterOnceWhenLastViewDies) {
+  int calls = 0;
+  float buf[6] = {0, 1, 2, 3, 4, 5};
+  void* seen = nullptr;
+  {
+    Tensor t = from_blob(buf, {2, 3}, kFloat32, [&](void* p) {
+      ++calls;
+      seen = p;
+    });
+    EXPECT_EQ(t.data_ptr(), static_cast<void*>(buf));  // no copy
+    EXPECT_EQ(t.storage().nbytes(), sizeof buf);
+    Tensor v = t.t();
+    t = Tensor();
+    EXPECT_EQ(calls, 0);  // v still holds the storage
+    EXPECT_EQ(values(v), (std::vector<double>{0, 3, 1, 4, 2, 5}));
+    buf[0] = 42;  // writes through to the tensor
+    EXPECT_EQ(v[0][0].item<float>(), 42);
+  }
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(seen, static_cast<void*>(buf));
+}
+
+TEST(StorageTest, FromBlobWithoutDeleterAndWithStrides) {
+  double buf[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+  Tensor t = from_blob(buf, {2, 2}, {4, 2}, kFloat64);
+  EXPECT_EQ(values(t), (std::vector<double>{0, 2, 4, 6}));
+  EXPECT_FALSE(t.is_contiguous());
+  EXPECT_EQ(t.storage().nbytes(), 7 * sizeof(double));  // up to the last reachable element
+  t.mul_(2);
+  EXPECT_EQ(buf[6], 12);
+  EXPECT_EQ(buf[1], 1);  // untouched between the strided elements
+}
+
+TEST(StorageTest, FromBlobErrors) {
+  EXPECT_EMBER_ERROR(from_blob(nullptr, {2}, kFloat32), "from_blob", "null", "[2]");
+  EXPECT_EMBER_ERROR(from_blob(nullptr, {2, -1}, kFloat32), "from_blob", "negative", "[2, -1]");
+  float x = 0;
+  EXPECT_EMBER_ERROR(from_blob(&x, {1, 1}, {1}, kFloat32), "from_blob", "[1, 1]", "[1]");
+  // A zero-size blob may be null.
+  EXPECT_EQ(from_blob(nullptr, {0}, kFloat32).numel(), 0);
+}
+
+TEST(StorageTest, NoCudaAllocatorWithoutCudaBuild) {
+  bool registered = true;
+  try {
+    get_allocator(DeviceType::CUDA);
+  } catch (const Error&) {
+    registered = false;
+  }
+  if (registered) GTEST_SKIP() << "built with CUDA";
+  EXPECT_EMBER_ERROR(Storage(16, Device(DeviceType::CUDA, 0)), "no allocator", "cuda",
+                     "--config=cuda");
+  EXPECT_EMBER_ERROR(empty({2}, TensorOptions(kFloat32, Device(DeviceType::CUDA, 0))),
+                     "no allocator", "cuda");
+}
+
+}  // namespace
+}  // namespace ember
