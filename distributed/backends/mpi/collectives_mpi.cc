@@ -1,0 +1,436 @@
+// ProcessGroupMPI's collectives: argument checks on the caller's thread (bad input throws at the
+// call), then a queued entry whose `start` posts the nonblocking MPI call on the worker.
+#include <algorithm>
+#include <climits>
+#include <numeric>
+
+#include "distributed/backends/mpi/mpi_types.h"
+#include "distributed/backends/mpi/process_group_mpi.h"
+#include "distributed/utils.h"
+#include "tensor/factories.h"
+
+namespace ember::distributed {
+namespace {
+
+using mpi::mpi_datatype;
+using mpi::mpi_op;
+
+#define EMBER_MPI_CALL(call)                                                              \
+  do {                                                                                    \
+    int rc_ = (call);                                                                     \
+    if (rc_ != MPI_SUCCESS) {                                                             \
+      EMBER_THROW(#call " failed: ", ::ember::distributed::mpi::mpi_error_string(rc_)); \
+    }                                                                                     \
+  } while (0)
+
+// A user tensor and the contiguous buffer MPI reads/writes. Staging happens on the worker, when
+// the collective runs, so the caller may fill the tensor up to the moment it is dequeued.
+struct Staged {
+  explicit Staged(Tensor t) : user(std::move(t)) {}
+  void in() { buf = user.is_contiguous() ? user : user.contiguous(); }
+  void out() const {
+    if (!buf.is_same(user)) user.copy_(buf);
+  }
+  void* data() const { return buf.numel() > 0 ? buf.data_ptr() : nullptr; }
+  Tensor user;
+  Tensor buf;
+};
+
+int count_total(const std::vector<Tensor>& tensors) {
+  const int64_t n = check_same_dtype_device(tensors, "ProcessGroupMPI");
+  EMBER_CHECK(n <= INT_MAX, "ProcessGroupMPI: ", n, " elements exceed MPI's int count limit");
+  return static_cast<int>(n);
+}
+
+void* data_of(const Tensor& t) { return t.numel() > 0 ? t.data_ptr() : nullptr; }
+
+void divide_by(const Tensor& t, int world) {
+  if (t.numel() > 0) t.div_(Scalar(static_cast<double>(world)));
+}
+
+std::vector<int> displacements(const std::vector<int>& counts) {
+  std::vector<int> displs(counts.size(), 0);
+  for (size_t i = 1; i < counts.size(); ++i) displs[i] = displs[i - 1] + counts[i - 1];
+  return displs;
+}
+
+void check_one(const std::vector<Tensor>& tensors, const char* op) {
+  EMBER_CHECK(tensors.size() == 1, "ProcessGroupMPI::", op,
+              ": expects exactly one tensor (one per device, and the MPI backend is CPU-only), got ",
+              tensors.size());
+}
+
+void check_same_type(const Tensor& a, const Tensor& b, const char* op) {
+  EMBER_CHECK(a.dtype() == b.dtype(), "ProcessGroupMPI::", op, ": dtype mismatch between ",
+              a.describe(), " and ", b.describe());
+}
+
+}  // namespace
+
+WorkPtr ProcessGroupMPI::broadcast(std::vector<Tensor>& tensors, const BroadcastOptions& opts) {
+  check_one(tensors, "broadcast");
+  check_tensor(tensors[0], "broadcast");
+  check_root(opts.root_rank, "broadcast");
+  auto s = std::make_shared<Staged>(tensors[0]);
+  const int n = static_cast<int>(tensors[0].numel());
+  const int root = static_cast<int>(opts.root_rank);
+  MPI_Datatype dt = mpi_datatype(tensors[0].dtype());
+  return enqueue(
+      OpType::kBroadcast, tensors, tensors, opts.timeout, -1, root, false,
+      [this, s, n, root, dt](std::vector<MPI_Request>& r) {
+        s->in();
+        r.emplace_back();
+        EMBER_MPI_CALL(MPI_Ibcast(s->data(), n, dt, root, comm_, &r.back()));
+      },
+      [s] { s->out(); });
+}
+
+WorkPtr ProcessGroupMPI::allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& opts) {
+  check_one(tensors, "allreduce");
+  check_tensor(tensors[0], "allreduce");
+  auto s = std::make_shared<Staged>(tensors[0]);
+  const int n = static_cast<int>(tensors[0].numel());
+  MPI_Datatype dt = mpi_datatype(tensors[0].dtype());
+  MPI_Op op = mpi_op(opts.reduce_op, tensors[0].dtype(), "allreduce");
+  const bool avg = opts.reduce_op == ReduceOp::AVG;
+  return enqueue(
+      OpType::kAllreduce, tensors, tensors, opts.timeout, static_cast<int>(opts.reduce_op), -1,
+      false,
+      [this, s, n, dt, op](std::vector<MPI_Request>& r) {
+        s->in();
+        r.emplace_back();
+        EMBER_MPI_CALL(MPI_Iallreduce(MPI_IN_PLACE, s->data(), n, dt, op, comm_, &r.back()));
+      },
+      [this, s, avg] {
+        if (avg) divide_by(s->buf, size_);
+        s->out();
+      });
+}
+
+WorkPtr ProcessGroupMPI::allreduce_coalesced(std::vector<Tensor>& tensors,
+                                             const AllreduceCoalescedOptions& opts) {
+  EMBER_CHECK(!tensors.empty(), "ProcessGroupMPI::allreduce_coalesced: empty tensor list");
+  for (const auto& t : tensors) check_tensor(t, "allreduce_coalesced");
+  const int n = count_total(tensors);
+  MPI_Datatype dt = mpi_datatype(tensors[0].dtype());
+  MPI_Op op = mpi_op(opts.reduce_op, tensors[0].dtype(), "allreduce_coalesced");
+  const bool avg = opts.reduce_op == ReduceOp::AVG;
+  auto flat = std::make_shared<Tensor>();
+  std::vector<Tensor> list = tensors;
+  return enqueue(
+      OpType::kAllreduceCoalesced, tensors, tensors, opts.timeout,
+      static_cast<int>(opts.reduce_op), -1, false,
+      [this, flat, list, n, dt, op](std::vector<MPI_Request>& r) {
+        *flat = flatten_dense_tensors(list);
+        r.emplace_back();
+        EMBER_MPI_CALL(MPI_Iallreduce(MPI_IN_PLACE, data_of(*flat), n, dt, op, comm_, &r.back()));
+      },
+      [this, flat, list, avg] {
+        if (avg) divide_by(*flat, size_);
+        copy_from_flat(*flat, list);
+      });
+}
+
+WorkPtr ProcessGroupMPI::reduce(std::vector<Tensor>& tensors, const ReduceOptions& opts) {
+  check_one(tensors, "reduce");
+  check_tensor(tensors[0], "reduce");
+  check_root(opts.root_rank, "reduce");
+  auto s = std::make_shared<Staged>(tensors[0]);
+  const int n = static_cast<int>(tensors[0].numel());
+  const int root = static_cast<int>(opts.root_rank);
+  MPI_Datatype dt = mpi_datatype(tensors[0].dtype());
+  MPI_Op op = mpi_op(opts.reduce_op, tensors[0].dtype(), "reduce");
+  const bool avg = opts.reduce_op == ReduceOp::AVG;
+  return enqueue(
+      OpType::kReduce, tensors, tensors, opts.timeout, static_cast<int>(opts.reduce_op), root,
+      false,
+      [this, s, n, root, dt, op](std::vector<MPI_Request>& r) {
+        s->in();
+        r.emplace_back();
+        // Only the root receives; the other ranks' tensors are left unchanged.
+        const bool is_root = rank_ == root;
+        EMBER_MPI_CALL(MPI_Ireduce(is_root ? MPI_IN_PLACE : s->data(), is_root ? s->data() : nullptr,
+                                   n, dt, op, root, comm_, &r.back()));
+      },
+      [this, s, root, avg] {
+        if (rank_ != root) return;
+        if (avg) divide_by(s->buf, size_);
+        s->out();
+      });
+}
+
+WorkPtr ProcessGroupMPI::allgather(std::vector<std::vector<Tensor>>& output_tensors,
+                                   std::vector<Tensor>& input_tensors,
+                                   const AllgatherOptions& opts) {
+  check_one(input_tensors, "allgather");
+  check_tensor(input_tensors[0], "allgather");
+  EMBER_CHECK(output_tensors.size() == 1 && output_tensors[0].size() == static_cast<size_t>(size_),
+              "ProcessGroupMPI::allgather: expects one output list of ", size_,
+              " tensors (one per rank)");
+  const Tensor input = input_tensors[0];
+  std::vector<Tensor> outputs = output_tensors[0];
+  std::vector<int> counts;
+  for (const auto& o : outputs) {
+    check_tensor(o, "allgather");
+    check_same_type(o, input, "allgather");
+    counts.push_back(static_cast<int>(o.numel()));
+  }
+  EMBER_CHECK(counts[rank_] == input.numel(), "ProcessGroupMPI::allgather: output tensor for rank ",
+              rank_, " has ", counts[rank_], " elements but this rank's input has ", input.numel());
+  const bool equal = std::all_of(counts.begin(), counts.end(), [&](int c) { return c == counts[0]; });
+  const int total = count_total(outputs);
+  MPI_Datatype dt = mpi_datatype(input.dtype());
+  auto s = std::make_shared<Staged>(input);
+  auto flat = std::make_shared<Tensor>();
+  // Nonblocking v-collectives read the count arrays until completion: they live in the closure.
+  std::vector<int> displs = displacements(counts);
+  return enqueue(
+      OpType::kAllgather, input_tensors, outputs, opts.timeout, -1, -1, /*sizes_may_differ=*/true,
+      [this, s, flat, counts, displs, equal, total, dt](std::vector<MPI_Request>& r) {
+        s->in();
+        *flat = empty({total}, TensorOptions(s->buf.dtype()));
+        r.emplace_back();
+        if (equal) {
+          // The common case (DDP, sharded states): MPI's regular allgather has better algorithms.
+          EMBER_MPI_CALL(MPI_Iallgather(s->data(), counts[rank_], dt, data_of(*flat), counts[0], dt,
+                                        comm_, &r.back()));
+        } else {
+          EMBER_MPI_CALL(MPI_Iallgatherv(s->data(), counts[rank_], dt, data_of(*flat), counts.data(),
+                                         displs.data(), dt, comm_, &r.back()));
+        }
+      },
+      [flat, outputs] { copy_from_flat(*flat, outputs); });
+}
+
+WorkPtr ProcessGroupMPI::allgather_base(Tensor& output, Tensor& input, const AllgatherOptions& opts) {
+  check_tensor(input, "allgather_base");
+  check_tensor(output, "allgather_base");
+  check_same_type(output, input, "allgather_base");
+  EMBER_CHECK(output.numel() == input.numel() * size_, "ProcessGroupMPI::allgather_base: output ",
+              output.describe(), " must have world size (", size_, ") x input ", input.describe(),
+              " elements");
+  const int n = static_cast<int>(input.numel());
+  MPI_Datatype dt = mpi_datatype(input.dtype());
+  auto in = std::make_shared<Staged>(input);
+  auto out = std::make_shared<Staged>(output);
+  return enqueue(
+      OpType::kAllgatherBase, {input}, {output}, opts.timeout, -1, -1, false,
+      [this, in, out, n, dt](std::vector<MPI_Request>& r) {
+        in->in();
+        out->in();
+        r.emplace_back();
+        EMBER_MPI_CALL(MPI_Iallgather(in->data(), n, dt, out->data(), n, dt, comm_, &r.back()));
+      },
+      [out] { out->out(); });
+}
+
+WorkPtr ProcessGroupMPI::gather(std::vector<std::vector<Tensor>>& output_tensors,
+                                std::vector<Tensor>& input_tensors, const GatherOptions& opts) {
+  check_one(input_tensors, "gather");
+  check_tensor(input_tensors[0], "gather");
+  check_root(opts.root_rank, "gather");
+  const int root = static_cast<int>(opts.root_rank);
+  const Tensor input = input_tensors[0];
+  std::vector<Tensor> outputs;
+  if (rank_ == root) {
+    EMBER_CHECK(output_tensors.size() == 1 && output_tensors[0].size() == static_cast<size_t>(size_),
+                "ProcessGroupMPI::gather: the root expects one output list of ", size_, " tensors");
+    outputs = output_tensors[0];
+    for (const auto& o : outputs) {
+      check_tensor(o, "gather");
+      check_same_type(o, input, "gather");
+      EMBER_CHECK(o.numel() == input.numel(), "ProcessGroupMPI::gather: output ", o.describe(),
+                  " and input ", input.describe(), " differ in size");
+    }
+  } else {
+    EMBER_CHECK(output_tensors.empty(),
+                "ProcessGroupMPI::gather: only the root (rank ", root, ") passes output tensors");
+  }
+  const int n = static_cast<int>(input.numel());
+  MPI_Datatype dt = mpi_datatype(input.dtype());
+  auto s = std::make_shared<Staged>(input);
+  auto flat = std::make_shared<Tensor>();
+  return enqueue(
+      OpType::kGather, input_tensors, outputs, opts.timeout, -1, root, false,
+      [this, s, flat, n, root, dt](std::vector<MPI_Request>& r) {
+        s->in();
+        if (rank_ == root) *flat = empty({static_cast<int64_t>(n) * size_}, TensorOptions(s->buf.dtype()));
+        r.emplace_back();
+        EMBER_MPI_CALL(MPI_Igather(s->data(), n, dt, rank_ == root ? data_of(*flat) : nullptr, n, dt,
+                                   root, comm_, &r.back()));
+      },
+      [this, flat, outputs, root] {
+        if (rank_ == root) copy_from_flat(*flat, outputs);
+      });
+}
+
+WorkPtr ProcessGroupMPI::scatter(std::vector<Tensor>& output_tensors,
+                                 std::vector<std::vector<Tensor>>& input_tensors,
+                                 const ScatterOptions& opts) {
+  check_one(output_tensors, "scatter");
+  check_tensor(output_tensors[0], "scatter");
+  check_root(opts.root_rank, "scatter");
+  const int root = static_cast<int>(opts.root_rank);
+  const Tensor output = output_tensors[0];
+  std::vector<Tensor> inputs;
+  if (rank_ == root) {
+    EMBER_CHECK(input_tensors.size() == 1 && input_tensors[0].size() == static_cast<size_t>(size_),
+                "ProcessGroupMPI::scatter: the root expects one input list of ", size_, " tensors");
+    inputs = input_tensors[0];
+    for (const auto& t : inputs) {
+      check_tensor(t, "scatter");
+      check_same_type(t, output, "scatter");
+      EMBER_CHECK(t.numel() == output.numel(), "ProcessGroupMPI::scatter: input ", t.describe(),
+                  " and output ", output.describe(), " differ in size");
+    }
+  } else {
+    EMBER_CHECK(input_tensors.empty(),
+                "ProcessGroupMPI::scatter: only the root (rank ", root, ") passes input tensors");
+  }
+  const int n = static_cast<int>(output.numel());
+  MPI_Datatype dt = mpi_datatype(output.dtype());
+  auto s = std::make_shared<Staged>(output);
+  auto flat = std::make_shared<Tensor>();
+  return enqueue(
+      OpType::kScatter, output_tensors, output_tensors, opts.timeout, -1, root, false,
+      [this, s, flat, inputs, n, root, dt](std::vector<MPI_Request>& r) {
+        s->in();
+        if (rank_ == root) *flat = flatten_dense_tensors(inputs);
+        r.emplace_back();
+        EMBER_MPI_CALL(MPI_Iscatter(rank_ == root ? data_of(*flat) : nullptr, n, dt, s->data(), n, dt,
+                                    root, comm_, &r.back()));
+      },
+      [s] { s->out(); });
+}
+
+WorkPtr ProcessGroupMPI::reduce_scatter(std::vector<Tensor>& output_tensors,
+                                        std::vector<std::vector<Tensor>>& input_tensors,
+                                        const ReduceScatterOptions& opts) {
+  check_one(output_tensors, "reduce_scatter");
+  check_tensor(output_tensors[0], "reduce_scatter");
+  EMBER_CHECK(input_tensors.size() == 1 && input_tensors[0].size() == static_cast<size_t>(size_),
+              "ProcessGroupMPI::reduce_scatter: expects one input list of ", size_, " tensors");
+  const Tensor output = output_tensors[0];
+  std::vector<Tensor> inputs = input_tensors[0];
+  for (const auto& t : inputs) {
+    check_tensor(t, "reduce_scatter");
+    check_same_type(t, output, "reduce_scatter");
+    EMBER_CHECK(t.numel() == output.numel(), "ProcessGroupMPI::reduce_scatter: input ",
+                t.describe(), " and output ", output.describe(), " differ in size");
+  }
+  const int n = static_cast<int>(output.numel());
+  MPI_Datatype dt = mpi_datatype(output.dtype());
+  MPI_Op op = mpi_op(opts.reduce_op, output.dtype(), "reduce_scatter");
+  const bool avg = opts.reduce_op == ReduceOp::AVG;
+  auto s = std::make_shared<Staged>(output);
+  auto flat = std::make_shared<Tensor>();
+  return enqueue(
+      OpType::kReduceScatter, inputs, output_tensors, opts.timeout,
+      static_cast<int>(opts.reduce_op), -1, false,
+      [this, s, flat, inputs, n, dt, op](std::vector<MPI_Request>& r) {
+        s->in();
+        *flat = flatten_dense_tensors(inputs);
+        r.emplace_back();
+        EMBER_MPI_CALL(MPI_Ireduce_scatter_block(data_of(*flat), s->data(), n, dt, op, comm_,
+                                                 &r.back()));
+      },
+      [this, s, avg] {
+        if (avg) divide_by(s->buf, size_);
+        s->out();
+      });
+}
+
+WorkPtr ProcessGroupMPI::alltoall_base(Tensor& output, Tensor& input,
+                                       const std::vector<int64_t>& output_split_sizes,
+                                       const std::vector<int64_t>& input_split_sizes,
+                                       const AllToAllOptions& opts) {
+  check_tensor(input, "alltoall_base");
+  check_tensor(output, "alltoall_base");
+  check_same_type(output, input, "alltoall_base");
+  EMBER_CHECK(input.dim() >= 1 && output.dim() >= 1,
+              "ProcessGroupMPI::alltoall_base: tensors need at least one dimension");
+  // Element counts per peer: a split is a number of rows along dim 0.
+  auto counts_for = [&](const Tensor& t, const std::vector<int64_t>& splits, const char* which) {
+    std::vector<int> counts(size_);
+    if (splits.empty()) {
+      EMBER_CHECK(t.size(0) % size_ == 0, "ProcessGroupMPI::alltoall_base: ", which, " ",
+                  t.describe(), " dim 0 is not divisible by the world size ", size_);
+      std::fill(counts.begin(), counts.end(), static_cast<int>(t.numel() / size_));
+      return counts;
+    }
+    EMBER_CHECK(splits.size() == static_cast<size_t>(size_), "ProcessGroupMPI::alltoall_base: ",
+                which, " split sizes need ", size_, " entries, got ", splits.size());
+    const int64_t rows = std::accumulate(splits.begin(), splits.end(), int64_t{0});
+    EMBER_CHECK(rows == t.size(0), "ProcessGroupMPI::alltoall_base: ", which,
+                " split sizes sum to ", rows, " but ", t.describe(), " has ", t.size(0), " rows");
+    const int64_t row = t.size(0) > 0 ? t.numel() / t.size(0) : 0;
+    for (int r = 0; r < size_; ++r) counts[r] = static_cast<int>(splits[r] * row);
+    return counts;
+  };
+  std::vector<int> send_counts = counts_for(input, input_split_sizes, "input");
+  std::vector<int> recv_counts = counts_for(output, output_split_sizes, "output");
+  std::vector<int> send_displs = displacements(send_counts);
+  std::vector<int> recv_displs = displacements(recv_counts);
+  MPI_Datatype dt = mpi_datatype(input.dtype());
+  auto in = std::make_shared<Staged>(input);
+  auto out = std::make_shared<Staged>(output);
+  const bool uneven = !input_split_sizes.empty() || !output_split_sizes.empty();
+  return enqueue(
+      OpType::kAlltoallBase, {input}, {output}, opts.timeout, -1, -1, uneven,
+      [this, in, out, send_counts, recv_counts, send_displs, recv_displs,
+       dt](std::vector<MPI_Request>& r) {
+        in->in();
+        out->in();
+        r.emplace_back();
+        EMBER_MPI_CALL(MPI_Ialltoallv(in->data(), send_counts.data(), send_displs.data(), dt,
+                                      out->data(), recv_counts.data(), recv_displs.data(), dt,
+                                      comm_, &r.back()));
+      },
+      [out] { out->out(); });
+}
+
+WorkPtr ProcessGroupMPI::alltoall(std::vector<Tensor>& output_tensors,
+                                  std::vector<Tensor>& input_tensors, const AllToAllOptions& opts) {
+  EMBER_CHECK(output_tensors.size() == static_cast<size_t>(size_) &&
+                  input_tensors.size() == static_cast<size_t>(size_),
+              "ProcessGroupMPI::alltoall: expects ", size_, " input and ", size_,
+              " output tensors, got ", input_tensors.size(), " and ", output_tensors.size());
+  std::vector<int> send_counts, recv_counts;
+  for (int r = 0; r < size_; ++r) {
+    check_tensor(input_tensors[r], "alltoall");
+    check_tensor(output_tensors[r], "alltoall");
+    check_same_type(output_tensors[r], input_tensors[0], "alltoall");
+    send_counts.push_back(static_cast<int>(input_tensors[r].numel()));
+    recv_counts.push_back(static_cast<int>(output_tensors[r].numel()));
+  }
+  count_total(input_tensors);
+  const int recv_total = count_total(output_tensors);
+  std::vector<int> send_displs = displacements(send_counts);
+  std::vector<int> recv_displs = displacements(recv_counts);
+  MPI_Datatype dt = mpi_datatype(input_tensors[0].dtype());
+  std::vector<Tensor> inputs = input_tensors, outputs = output_tensors;
+  auto flat_in = std::make_shared<Tensor>();
+  auto flat_out = std::make_shared<Tensor>();
+  return enqueue(
+      OpType::kAlltoall, input_tensors, output_tensors, opts.timeout, -1, -1, true,
+      [this, inputs, flat_in, flat_out, recv_total, send_counts, recv_counts, send_displs,
+       recv_displs, dt](std::vector<MPI_Request>& r) {
+        *flat_in = flatten_dense_tensors(inputs);
+        *flat_out = empty({recv_total}, TensorOptions(flat_in->dtype()));
+        r.emplace_back();
+        EMBER_MPI_CALL(MPI_Ialltoallv(data_of(*flat_in), send_counts.data(), send_displs.data(), dt,
+                                      data_of(*flat_out), recv_counts.data(), recv_displs.data(),
+                                      dt, comm_, &r.back()));
+      },
+      [flat_out, outputs] { copy_from_flat(*flat_out, outputs); });
+}
+
+WorkPtr ProcessGroupMPI::barrier(const BarrierOptions& opts) {
+  return enqueue(OpType::kBarrier, {}, {}, opts.timeout, -1, -1, false,
+                 [this](std::vector<MPI_Request>& r) {
+                   r.emplace_back();
+                   EMBER_MPI_CALL(MPI_Ibarrier(comm_, &r.back()));
+                 });
+}
+
+}  // namespace ember::distributed

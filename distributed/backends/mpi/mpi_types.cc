@@ -1,0 +1,130 @@
+#include "distributed/backends/mpi/mpi_types.h"
+
+#include <algorithm>
+#include <mutex>
+
+#include "tensor/half.h"
+
+namespace ember::distributed::mpi {
+
+// Note [Half precision over MPI]
+// MPI has no 16-bit float types. float16 and bfloat16 travel as an opaque 2-byte contiguous
+// datatype (so broadcast, gather, alltoall, ... move bits unchanged), and reductions use
+// user-defined MPI_Ops that widen each pair of elements to float, combine them, and round back
+// (round-to-nearest-even, tensor/half.h). The alternative -- converting the whole tensor to float32,
+// reducing, and converting back -- rounds only once but doubles the bytes on the wire and needs a
+// temporary buffer; the per-step rounding is what NCCL does for half too. A sum over N ranks thus
+// rounds log2(N)..N-1 times, which the tests' tolerances allow for.
+namespace {
+
+MPI_Datatype g_half = MPI_DATATYPE_NULL;
+MPI_Datatype g_bfloat16 = MPI_DATATYPE_NULL;
+// [dtype: 0 half, 1 bfloat16][op: SUM, PRODUCT, MIN, MAX]
+MPI_Op g_ops[2][4];
+std::once_flag g_once;
+bool g_created = false;
+
+template <typename T, int kOp>
+void reduce_16bit(void* in, void* inout, int* len, MPI_Datatype* /*type*/) {
+  const T* a = static_cast<const T*>(in);
+  T* b = static_cast<T*>(inout);
+  for (int i = 0; i < *len; ++i) {
+    const float x = static_cast<float>(a[i]);
+    const float y = static_cast<float>(b[i]);
+    float r;
+    if constexpr (kOp == 0) r = x + y;
+    else if constexpr (kOp == 1) r = x * y;
+    else if constexpr (kOp == 2) r = std::min(x, y);
+    else r = std::max(x, y);
+    b[i] = T(r);
+  }
+}
+
+template <typename T>
+void create_ops(MPI_Op* ops) {
+  MPI_Op_create(&reduce_16bit<T, 0>, /*commute=*/1, &ops[0]);
+  MPI_Op_create(&reduce_16bit<T, 1>, 1, &ops[1]);
+  MPI_Op_create(&reduce_16bit<T, 2>, 1, &ops[2]);
+  MPI_Op_create(&reduce_16bit<T, 3>, 1, &ops[3]);
+}
+
+int op_slot(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::SUM:
+    case ReduceOp::AVG: return 0;
+    case ReduceOp::PRODUCT: return 1;
+    case ReduceOp::MIN: return 2;
+    case ReduceOp::MAX: return 3;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void init_mpi_types() {
+  std::call_once(g_once, [] {
+    MPI_Type_contiguous(2, MPI_BYTE, &g_half);
+    MPI_Type_commit(&g_half);
+    MPI_Type_contiguous(2, MPI_BYTE, &g_bfloat16);
+    MPI_Type_commit(&g_bfloat16);
+    create_ops<Half>(g_ops[0]);
+    create_ops<BFloat16>(g_ops[1]);
+    g_created = true;
+  });
+}
+
+void free_mpi_types() {
+  if (!g_created) return;
+  MPI_Type_free(&g_half);
+  MPI_Type_free(&g_bfloat16);
+  for (auto& row : g_ops) {
+    for (auto& op : row) MPI_Op_free(&op);
+  }
+  g_created = false;
+}
+
+MPI_Datatype mpi_datatype(ScalarType dtype) {
+  switch (dtype) {
+    case ScalarType::Float32: return MPI_FLOAT;
+    case ScalarType::Float64: return MPI_DOUBLE;
+    case ScalarType::Float16: return g_half;
+    case ScalarType::BFloat16: return g_bfloat16;
+    case ScalarType::Int32: return MPI_INT32_T;
+    case ScalarType::Int64: return MPI_INT64_T;
+    case ScalarType::UInt8: return MPI_UINT8_T;
+    case ScalarType::Bool: return MPI_C_BOOL;
+  }
+  EMBER_THROW("ProcessGroupMPI: no MPI datatype for dtype ", static_cast<int>(dtype));
+}
+
+MPI_Op mpi_op(ReduceOp op, ScalarType dtype, const char* collective) {
+  if (dtype == kFloat16 || dtype == kBFloat16) {
+    return g_ops[dtype == kFloat16 ? 0 : 1][op_slot(op)];
+  }
+  if (dtype == kBool) {
+    // PyTorch's convention for bool: SUM/MAX act as logical or, PRODUCT/MIN as logical and.
+    EMBER_CHECK(op != ReduceOp::AVG, collective, ": ReduceOp AVG is not supported for dtype bool");
+    return (op == ReduceOp::SUM || op == ReduceOp::MAX) ? MPI_LOR : MPI_LAND;
+  }
+  if (op == ReduceOp::AVG) {
+    EMBER_CHECK(is_floating_point(dtype), collective,
+                ": ReduceOp AVG needs a floating-point tensor, got dtype ", dtype);
+  }
+  switch (op) {
+    case ReduceOp::SUM:
+    case ReduceOp::AVG: return MPI_SUM;
+    case ReduceOp::PRODUCT: return MPI_PROD;
+    case ReduceOp::MIN: return MPI_MIN;
+    case ReduceOp::MAX: return MPI_MAX;
+  }
+  return MPI_SUM;
+}
+
+std::string mpi_error_string(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS) return "MPI error " + std::to_string(code);
+  return std::string(text, len) + " (MPI error " + std::to_string(code) + ")";
+}
+
+}  // namespace ember::distributed::mpi

@@ -1,0 +1,305 @@
+#include "distributed/backends/mpi/process_group_mpi.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+
+#include "distributed/backends/mpi/mpi_types.h"
+#include "distributed/utils.h"
+#include "tensor/factories.h"
+
+namespace ember::distributed {
+namespace {
+
+// Throws with the MPI call and its error text; the worker prefixes the collective's description.
+#define EMBER_MPI_CALL(call)                                                              \
+  do {                                                                                    \
+    int rc_ = (call);                                                                     \
+    if (rc_ != MPI_SUCCESS) {                                                             \
+      EMBER_THROW(#call " failed: ", ::ember::distributed::mpi::mpi_error_string(rc_)); \
+    }                                                                                     \
+  } while (0)
+
+// MPI counts are int.
+int count_of(int64_t n, const char* op) {
+  EMBER_CHECK(n <= INT_MAX, op, ": ", n, " elements exceed MPI's int count limit");
+  return static_cast<int>(n);
+}
+
+void finalize_mpi_at_exit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  mpi::free_mpi_types();
+  MPI_Finalize();
+}
+
+const bool kRegistered = register_backend("mpi", [](const ProcessGroup::Options& options) {
+  return std::static_pointer_cast<ProcessGroup>(ProcessGroupMPI::create_world(options));
+});
+
+}  // namespace
+
+std::shared_ptr<ProcessGroupMPI> ProcessGroupMPI::create_world(Options options) {
+  (void)kRegistered;
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  int provided = 0;
+  if (!initialized) {
+    EMBER_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) == MPI_SUCCESS,
+                "ProcessGroupMPI: MPI_Init_thread failed");
+    // PyTorch does the same: MPI cannot be re-initialised, so finalise once, at exit.
+    std::atexit(finalize_mpi_at_exit);
+  } else {
+    MPI_Query_thread(&provided);
+  }
+  EMBER_CHECK(provided >= MPI_THREAD_MULTIPLE,
+              "ProcessGroupMPI: needs MPI_THREAD_MULTIPLE (the worker thread and the caller may "
+              "both call MPI), but this MPI provides level ", provided);
+  mpi::init_mpi_types();
+  MPI_Comm comm;
+  EMBER_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &comm) == MPI_SUCCESS,
+              "ProcessGroupMPI: MPI_Comm_dup(MPI_COMM_WORLD) failed");
+  return std::make_shared<ProcessGroupMPI>(comm, std::move(options));
+}
+
+namespace {
+int comm_rank(MPI_Comm c) {
+  int r = 0;
+  MPI_Comm_rank(c, &r);
+  return r;
+}
+int comm_size(MPI_Comm c) {
+  int s = 0;
+  MPI_Comm_size(c, &s);
+  return s;
+}
+}  // namespace
+
+ProcessGroupMPI::ProcessGroupMPI(MPI_Comm comm, Options options)
+    : ProcessGroup(comm_rank(comm), comm_size(comm), std::move(options)), comm_(comm) {
+  // Errors come back as codes we turn into ember::Error, instead of aborting the job.
+  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  if (debug_level() >= DebugLevel::kInfo && rank_ == 0) {
+    std::fprintf(stderr, "[ember.distributed] process group %s: backend mpi, %d ranks, timeout %lld ms, debug %s\n",
+                 group_name().c_str(), size_, static_cast<long long>(options_.timeout.count()),
+                 debug_level_name(debug_level()));
+  }
+  worker_ = std::thread([this] { run_loop(); });
+}
+
+ProcessGroupMPI::~ProcessGroupMPI() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  worker_.join();  // drains the queue; each entry is bounded by its timeout
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  // A timed-out collective may still be pending on comm_: freeing it could hang or crash, so a
+  // broken group leaks its communicator (and the abandoned buffers) on purpose.
+  if (!finalized && broken_.empty()) MPI_Comm_free(&comm_);
+  if (!broken_.empty()) {
+    for (auto& e : abandoned_) e.release();  // MPI may still write into these buffers
+  }
+}
+
+std::string ProcessGroupMPI::broken_reason() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return broken_;
+}
+
+std::string ProcessGroupMPI::describe(const Entry& e) const {
+  return detail::str_cat(e.fingerprint.str(), " on rank ", rank_, " of ", size_, " in group ",
+                         group_name());
+}
+
+void ProcessGroupMPI::check_tensor(const Tensor& t, const char* op) const {
+  EMBER_CHECK(t.defined(), "ProcessGroupMPI::", op, ": undefined tensor");
+  EMBER_CHECK(t.is_cpu(), "ProcessGroupMPI::", op, ": the MPI backend supports CPU tensors only, got ",
+              t.describe());
+  count_of(t.numel(), op);
+}
+
+void ProcessGroupMPI::check_root(int64_t root, const char* op) const {
+  EMBER_CHECK(root >= 0 && root < size_, "ProcessGroupMPI::", op, ": root rank ", root,
+              " out of range for group of size ", size_);
+}
+
+// ---- the queue and the worker ------------------------------------------------------------------
+
+WorkPtr ProcessGroupMPI::enqueue(OpType op, const std::vector<Tensor>& inputs,
+                                 std::vector<Tensor> outputs, std::chrono::milliseconds timeout,
+                                 int reduce_op, int root, bool sizes_may_differ,
+                                 std::function<void(std::vector<MPI_Request>&)> start,
+                                 std::function<void()> finish) {
+  auto entry = std::make_unique<Entry>();
+  entry->timeout = effective_timeout(timeout);
+  entry->start = std::move(start);
+  entry->finish = std::move(finish);
+  WorkPtr work;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    EMBER_CHECK(!stop_, "ProcessGroupMPI: group ", group_name(), " is being destroyed");
+    // Numbered under the lock so sequence order is queue order is execution order.
+    const uint64_t seq = next_sequence_number_++;
+    entry->fingerprint =
+        CollectiveFingerprint::make(op, seq, inputs, reduce_op, root, sizes_may_differ);
+    work = std::make_shared<Work>(op, seq, std::move(outputs));
+    entry->work = work;
+    queue_.push_back(std::move(entry));
+    queued_.fetch_add(1, std::memory_order_release);
+  }
+  cv_.notify_one();
+  return work;
+}
+
+void ProcessGroupMPI::run_loop() {
+  while (true) {
+    std::unique_ptr<Entry> entry;
+    // Spin briefly before sleeping: back-to-back collectives (DDP's buckets, a benchmark loop) then
+    // start without a futex wake-up, which costs more than a small collective itself.
+    const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
+    while (queued_.load(std::memory_order_acquire) == 0 &&
+           std::chrono::steady_clock::now() < spin_until) {
+      std::this_thread::yield();
+    }
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stop_ and drained
+      entry = std::move(queue_.front());
+      queue_.pop_front();
+      queued_.fetch_sub(1, std::memory_order_release);
+    }
+    run_entry(std::move(entry));
+  }
+}
+
+namespace {
+struct TimeoutError : Error {
+  using Error::Error;
+};
+}  // namespace
+
+void ProcessGroupMPI::wait_requests(std::vector<MPI_Request>& requests, Entry& entry,
+                                    const char* phase) {
+  if (requests.empty()) return;
+  const auto begin = std::chrono::steady_clock::now();
+  const auto deadline = begin + entry.timeout;
+  for (uint64_t iteration = 0;; ++iteration) {
+    int done = 0;
+    std::vector<MPI_Status> statuses(requests.size());
+    const int rc = MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done,
+                               statuses.data());
+    if (rc != MPI_SUCCESS) {
+      std::string detail = mpi::mpi_error_string(rc);
+      if (rc == MPI_ERR_IN_STATUS) {
+        for (const auto& s : statuses) {
+          if (s.MPI_ERROR != MPI_SUCCESS) detail += "; " + mpi::mpi_error_string(s.MPI_ERROR);
+        }
+      }
+      EMBER_THROW(phase, " failed: ", detail);
+    }
+    if (done) return;
+    // OpenMPI progresses shared-memory transfers only inside MPI_Test, so keep polling; yield so
+    // an oversubscribed rank's peers still run, and back off only once the wait is clearly long.
+    if (iteration % 64 == 63) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) {
+        throw TimeoutError(detail::str_cat(
+            phase, " timed out after ", entry.timeout.count(),
+            " ms (the group's watchdog timeout): a peer rank did not join this collective -- it may "
+            "have skipped it, called a different collective, or died. The group ",
+            group_name(), " is now unusable; later collectives on it fail immediately"));
+      }
+      if (now - begin > std::chrono::seconds(1)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
+    std::this_thread::yield();
+  }
+}
+
+void ProcessGroupMPI::run_entry(std::unique_ptr<Entry> entry) {
+  std::exception_ptr error;
+  bool timed_out = false;
+  try {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!broken_.empty()) EMBER_THROW("the group is unusable: ", broken_);
+    }
+    if (entry->check_fingerprint && debug_level() == DebugLevel::kDetail) {
+      // Note [DETAIL fingerprints]: a fixed-size allgather of what each rank is about to run, on
+      // the same communicator and in the same queue order, so a mismatch is caught before any
+      // payload moves, and every rank fails the same collective with the same report.
+      entry->all_fingerprints.resize(size_);
+      std::vector<MPI_Request> requests(1);
+      EMBER_MPI_CALL(MPI_Iallgather(&entry->fingerprint, sizeof(CollectiveFingerprint), MPI_BYTE,
+                                    entry->all_fingerprints.data(), sizeof(CollectiveFingerprint),
+                                    MPI_BYTE, comm_, &requests[0]));
+      wait_requests(requests, *entry, "the DETAIL consistency check (fingerprint allgather)");
+      check_fingerprints(entry->all_fingerprints, rank_, group_name());
+    }
+    std::vector<MPI_Request> requests;
+    entry->start(requests);
+    wait_requests(requests, *entry, op_type_name(static_cast<OpType>(entry->fingerprint.op)));
+    if (entry->finish) entry->finish();
+  } catch (const TimeoutError& e) {
+    timed_out = true;
+    error = std::make_exception_ptr(Error(describe(*entry) + ": " + e.what()));
+    std::lock_guard<std::mutex> lock(mutex_);
+    broken_ = detail::str_cat(entry->fingerprint.str(), " timed out after ",
+                              entry->timeout.count(), " ms");
+  } catch (const std::exception& e) {
+    error = std::make_exception_ptr(Error(describe(*entry) + ": " + e.what()));
+  }
+  if (error && debug_level() >= DebugLevel::kInfo) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "[ember.distributed] %s\n", e.what());
+    }
+  }
+  WorkPtr work = entry->work;
+  if (timed_out) abandoned_.push_back(std::move(entry));
+  try {
+    work->finish(error);
+  } catch (const std::exception& e) {
+    // A callback added with add_callback threw; then() callbacks never get here.
+    std::fprintf(stderr, "[ember.distributed] a Future callback threw on the worker: %s\n", e.what());
+  }
+}
+
+// ---- sub-groups ----------------------------------------------------------------------------------
+
+ProcessGroupPtr ProcessGroupMPI::new_subgroup(const std::vector<int>& ranks, Options options) {
+  EMBER_CHECK(!ranks.empty(), "new_group: empty rank list");
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    EMBER_CHECK(ranks[i] >= 0 && ranks[i] < size_, "new_group: rank ", ranks[i],
+                " out of range for a group of size ", size_);
+    EMBER_CHECK(i == 0 || ranks[i] > ranks[i - 1], "new_group: ranks must be sorted and unique");
+  }
+  const auto it = std::find(ranks.begin(), ranks.end(), rank_);
+  const int color = it == ranks.end() ? MPI_UNDEFINED : 0;
+  const int key = static_cast<int>(it - ranks.begin());
+  auto new_comm = std::make_shared<MPI_Comm>(MPI_COMM_NULL);
+  // Split on the worker, in queue order, because it is collective over comm_ like any other call.
+  // MPI has no nonblocking split, so this one step is not covered by the watchdog.
+  WorkPtr work = enqueue(OpType::kUnknown, {}, {}, kUnsetTimeout, -1, -1, false,
+                         [this, color, key, new_comm](std::vector<MPI_Request>&) {
+                           EMBER_MPI_CALL(MPI_Comm_split(comm_, color, key, new_comm.get()));
+                         });
+  work->wait();
+  if (*new_comm == MPI_COMM_NULL) return nullptr;
+  if (!options.has_debug_level) {
+    options.has_debug_level = options_.has_debug_level;
+    options.debug_level = options_.debug_level;
+  }
+  return std::make_shared<ProcessGroupMPI>(*new_comm, std::move(options));
+}
+
+}  // namespace ember::distributed

@@ -1,0 +1,100 @@
+// ProcessGroupMPI: the CPU backend over OpenMPI (PyTorch's ProcessGroupMPI). One worker thread runs
+// the queued collectives in submission order with nonblocking MPI calls it polls, so a collective
+// that a peer never joins times out with a clear error instead of hanging (the watchdog).
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "distributed/process_group.h"
+
+namespace ember::distributed {
+
+class ProcessGroupMPI : public ProcessGroup {
+ public:
+  // Initialises MPI (MPI_THREAD_MULTIPLE) unless the program already did, and returns the world
+  // group over a duplicate of MPI_COMM_WORLD (so raw MPI use elsewhere cannot interleave with ours).
+  static std::shared_ptr<ProcessGroupMPI> create_world(Options options);
+  // Takes ownership of `comm`.
+  ProcessGroupMPI(MPI_Comm comm, Options options);
+  ~ProcessGroupMPI() override;
+
+  std::string backend_name() const override { return "mpi"; }
+  MPI_Comm communicator() const { return comm_; }
+  // Why the group is unusable (a collective timed out), or empty.
+  std::string broken_reason() const;
+
+  WorkPtr broadcast(std::vector<Tensor>& tensors, const BroadcastOptions& opts = {}) override;
+  WorkPtr allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& opts = {}) override;
+  WorkPtr allreduce_coalesced(std::vector<Tensor>& tensors,
+                              const AllreduceCoalescedOptions& opts = {}) override;
+  WorkPtr reduce(std::vector<Tensor>& tensors, const ReduceOptions& opts = {}) override;
+  WorkPtr allgather(std::vector<std::vector<Tensor>>& output_tensors,
+                    std::vector<Tensor>& input_tensors, const AllgatherOptions& opts = {}) override;
+  WorkPtr allgather_base(Tensor& output, Tensor& input, const AllgatherOptions& opts = {}) override;
+  WorkPtr gather(std::vector<std::vector<Tensor>>& output_tensors,
+                 std::vector<Tensor>& input_tensors, const GatherOptions& opts = {}) override;
+  WorkPtr scatter(std::vector<Tensor>& output_tensors,
+                  std::vector<std::vector<Tensor>>& input_tensors,
+                  const ScatterOptions& opts = {}) override;
+  WorkPtr reduce_scatter(std::vector<Tensor>& output_tensors,
+                         std::vector<std::vector<Tensor>>& input_tensors,
+                         const ReduceScatterOptions& opts = {}) override;
+  WorkPtr alltoall_base(Tensor& output, Tensor& input,
+                        const std::vector<int64_t>& output_split_sizes,
+                        const std::vector<int64_t>& input_split_sizes,
+                        const AllToAllOptions& opts = {}) override;
+  WorkPtr alltoall(std::vector<Tensor>& output_tensors, std::vector<Tensor>& input_tensors,
+                   const AllToAllOptions& opts = {}) override;
+  WorkPtr barrier(const BarrierOptions& opts = {}) override;
+  ProcessGroupPtr new_subgroup(const std::vector<int>& ranks, Options options) override;
+
+ private:
+  // One queued collective. `start` posts nonblocking MPI calls (appending their requests) and runs
+  // on the worker; `finish` runs after they complete (copy-back, AVG's division).
+  struct Entry {
+    WorkPtr work;
+    CollectiveFingerprint fingerprint;
+    bool check_fingerprint = true;
+    std::chrono::milliseconds timeout{0};
+    std::function<void(std::vector<MPI_Request>&)> start;
+    std::function<void()> finish;
+    // Buffers MPI may still write after a timeout: kept alive with the abandoned entry.
+    std::vector<CollectiveFingerprint> all_fingerprints;
+  };
+
+  WorkPtr enqueue(OpType op, const std::vector<Tensor>& inputs, std::vector<Tensor> outputs,
+                  std::chrono::milliseconds timeout, int reduce_op, int root, bool sizes_may_differ,
+                  std::function<void(std::vector<MPI_Request>&)> start,
+                  std::function<void()> finish = nullptr);
+  void run_loop();
+  void run_entry(std::unique_ptr<Entry> entry);
+  // Polls until every request completes; throws on an MPI error or when the deadline passes.
+  void wait_requests(std::vector<MPI_Request>& requests, Entry& entry, const char* phase);
+  // "allreduce #3 (SUM, float32 [4], ...) on rank 1 of 2 in group default_pg"
+  std::string describe(const Entry& entry) const;
+  void check_tensor(const Tensor& t, const char* op) const;
+  void check_root(int64_t root, const char* op) const;
+
+  MPI_Comm comm_;
+  std::thread worker_;
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<Entry>> queue_;
+  std::atomic<size_t> queued_{0};
+  bool stop_ = false;
+  uint64_t next_sequence_number_ = 0;
+  std::string broken_;  // guarded by mutex_
+  std::vector<std::unique_ptr<Entry>> abandoned_;  // worker thread only
+};
+
+}  // namespace ember::distributed

@@ -1,0 +1,111 @@
+#include "distributed/debug.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cstdlib>
+#include <sstream>
+
+namespace ember::distributed {
+namespace {
+// -1: not read yet. The environment is read lazily so a test can set it before first use.
+std::atomic<int> g_level{-1};
+
+const char* reduce_op_label(int op) {
+  // Mirrors ReduceOp in process_group.h; kept here as names only so debug has no dependency on it.
+  static const char* kNames[] = {"SUM", "AVG", "PRODUCT", "MIN", "MAX"};
+  return op >= 0 && op < 5 ? kNames[op] : "?";
+}
+}  // namespace
+
+DebugLevel parse_debug_level(const std::string& text) {
+  std::string t = text;
+  std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::toupper(c); });
+  if (t.empty() || t == "OFF" || t == "0") return DebugLevel::kOff;
+  if (t == "INFO" || t == "1") return DebugLevel::kInfo;
+  if (t == "DETAIL" || t == "2") return DebugLevel::kDetail;
+  EMBER_THROW("EMBER_DISTRIBUTED_DEBUG: expected OFF, INFO or DETAIL, got '", text, "'");
+}
+
+DebugLevel debug_level() {
+  int level = g_level.load();
+  if (level < 0) {
+    const char* env = std::getenv("EMBER_DISTRIBUTED_DEBUG");
+    level = static_cast<int>(parse_debug_level(env ? env : ""));
+    g_level.store(level);
+  }
+  return static_cast<DebugLevel>(level);
+}
+
+void set_debug_level(DebugLevel level) { g_level.store(static_cast<int>(level)); }
+
+const char* debug_level_name(DebugLevel level) {
+  switch (level) {
+    case DebugLevel::kOff: return "OFF";
+    case DebugLevel::kInfo: return "INFO";
+    case DebugLevel::kDetail: return "DETAIL";
+  }
+  return "?";
+}
+
+CollectiveFingerprint CollectiveFingerprint::make(OpType op, uint64_t sequence_number,
+                                                  const std::vector<Tensor>& tensors,
+                                                  int reduce_op, int root, bool sizes_may_differ) {
+  CollectiveFingerprint f;
+  f.op = static_cast<int32_t>(op);
+  f.sequence_number = sequence_number;
+  f.reduce_op = reduce_op;
+  f.root = root;
+  f.num_tensors = static_cast<int32_t>(tensors.size());
+  f.sizes_may_differ = sizes_may_differ ? 1 : 0;
+  for (const auto& t : tensors) f.numel += t.numel();
+  if (!tensors.empty()) {
+    const Tensor& t = tensors.front();
+    f.dtype = static_cast<int32_t>(t.dtype());
+    f.ndim = static_cast<int32_t>(t.dim());
+    for (int d = 0; d < std::min<int>(f.ndim, kMaxDims); ++d) f.sizes[d] = t.size(d);
+  }
+  return f;
+}
+
+std::string CollectiveFingerprint::str() const {
+  std::ostringstream os;
+  os << op_type_name(static_cast<OpType>(op)) << " #" << sequence_number << " (";
+  if (reduce_op >= 0) os << reduce_op_label(reduce_op) << ", ";
+  if (root >= 0) os << "root " << root << ", ";
+  if (dtype >= 0) {
+    os << dtype_name(static_cast<ScalarType>(dtype)) << " [";
+    for (int d = 0; d < std::min(ndim, kMaxDims); ++d) os << (d ? ", " : "") << sizes[d];
+    if (ndim > kMaxDims) os << ", ...";
+    os << "], ";
+  }
+  os << num_tensors << (num_tensors == 1 ? " tensor" : " tensors") << ", " << numel << " elements)";
+  return os.str();
+}
+
+bool CollectiveFingerprint::matches(const CollectiveFingerprint& o) const {
+  if (op != o.op || sequence_number != o.sequence_number || dtype != o.dtype ||
+      reduce_op != o.reduce_op || root != o.root || num_tensors != o.num_tensors) {
+    return false;
+  }
+  if (sizes_may_differ || o.sizes_may_differ) return true;
+  return numel == o.numel && ndim == o.ndim && sizes == o.sizes;
+}
+
+void check_fingerprints(const std::vector<CollectiveFingerprint>& all, int rank,
+                        const std::string& group_name) {
+  const CollectiveFingerprint& mine = all.at(rank);
+  bool ok = true;
+  for (const auto& f : all) ok = ok && f.matches(mine);
+  if (ok) return;
+  std::ostringstream os;
+  os << "collective mismatch in process group " << group_name << " detected on rank " << rank
+     << " (EMBER_DISTRIBUTED_DEBUG=DETAIL): ranks called different collectives:";
+  for (size_t r = 0; r < all.size(); ++r) {
+    os << "\n  rank " << r << " called " << all[r].str();
+    if (!all[r].matches(mine)) os << "   <-- differs from rank " << rank;
+  }
+  throw Error(os.str());
+}
+
+}  // namespace ember::distributed

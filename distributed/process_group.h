@@ -1,0 +1,170 @@
+// ProcessGroup: the abstract communication interface DDP stands on (PyTorch's c10d::ProcessGroup),
+// one options struct per collective, and the process-wide default group (init_process_group,
+// get_rank, new_group, ...). Backends (backends/mpi, later backends/nccl) register a factory by name.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "distributed/debug.h"
+#include "distributed/work.h"
+#include "tensor/tensor.h"
+
+namespace ember::distributed {
+
+// Order matters: it is part of the DETAIL fingerprint.
+enum class ReduceOp : int32_t { SUM = 0, AVG, PRODUCT, MIN, MAX };
+const char* reduce_op_name(ReduceOp op);
+
+// Timeout "unset": the collective uses its group's timeout (Options::timeout).
+constexpr std::chrono::milliseconds kUnsetTimeout{-1};
+// PyTorch's default for CPU backends.
+constexpr std::chrono::milliseconds kDefaultTimeout = std::chrono::minutes(10);
+
+struct BroadcastOptions {
+  int64_t root_rank = 0;
+  int64_t root_tensor = 0;
+  std::chrono::milliseconds timeout = kUnsetTimeout;
+};
+struct AllreduceOptions {
+  ReduceOp reduce_op = ReduceOp::SUM;
+  std::chrono::milliseconds timeout = kUnsetTimeout;
+};
+struct AllreduceCoalescedOptions : AllreduceOptions {};
+struct ReduceOptions {
+  ReduceOp reduce_op = ReduceOp::SUM;
+  int64_t root_rank = 0;
+  int64_t root_tensor = 0;
+  std::chrono::milliseconds timeout = kUnsetTimeout;
+};
+struct AllgatherOptions {
+  std::chrono::milliseconds timeout = kUnsetTimeout;
+};
+struct GatherOptions {
+  int64_t root_rank = 0;
+  std::chrono::milliseconds timeout = kUnsetTimeout;
+};
+struct ScatterOptions {
+  int64_t root_rank = 0;
+  std::chrono::milliseconds timeout = kUnsetTimeout;
+};
+struct ReduceScatterOptions {
+  ReduceOp reduce_op = ReduceOp::SUM;
+  std::chrono::milliseconds timeout = kUnsetTimeout;
+};
+struct AllToAllOptions {
+  std::chrono::milliseconds timeout = kUnsetTimeout;
+};
+struct BarrierOptions {
+  std::chrono::milliseconds timeout = kUnsetTimeout;
+};
+
+class ProcessGroup {
+ public:
+  struct Options {
+    std::string backend = "mpi";
+    // Watchdog: a collective not finished after this long fails instead of hanging.
+    std::chrono::milliseconds timeout = kDefaultTimeout;
+    // Overrides EMBER_DISTRIBUTED_DEBUG for this group when set.
+    bool has_debug_level = false;
+    DebugLevel debug_level = DebugLevel::kOff;
+    std::string group_name;  // for messages; "default_pg" or "group_<n>" when empty
+  };
+
+  ProcessGroup(int rank, int size, Options options);
+  virtual ~ProcessGroup() = default;
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const Options& options() const { return options_; }
+  const std::string& group_name() const { return options_.group_name; }
+  DebugLevel debug_level() const;
+  virtual std::string backend_name() const = 0;
+
+  // Every collective takes lists like PyTorch's c10d (one tensor per device); CPU backends accept
+  // exactly one. Tensors are written in place; the Work's result() returns the outputs.
+  virtual WorkPtr broadcast(std::vector<Tensor>& tensors, const BroadcastOptions& opts = {});
+  virtual WorkPtr allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& opts = {});
+  // Several tensors of one dtype reduced as one flat buffer (one collective instead of many).
+  virtual WorkPtr allreduce_coalesced(std::vector<Tensor>& tensors,
+                                      const AllreduceCoalescedOptions& opts = {});
+  virtual WorkPtr reduce(std::vector<Tensor>& tensors, const ReduceOptions& opts = {});
+  // output_tensors[0][r] receives rank r's input; sizes may differ between ranks (allgatherv).
+  virtual WorkPtr allgather(std::vector<std::vector<Tensor>>& output_tensors,
+                            std::vector<Tensor>& input_tensors, const AllgatherOptions& opts = {});
+  // output = concatenation of every rank's input (all the same size).
+  virtual WorkPtr allgather_base(Tensor& output, Tensor& input, const AllgatherOptions& opts = {});
+  virtual WorkPtr allgather_coalesced(std::vector<std::vector<Tensor>>& output_lists,
+                                      std::vector<Tensor>& input_list,
+                                      const AllgatherOptions& opts = {});
+  // Only the root passes output_tensors[0] (world-size tensors); other ranks pass an empty list.
+  virtual WorkPtr gather(std::vector<std::vector<Tensor>>& output_tensors,
+                         std::vector<Tensor>& input_tensors, const GatherOptions& opts = {});
+  // Only the root passes input_tensors[0] (world-size tensors).
+  virtual WorkPtr scatter(std::vector<Tensor>& output_tensors,
+                          std::vector<std::vector<Tensor>>& input_tensors,
+                          const ScatterOptions& opts = {});
+  // output_tensors[0] = reduction over ranks of input_tensors[0][rank].
+  virtual WorkPtr reduce_scatter(std::vector<Tensor>& output_tensors,
+                                 std::vector<std::vector<Tensor>>& input_tensors,
+                                 const ReduceScatterOptions& opts = {});
+  // Splits along dim 0; empty split lists mean equal splits.
+  virtual WorkPtr alltoall_base(Tensor& output, Tensor& input,
+                                const std::vector<int64_t>& output_split_sizes,
+                                const std::vector<int64_t>& input_split_sizes,
+                                const AllToAllOptions& opts = {});
+  // output_tensors[r] receives rank r's input_tensors[this rank].
+  virtual WorkPtr alltoall(std::vector<Tensor>& output_tensors, std::vector<Tensor>& input_tensors,
+                           const AllToAllOptions& opts = {});
+  virtual WorkPtr barrier(const BarrierOptions& opts = {});
+  virtual WorkPtr send(std::vector<Tensor>& tensors, int dst_rank, int tag);
+  virtual WorkPtr recv(std::vector<Tensor>& tensors, int src_rank, int tag);
+
+  // A group over `ranks` (ranks of this group, sorted, unique). Every rank of this group must call
+  // it; ranks not in `ranks` get nullptr. `options.timeout` etc. apply to the new group.
+  virtual std::shared_ptr<ProcessGroup> new_subgroup(const std::vector<int>& ranks,
+                                                     Options options);
+
+ protected:
+  [[noreturn]] void throw_unsupported(const char* what) const;
+  // The timeout a collective runs under: its own when set, else the group's.
+  std::chrono::milliseconds effective_timeout(std::chrono::milliseconds t) const {
+    return t.count() >= 0 ? t : options_.timeout;
+  }
+
+  const int rank_;
+  const int size_;
+  Options options_;
+};
+using ProcessGroupPtr = std::shared_ptr<ProcessGroup>;
+
+// ---- backends ------------------------------------------------------------------------------------
+// Creates the world group of a backend (rank and size come from the launcher, e.g. mpirun).
+using BackendFactory = std::function<ProcessGroupPtr(const ProcessGroup::Options&)>;
+// Called once per backend from its library (static registration; the target is alwayslink).
+bool register_backend(const std::string& name, BackendFactory factory);
+std::vector<std::string> registered_backends();
+
+// ---- the default group (torch.distributed's module-level API) ------------------------------------
+// Creates the default (world) group; throws if one exists or the backend is unknown.
+ProcessGroupPtr init_process_group(const std::string& backend = "mpi",
+                                   ProcessGroup::Options options = {});
+// Destroys the default group and every group made by new_group (waiting for their queued work).
+void destroy_process_group();
+bool is_initialized();
+ProcessGroupPtr get_default_group();  // throws if not initialized
+int get_rank();
+int get_world_size();
+void barrier();
+// A sub-group of the default group; every rank must call it (like torch.distributed.new_group).
+// Ranks not in `ranks` get nullptr. A zero timeout means the default group's.
+ProcessGroupPtr new_group(const std::vector<int>& ranks,
+                          std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+
+}  // namespace ember::distributed
