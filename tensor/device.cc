@@ -1,5 +1,7 @@
 #include "tensor/device.h"
 
+#include <stdexcept>
+
 #include "tensor/error.h"
 
 namespace ember {
@@ -17,7 +19,10 @@ Device::Device(const std::string& spec) {
       EMBER_CHECK(spec[4] == ':' && spec.size() > 5, "Device: cannot parse '", spec,
                   "' (expected 'cpu', 'cuda' or 'cuda:N')");
       try {
-        index = std::stoi(spec.substr(5));
+        size_t used = 0;
+        index = std::stoi(spec.substr(5), &used);
+        // stoi stops at the first non-digit; "cuda:1x" must not parse as cuda:1.
+        if (used != spec.size() - 5) throw std::invalid_argument(spec);
       } catch (const std::exception&) {
         EMBER_THROW("Device: cannot parse '", spec, "' (expected 'cpu', 'cuda' or 'cuda:N')");
       }

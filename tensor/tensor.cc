@@ -9,8 +9,15 @@ const TensorImpl& Tensor::impl() const {
   return *impl_;
 }
 
-int64_t Tensor::size(int64_t d) const { return sizes()[wrap_dim(d, dim(), "size")]; }
-int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim(d, dim(), "stride")]; }
+// wrap_dim lets a 0-dim tensor accept dim 0/-1 (for ops like sum), but there is no size to read.
+int64_t Tensor::size(int64_t d) const {
+  EMBER_CHECK(dim() > 0, "size: dimension ", d, " specified for a 0-dim tensor (", describe(), ")");
+  return sizes()[wrap_dim(d, dim(), "size")];
+}
+int64_t Tensor::stride(int64_t d) const {
+  EMBER_CHECK(dim() > 0, "stride: dimension ", d, " specified for a 0-dim tensor (", describe(), ")");
+  return strides()[wrap_dim(d, dim(), "stride")];
+}
 
 bool Tensor::is_alias_of(const Tensor& other) const {
   return defined() && other.defined() && storage().is_alias_of(other.storage());
