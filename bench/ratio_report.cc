@@ -1,0 +1,99 @@
+#include "bench/ratio_report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ember::bench {
+namespace {
+
+struct Row {
+  double ember = 0, baseline = 0;
+  std::string baseline_name;
+};
+
+// Prints as the console reporter does, and remembers one rate per (op, size, implementation):
+// the median aggregate when repetitions ran, else the single run.
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  explicit RatioReporter(std::string counter) : counter_(std::move(counter)) {}
+
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& r : runs) {
+      if (r.error_occurred) continue;
+      const bool median = r.run_type == Run::RT_Aggregate && r.aggregate_name == "median";
+      const bool single = r.run_type == Run::RT_Iteration && r.repetitions <= 1;
+      if (!median && !single) continue;
+      auto it = r.counters.find(counter_);
+      if (it == r.counters.end()) continue;
+      const std::string& fn = r.run_name.function_name;  // "<op>/<impl>"
+      const size_t slash = fn.rfind('/');
+      if (slash == std::string::npos) continue;
+      const std::string op = fn.substr(0, slash), impl = fn.substr(slash + 1);
+      auto key = std::make_pair(op, r.run_name.args);
+      if (order_.count(key) == 0) order_[key] = order_.size();
+      Row& row = rows_[key];
+      if (impl == "ember") {
+        row.ember = it->second.value;
+      } else {
+        row.baseline = it->second.value;
+        row.baseline_name = impl;
+      }
+    }
+  }
+
+  void print_table() const {
+    std::vector<std::pair<size_t, std::pair<std::string, std::string>>> keys;
+    for (const auto& [key, index] : order_) keys.push_back({index, key});
+    std::sort(keys.begin(), keys.end());
+    std::printf("\n%-22s %-10s %12s %12s %-8s %7s\n", "op", "size", "ember", "baseline", "(which)",
+                "ratio");
+    for (const auto& [index, key] : keys) {
+      const Row& row = rows_.at(key);
+      const double ratio = row.baseline > 0 ? row.ember / row.baseline : 0.0;
+      std::printf("%-22s %-10s %12.2f %12.2f %-8s %7.3f\n", key.first.c_str(), key.second.c_str(),
+                  row.ember, row.baseline, row.baseline_name.c_str(), ratio);
+    }
+    std::printf("(rates in %s/s, medians over repetitions; ratio = ember / baseline)\n",
+                counter_.c_str());
+  }
+
+ private:
+  std::string counter_;
+  std::map<std::pair<std::string, std::string>, Row> rows_;
+  std::map<std::pair<std::string, std::string>, size_t> order_;
+};
+
+}  // namespace
+
+void set_rate(benchmark::State& state, const char* counter, double units_per_iteration) {
+  state.counters[counter] = benchmark::Counter(
+      units_per_iteration * static_cast<double>(state.iterations()) * 1e-9,
+      benchmark::Counter::kIsRate);
+}
+
+int run_with_ratio_table(int argc, char** argv, const char* rate_counter) {
+  // Medians need repetitions; keep the user's choice if they gave one.
+  std::vector<char*> args(argv, argv + argc);
+  std::string reps = "--benchmark_repetitions=5";
+  bool has_reps = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--benchmark_repetitions", 23) == 0) has_reps = true;
+  }
+  if (!has_reps) args.push_back(reps.data());
+  int n = static_cast<int>(args.size());
+  benchmark::Initialize(&n, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
+  RatioReporter reporter(rate_counter);
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  reporter.print_table();
+  benchmark::Shutdown();
+  return 0;
+}
+
+}  // namespace ember::bench
