@@ -114,8 +114,9 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions options) 
     // Fill from both ends (as PyTorch does) so the last value is exactly `end`.
     const int64_t half = steps / 2;
     for (int64_t i = 0; i < steps; ++i) {
-      const double v = i < half ? start + step * static_cast<double>(i)
-                                : end - step * static_cast<double>(steps - 1 - i);
+      // A single step is `start` (half == 0 would otherwise pick `end`).
+      const double v = steps == 1 || i < half ? start + step * static_cast<double>(i)
+                                              : end - step * static_cast<double>(steps - 1 - i);
       p[i] = cpu::convert<scalar_t>(v);
     }
   });
@@ -180,9 +181,16 @@ Tensor from_blob(void* data, const Shape& sizes, const Shape& strides, ScalarTyp
 Tensor rand(const Shape& sizes, Generator* gen, TensorOptions options) {
   EMBER_CHECK(is_floating_point(options.dtype), "rand: expected a floating dtype, got ",
               options.dtype);
-  const bool f64 = options.dtype == kFloat64;
-  return random_tensor("rand", sizes, gen, options, [f64](Generator& g) {
-    return f64 ? g.next_double() : static_cast<double>(g.next_float());
+  // Draw only as many bits as the dtype's significand holds, so rounding to the dtype can never
+  // turn a value just below 1 into 1 (float16 keeps 11 bits, bfloat16 8, float32 24).
+  int bits = 24;
+  if (options.dtype == kFloat64) bits = 53;
+  if (options.dtype == kFloat16) bits = 11;
+  if (options.dtype == kBFloat16) bits = 8;
+  return random_tensor("rand", sizes, gen, options, [bits](Generator& g) {
+    if (bits == 53) return g.next_double();
+    if (bits == 24) return static_cast<double>(g.next_float());
+    return std::ldexp(static_cast<double>(g.next_u64() >> (64 - bits)), -bits);
   });
 }
 
