@@ -1,0 +1,35 @@
+"""mpi_test: a GoogleTest binary run under `mpirun -np N` for several N, one sh_test per N.
+
+    mpi_test(name = "collectives_test", srcs = [...], deps = [...], ranks = [1, 2, 3, 4])
+
+creates `collectives_test_bin` (linked with //tests/distributed:mpi_test_main, which initialises MPI
+and lets only rank 0 write the XML), sh_tests `collectives_test_np1` ... `_np4` tagged "mpi", and a
+test_suite `collectives_test` over them.
+"""
+
+load("//:ember.bzl", "EMBER_COPTS")
+
+def mpi_test(name, srcs, deps = [], ranks = [1, 2, 3, 4], tags = [], size = "medium", env = {}, **kwargs):
+    binary = name + "_bin"
+    native.cc_binary(
+        name = binary,
+        srcs = srcs,
+        copts = EMBER_COPTS,
+        deps = deps + ["//tests/distributed:mpi_test_main"],
+        testonly = True,
+        **kwargs
+    )
+    tests = []
+    for n in ranks:
+        test = "%s_np%d" % (name, n)
+        native.sh_test(
+            name = test,
+            srcs = ["//tests/distributed:mpi_test.sh"],
+            args = [str(n), "$(location :%s)" % binary],
+            data = [":" + binary],
+            tags = tags + ["mpi"],
+            size = size,
+            env = env,
+        )
+        tests.append(":" + test)
+    native.test_suite(name = name, tests = tests, tags = tags + ["mpi"])
