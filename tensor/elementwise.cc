@@ -1,6 +1,7 @@
 // Elementwise ops: broadcasting, PyTorch's type promotion, output allocation, in-place forms.
 // The arithmetic itself lives in the device's kernel table (tensor/kernels.h).
 #include <algorithm>
+#include <utility>
 
 #include "tensor/autograd_dispatch.h"
 #include "tensor/factories.h"
@@ -67,6 +68,25 @@ Tensor binary_scalar(BinaryOp op, const Tensor& a, const Scalar& s) {
   return binary(op, a, scalar_tensor(s, TensorOptions(rt, a.device())), rt);
 }
 
+// True when a and b share storage, their byte ranges intersect, and they are not the very same
+// view (elementwise read-then-write of the same element is safe).
+bool partially_overlaps(const Tensor& a, const Tensor& b) {
+  if (!a.is_alias_of(b) || a.numel() == 0 || b.numel() == 0) return false;
+  if (a.sizes() == b.sizes() && a.strides() == b.strides() &&
+      a.storage_offset() == b.storage_offset()) {
+    return false;
+  }
+  auto span = [](const Tensor& t) {
+    int64_t hi = t.storage_offset();
+    for (int64_t i = 0; i < t.dim(); ++i) hi += (t.sizes()[i] - 1) * t.strides()[i];
+    return std::pair<int64_t, int64_t>(t.storage_offset() * t.element_size(),
+                                       (hi + 1) * t.element_size());
+  };
+  auto [alo, ahi] = span(a);
+  auto [blo, bhi] = span(b);
+  return alo < bhi && blo < ahi;
+}
+
 // In place: self = self (op) other; other broadcasts to self; the result must cast to self's dtype.
 const Tensor& binary_(BinaryOp op, const Tensor& self, const Tensor& other, const Scalar& alpha) {
   const char* name = binary_op_name(op);
@@ -82,7 +102,10 @@ const Tensor& binary_(BinaryOp op, const Tensor& self, const Tensor& other, cons
   if (ct == self.dtype()) {
     const KernelTable& k = kernels_for(name, {&self, &other});
     EMBER_CHECK(k.binary, "no ", self.device().str(), " kernel for ", name);
-    k.binary(op, self, self, expand(to_dtype(other, ct), shape), alpha);
+    // An operand that overlaps self in another layout (a.add_(a.t())) would be read after the
+    // kernel overwrote it; PyTorch refuses this, we read from a copy and give the promised result.
+    Tensor o = partially_overlaps(self, other) ? clone(other) : other;
+    k.binary(op, self, self, expand(to_dtype(o, ct), shape), alpha);
     self.bump_version();
     return self;
   }

@@ -31,6 +31,45 @@ bool is_nan(T x) {
   }
 }
 
+// Signed overflow is undefined behaviour in C++, but PyTorch's integer ops wrap (two's complement):
+// integers compute in the unsigned type of their width and convert back. Floats and bool as usual.
+template <typename M>
+constexpr bool wraps_v = std::is_integral_v<M> && !std::is_same_v<M, bool>;
+
+template <typename M>
+M add_w(M x, M y) {
+  if constexpr (wraps_v<M>) {
+    using U = std::make_unsigned_t<M>;
+    return static_cast<M>(static_cast<U>(static_cast<U>(x) + static_cast<U>(y)));
+  } else {
+    return x + y;
+  }
+}
+template <typename M>
+M sub_w(M x, M y) {
+  if constexpr (wraps_v<M>) {
+    using U = std::make_unsigned_t<M>;
+    return static_cast<M>(static_cast<U>(static_cast<U>(x) - static_cast<U>(y)));
+  } else {
+    return x - y;
+  }
+}
+template <typename M>
+M mul_w(M x, M y) {
+  if constexpr (wraps_v<M>) {
+    using U = std::make_unsigned_t<M>;
+    return static_cast<M>(static_cast<U>(static_cast<U>(x) * static_cast<U>(y)));
+  } else if constexpr (std::is_same_v<M, bool>) {
+    return x && y;
+  } else {
+    return x * y;
+  }
+}
+template <typename M>
+M neg_w(M x) {
+  return sub_w<M>(M(0), x);
+}
+
 template <typename T>
 T int_pow(T base, T exp) {
   if (is_negative(exp)) {
@@ -43,8 +82,8 @@ T int_pow(T base, T exp) {
   }
   T result = 1;
   while (exp) {
-    if (exp & 1) result = static_cast<T>(result * base);
-    base = static_cast<T>(base * base);
+    if (exp & 1) result = mul_w<T>(result, base);
+    base = mul_w<T>(base, base);
     exp = static_cast<T>(exp >> 1);
   }
   return result;
@@ -83,13 +122,15 @@ void arithmetic(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b
   const bool unit_alpha = alpha.to_double() == 1.0;
   switch (op) {
     case BinaryOp::Add:
-      if (unit_alpha) return binary_loop<T, T>(out, a, b, [](T x, T y) { return T(M(x) + M(y)); });
-      return binary_loop<T, T>(out, a, b, [al](T x, T y) { return T(M(x) + al * M(y)); });
+      if (unit_alpha) return binary_loop<T, T>(out, a, b, [](T x, T y) { return T(add_w(M(x), M(y))); });
+      return binary_loop<T, T>(out, a, b,
+                               [al](T x, T y) { return T(add_w(M(x), mul_w(al, M(y)))); });
     case BinaryOp::Sub:
-      if (unit_alpha) return binary_loop<T, T>(out, a, b, [](T x, T y) { return T(M(x) - M(y)); });
-      return binary_loop<T, T>(out, a, b, [al](T x, T y) { return T(M(x) - al * M(y)); });
+      if (unit_alpha) return binary_loop<T, T>(out, a, b, [](T x, T y) { return T(sub_w(M(x), M(y))); });
+      return binary_loop<T, T>(out, a, b,
+                               [al](T x, T y) { return T(sub_w(M(x), mul_w(al, M(y)))); });
     case BinaryOp::Mul:
-      return binary_loop<T, T>(out, a, b, [](T x, T y) { return T(M(x) * M(y)); });
+      return binary_loop<T, T>(out, a, b, [](T x, T y) { return T(mul_w(M(x), M(y))); });
     case BinaryOp::Div:
       if constexpr (std::is_floating_point_v<M>) {
         return binary_loop<T, T>(out, a, b, [](T x, T y) { return T(M(x) / M(y)); });
@@ -146,15 +187,16 @@ template <typename T>
 void numeric_unary(UnaryOp op, const Tensor& out, const Tensor& in) {
   using M = opmath_t<T>;
   switch (op) {
-    case UnaryOp::Neg: return unary_loop<T, T>(out, in, [](T x) { return T(-M(x)); });
+    case UnaryOp::Neg: return unary_loop<T, T>(out, in, [](T x) { return T(neg_w(M(x))); });
     case UnaryOp::Abs:
-      return unary_loop<T, T>(out, in, [](T x) { return is_negative(M(x)) ? T(-M(x)) : x; });
+      return unary_loop<T, T>(out, in, [](T x) { return is_negative(M(x)) ? T(neg_w(M(x))) : x; });
     case UnaryOp::Relu:
       // `x < 0 ? 0 : x` keeps NaN as NaN, like PyTorch.
       return unary_loop<T, T>(out, in, [](T x) { return is_negative(M(x)) ? T(M(0)) : x; });
     case UnaryOp::Sign:
       return unary_loop<T, T>(out, in, [](T x) {
         const M v = M(x);
+        if (is_nan(v)) return T(M(0));  // PyTorch: sign(NaN) == 0
         return T(is_negative(v) ? M(-1) : (v > M(0) ? M(1) : v));
       });
     default: break;
