@@ -6,6 +6,7 @@ EMBER_COPTS = [
     "-Werror",
     "-Wno-unused-parameter",
     "-Wno-sign-compare",
+    "-Wno-missing-field-initializers",
 ]
 
 def ember_cc_library(name, copts = [], **kwargs):
