@@ -30,6 +30,9 @@ Tensor mm(const Tensor& a, const Tensor& b) {
   EMBER_CHECK(a.defined() && b.defined(), "mm: undefined tensor");
   EMBER_CHECK(a.dim() == 2 && b.dim() == 2, "mm: expected 2-d tensors, got ", a.describe(), " and ",
               b.describe());
+  // Checked here so the message shows the caller's shapes, not the batched ones below.
+  EMBER_CHECK(a.dtype() == b.dtype(), "mm: expected both operands to have the same dtype, got ",
+              a.describe(), " and ", b.describe());
   EMBER_CHECK(a.sizes()[1] == b.sizes()[0], "mm: mat1 and mat2 shapes cannot be multiplied (",
               a.sizes()[0], "x", a.sizes()[1], " and ", b.sizes()[0], "x", b.sizes()[1], ")");
   return batched_product("mm", a.unsqueeze(0), b.unsqueeze(0)).squeeze(0);

@@ -55,9 +55,10 @@ Tensor run_reduce(const char* op, ReduceOp rop, const Tensor& t, const ReducePla
 }
 
 void check_nonempty(const char* op, const Tensor& t, const ReducePlan& p) {
-  EMBER_CHECK(p.count > 0 || t.numel() == 0, op, ": cannot reduce over a zero-size dimension of ",
-              t.describe());
-  EMBER_CHECK(t.numel() > 0, op, ": expected a non-empty tensor, got ", t.describe());
+  // Only the reduced slices must be non-empty: max over dim 1 of a [0, 3] tensor is an empty
+  // result (as in PyTorch), while max over dim 0, or over everything, has nothing to pick from.
+  EMBER_CHECK(p.count > 0, op, ": cannot reduce over a zero-size dimension of ", t.describe(),
+              " (expected a non-empty tensor or reduction dim)");
 }
 
 }  // namespace

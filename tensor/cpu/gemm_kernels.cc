@@ -15,9 +15,16 @@ template <typename T>
 using ColMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
 using OuterStride = Eigen::OuterStride<Eigen::Dynamic>;
 
-// A 2-d operand is mappable if one of its dims has unit stride (row- or column-major).
-bool row_major(const Tensor& m) { return m.strides()[1] == 1 || m.sizes()[1] == 1; }
-bool col_major(const Tensor& m) { return m.strides()[0] == 1 || m.sizes()[0] == 1; }
+// A 2-d operand is mappable if one of its dims has unit stride (row- or column-major) and the
+// other steps over whole rows/columns: an expanded operand (stride 0, or rows that overlap) is not.
+bool row_major(const Tensor& m) {
+  return (m.strides()[1] == 1 || m.sizes()[1] == 1) &&
+         (m.sizes()[0] == 1 || m.strides()[0] >= m.sizes()[1]);
+}
+bool col_major(const Tensor& m) {
+  return (m.strides()[0] == 1 || m.sizes()[0] == 1) &&
+         (m.sizes()[1] == 1 || m.strides()[1] >= m.sizes()[0]);
+}
 
 // Calls f with an Eigen map of the 2-d matrix m (row- or column-major as its strides allow).
 template <typename T, typename F>
