@@ -8,10 +8,15 @@ binary="$2"
 shift 2
 # OpenMPI refuses to run as root without these (CI runs as root in a container).
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-# Bazel points TMPDIR at a deep test directory; OpenMPI puts unix sockets in its session directory
-# under TMPDIR and those paths must stay short (108 bytes).
-export TMPDIR=/tmp
-export HOME="${HOME:-/tmp}"
+# Bazel runs tests in PID namespaces, so two concurrent mpiruns can both be pid 2; OpenMPI names its
+# session directory and shared-memory segments after the pid, so each run gets private ones. Short
+# paths, because OpenMPI puts unix sockets there (108-byte limit) -- not Bazel's deep TEST_TMPDIR.
+session="$(mktemp -d /tmp/ember_mpi.XXXXXX)"
+trap 'rm -rf "$session"' EXIT
+export TMPDIR="$session"
+export OMPI_MCA_orte_tmpdir_base="$session"
+export OMPI_MCA_btl_vader_backing_directory="$session"
+export HOME="${HOME:-$session}"
 # Shared memory only: no network interfaces needed, and no warnings about them.
 export OMPI_MCA_btl=self,vader
 export OMPI_MCA_btl_vader_single_copy_mechanism=none

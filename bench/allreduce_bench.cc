@@ -1,0 +1,101 @@
+// Allreduce latency and bus bandwidth, ember's ProcessGroupMPI::allreduce(...).wait() against a raw
+// MPI_Allreduce loop in the same binary and run (float32, in place, 1 KiB .. 64 MiB).
+// Run with bench/allreduce_bench.sh (2 ranks under mpirun). Prints medians and the ember/raw ratios.
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "distributed/distributed.h"
+#include "tensor/factories.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace dist = ember::distributed;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The slowest rank's median: a collective is as fast as its slowest participant.
+double max_over_ranks(double x) {
+  double y = x;
+  MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return y;
+}
+
+std::string human(size_t bytes) {
+  char buf[32];
+  if (bytes >= (1u << 20)) std::snprintf(buf, sizeof buf, "%zu MiB", bytes >> 20);
+  else std::snprintf(buf, sizeof buf, "%zu KiB", bytes >> 10);
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  auto pg = std::dynamic_pointer_cast<dist::ProcessGroupMPI>(dist::init_process_group("mpi"));
+  const int rank = pg->rank();
+  const int world = pg->size();
+  // The raw loop gets its own communicator too, like ember's (a dup of the world).
+  MPI_Comm raw_comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &raw_comm);
+  const int rounds = argc > 1 ? std::atoi(argv[1]) : 5;
+
+  if (rank == 0) {
+    std::printf("allreduce float32 SUM in place, %d ranks, median per call (slowest rank), %d rounds\n",
+                world, rounds);
+    std::printf("%-8s %12s %12s %10s %13s %13s %8s\n", "size", "raw_us", "ember_us", "added_us",
+                "raw_busGB/s", "ember_busGB/s", "ratio");
+  }
+  for (size_t bytes = 1024; bytes <= (64u << 20); bytes *= 4) {
+    const int64_t n = static_cast<int64_t>(bytes / sizeof(float));
+    // Zeros stay zeros under SUM: no overflow to inf however many iterations run.
+    ember::Tensor t = ember::zeros({n});
+    float* data = t.data_ptr<float>();
+    // About 0.3 s of work per loop and size, at least 5 calls.
+    const int iters = static_cast<int>(std::max<size_t>(5, std::min<size_t>(2000, (256u << 20) / bytes)));
+    std::vector<double> raw_times, ember_times;
+    for (int round = 0; round < rounds + 1; ++round) {  // round 0 warms up
+      MPI_Barrier(MPI_COMM_WORLD);
+      for (int i = 0; i < iters; ++i) {
+        const auto start = Clock::now();
+        MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT, MPI_SUM, raw_comm);
+        const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+        if (round > 0) raw_times.push_back(us);
+      }
+      MPI_Barrier(MPI_COMM_WORLD);
+      std::vector<ember::Tensor> list{t};
+      for (int i = 0; i < iters; ++i) {
+        const auto start = Clock::now();
+        pg->allreduce(list)->wait();
+        const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+        if (round > 0) ember_times.push_back(us);
+      }
+    }
+    const double raw_us = max_over_ranks(median(raw_times));
+    const double ember_us = max_over_ranks(median(ember_times));
+    // Bus bandwidth as nccl-tests defines it: algorithm bandwidth x 2 (n - 1) / n.
+    const double factor = world > 1 ? 2.0 * (world - 1) / world : 1.0;
+    const double raw_bw = bytes / (raw_us * 1e-6) * factor / 1e9;
+    const double ember_bw = bytes / (ember_us * 1e-6) * factor / 1e9;
+    if (rank == 0) {
+      std::printf("%-8s %12.1f %12.1f %10.1f %13.3f %13.3f %8.3f\n", human(bytes).c_str(), raw_us,
+                  ember_us, ember_us - raw_us, raw_bw, ember_bw, ember_bw / raw_bw);
+      std::fflush(stdout);
+    }
+  }
+  MPI_Comm_free(&raw_comm);
+  dist::destroy_process_group();
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Allreduce benchmark: ember's ProcessGroupMPI vs raw MPI_Allreduce (same binary, 2 ranks), then
+# torch.distributed gloo on the same sizes for comparison (skipped if torch is not importable).
+#   bench/allreduce_bench.sh [rounds]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds="${1:-5}"
+bazel build //bench:allreduce_bench >&2
+echo "== ember vs raw MPI (mpirun -np 2)"
+OMPI_MCA_btl=self,vader mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 \
+  bazel-bin/bench/allreduce_bench "$rounds"
+if /usr/bin/python3 -c "import torch.distributed" 2>/dev/null; then
+  echo "== torch.distributed gloo (2 processes)"
+  /usr/bin/python3 bench/allreduce_bench_gloo.py "$rounds"
+else
+  echo "== torch.distributed not importable from /usr/bin/python3: gloo comparison skipped"
+fi
