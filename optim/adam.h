@@ -1,0 +1,70 @@
+// Adam and AdamW with PyTorch's update rules and bias correction (torch.optim.Adam / AdamW 1.13,
+// single-tensor path). For step t (counted per parameter, from 1):
+//   Adam:  g = grad + weight_decay * p          AdamW: p *= 1 - lr * weight_decay;  g = grad
+//   exp_avg    = beta1 * exp_avg    + (1 - beta1) * g
+//   exp_avg_sq = beta2 * exp_avg_sq + (1 - beta2) * g * g
+//   v = amsgrad ? (max_exp_avg_sq = max(max_exp_avg_sq, exp_avg_sq)) : exp_avg_sq
+//   denom = sqrt(v) / sqrt(1 - beta2^t) + eps
+//   p -= lr / (1 - beta1^t) * exp_avg / denom
+// Sparse gradients are rejected, as in PyTorch (which points to SparseAdam).
+#pragma once
+
+#include <utility>
+
+#include "optim/optimizer.h"
+
+namespace ember::optim {
+
+using Betas = std::pair<double, double>;
+
+class AdamOptions : public OptimizerOptions {
+ public:
+  explicit AdamOptions(double lr = 1e-3) : lr_(lr) {}
+  EMBER_OPTIM_ARG(double, lr);
+  EMBER_OPTIM_ARG(Betas, betas) = {0.9, 0.999};
+  EMBER_OPTIM_ARG(double, eps) = 1e-8;
+  EMBER_OPTIM_ARG(double, weight_decay) = 0;
+  EMBER_OPTIM_ARG(bool, amsgrad) = false;
+
+ public:
+  std::unique_ptr<OptimizerOptions> clone() const override { return std::make_unique<AdamOptions>(*this); }
+  double get_lr() const override { return lr_; }
+  void set_lr(double lr) override { lr_ = lr; }
+  void save_to(nn::StateDict& sd, const std::string& prefix) const override;
+  void load_from(const nn::StateDict& sd, const std::string& prefix) override;
+  std::vector<std::string> option_names() const override;
+};
+
+// AdamW's options differ from Adam's only in the default weight decay (1e-2).
+class AdamWOptions : public AdamOptions {
+ public:
+  explicit AdamWOptions(double lr = 1e-3) : AdamOptions(lr) { weight_decay(1e-2); }
+  std::unique_ptr<OptimizerOptions> clone() const override { return std::make_unique<AdamWOptions>(*this); }
+};
+
+class Adam : public Optimizer {
+ public:
+  Adam(std::vector<Tensor> params, const AdamOptions& defaults = AdamOptions());
+  Adam(std::vector<OptimizerParamGroup> groups, const AdamOptions& defaults = AdamOptions());
+
+  void step() override;
+  const char* name() const override { return decoupled_ ? "AdamW" : "Adam"; }
+
+ protected:
+  // AdamW: weight decay applied to the parameter (decoupled) instead of added to the gradient.
+  Adam(std::unique_ptr<OptimizerOptions> defaults, bool decoupled)
+      : Optimizer(std::move(defaults)), decoupled_(decoupled) {}
+  void validate_options(const OptimizerOptions& options) const override;
+  bool is_state_buffer(const std::string& buffer) const override;
+
+ private:
+  bool decoupled_ = false;
+};
+
+class AdamW : public Adam {
+ public:
+  AdamW(std::vector<Tensor> params, const AdamWOptions& defaults = AdamWOptions());
+  AdamW(std::vector<OptimizerParamGroup> groups, const AdamWOptions& defaults = AdamWOptions());
+};
+
+}  // namespace ember::optim
