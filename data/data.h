@@ -1,0 +1,12 @@
+// Umbrella header for ember's data pipeline: datasets, IDX/CIFAR readers, transforms, samplers
+// (including DistributedSampler) and the prefetching DataLoader.
+#pragma once
+
+#include "data/cifar_reader.h"
+#include "data/data_loader.h"
+#include "data/dataset.h"
+#include "data/distributed_sampler.h"
+#include "data/idx_reader.h"
+#include "data/samplers.h"
+#include "data/tensor_dataset.h"
+#include "data/transforms.h"
