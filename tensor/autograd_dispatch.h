@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tensor/autograd_interface.h"
+#include "tensor/nn_ops.h"
 #include "tensor/tensor.h"
 
 namespace ember {
@@ -62,6 +63,16 @@ struct AutogradKernels {
   Tensor (*gather)(const Tensor&, int64_t, const Tensor&) = nullptr;
   Tensor (*scatter_add)(const Tensor&, int64_t, const Tensor&, const Tensor&) = nullptr;
   const Tensor& (*index_add_)(const Tensor&, int64_t, const Tensor&, const Tensor&) = nullptr;
+  // neural-network primitives (tensor/nn_ops.h)
+  Tensor (*conv2d)(const Tensor&, const Tensor&, const Tensor&, const Conv2dParams&) = nullptr;
+  Tensor (*max_pool2d)(const Tensor&, Pair, Pair, Pair) = nullptr;
+  Tensor (*avg_pool2d)(const Tensor&, Pair, Pair, Pair) = nullptr;
+  Tensor (*adaptive_avg_pool2d)(const Tensor&, Pair) = nullptr;
+  Tensor (*batch_norm)(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                       bool, double, double) = nullptr;
+  Tensor (*log_softmax)(const Tensor&, int64_t) = nullptr;
+  Tensor (*nll_loss)(const Tensor&, const Tensor&, Reduction, int64_t) = nullptr;
+  Tensor (*embedding)(const Tensor&, const Tensor&, bool) = nullptr;
 };
 
 // The table autograd/ fills at startup.

@@ -130,3 +130,15 @@ template <typename T> using acc_t = typename AccType<T>::type;
     }                                                                                   \
     EMBER_THROW(NAME, ": not supported for dtype ", TYPE);                              \
   }()
+
+// float32 and float64 only (kernels with no reduced-precision path).
+#define EMBER_DISPATCH_FLOAT_AND_DOUBLE(TYPE, NAME, ...)                                \
+  [&] {                                                                                 \
+    switch (TYPE) {                                                                     \
+      EMBER_DISPATCH_CASE_(Float32, float, __VA_ARGS__)                                 \
+      EMBER_DISPATCH_CASE_(Float64, double, __VA_ARGS__)                                \
+      default:                                                                          \
+        break;                                                                          \
+    }                                                                                   \
+    EMBER_THROW(NAME, ": supports float32 and float64, got dtype ", TYPE);              \
+  }()

@@ -27,6 +27,9 @@ class FunctionNode final : public Node {
   variable_list apply(variable_list&& grads) override;
   void release_variables() override;
   void save(const Tensor& t, bool is_output) { saved_.emplace_back(t, is_output); }
+  // For ops whose formula needs values only known after the forward ran (pooling indices, batch
+  // statistics): record with a null formula, then bind it here.
+  void set_formula(BackwardFormula formula) { formula_ = std::move(formula); }
 
  private:
   std::string name_;
@@ -64,5 +67,6 @@ void register_reduction_formulas(AutogradKernels& k);
 void register_shape_formulas(AutogradKernels& k);
 void register_linalg_formulas(AutogradKernels& k);
 void register_indexing_formulas(AutogradKernels& k);
+void register_nn_formulas(AutogradKernels& k);
 
 }  // namespace ember::autograd

@@ -11,6 +11,7 @@ const bool kRegistered = [] {
   register_shape_formulas(k);
   register_linalg_formulas(k);
   register_indexing_formulas(k);
+  register_nn_formulas(k);
   return true;
 }();
 }  // namespace
@@ -24,10 +25,11 @@ const std::vector<std::string>& differentiable_op_names() {
       "div_", "add_scalar_", "mul_scalar_", "div_scalar_", "fill_", "copy_", "sum", "max", "min",
       "mm", "bmm", "addmm", "view", "permute", "transpose", "slice", "select", "expand", "squeeze",
       "squeeze_dim", "unsqueeze", "as_strided", "clone", "to_dtype", "cat", "index_select",
-      "gather", "scatter_add", "index_add_",
+      "gather", "scatter_add", "index_add_", "conv2d", "max_pool2d", "avg_pool2d",
+      "adaptive_avg_pool2d", "batch_norm", "log_softmax", "nll_loss", "embedding",
       // composites of the above
       "mean", "var", "max_dim", "min_dim", "matmul", "reshape", "flatten", "narrow", "t",
-      "contiguous", "stack", "zero_"};
+      "contiguous", "stack", "zero_", "softmax"};
   return names;
 }
 

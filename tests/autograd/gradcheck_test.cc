@@ -9,6 +9,7 @@
 #include "autograd/functions/function_node.h"
 #include "autograd/gradcheck.h"
 #include "tensor/all.h"
+#include "tensor/nn_ops.h"
 
 namespace ember::autograd {
 namespace {
@@ -106,6 +107,27 @@ const std::map<std::string, Case>& cases() {
          index_add_(y, 0, idx({1, 1}), x[1]);
          return y;
        }}},
+      {"conv2d", {{{2, 4, 5, 5}, {4, 2, 3, 3}, {4}}, [](const Inputs& x) {
+         Conv2dParams p;
+         p.stride = {2, 1};
+         p.padding = {1, 1};
+         p.dilation = {1, 2};
+         p.groups = 2;
+         return conv2d(x[0], x[1], x[2], p);
+       }}},
+      {"max_pool2d", {{{2, 2, 5, 5}}, [](const Inputs& x) { return max_pool2d(x[0], {3, 3}, {2, 2}, {1, 1}); }}},
+      {"avg_pool2d", {{{2, 2, 5, 5}}, [](const Inputs& x) { return avg_pool2d(x[0], {3, 3}, {2, 2}, {1, 1}); }}},
+      {"adaptive_avg_pool2d", {{{2, 2, 5, 5}}, [](const Inputs& x) { return adaptive_avg_pool2d(x[0], {2, 3}); }}},
+      {"batch_norm", {{{4, 3, 2, 2}, {3}, {3}}, [](const Inputs& x) {
+         Tensor rm = zeros({3}, kFloat64), rv = ones({3}, kFloat64);
+         return batch_norm(x[0], x[1], x[2], rm, rv, /*training=*/true, 0.1, 1e-5);
+       }}},
+      {"log_softmax", {{{3, 5}}, [](const Inputs& x) { return log_softmax(x[0], 1); }}},
+      {"softmax", {{{3, 4}}, [](const Inputs& x) { return softmax(x[0], 0); }}},
+      {"nll_loss", {{{4, 5}}, [](const Inputs& x) {
+         return nll_loss(log_softmax(x[0], 1), idx({1, 0, 4, 1}), Reduction::Mean);
+       }}},
+      {"embedding", {{{5, 3}}, [](const Inputs& x) { return embedding(x[0], idx({0, 4, 4, 2}, {2, 2})); }}},
   };
   return table;
 }

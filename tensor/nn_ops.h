@@ -1,0 +1,73 @@
+// Neural-network primitives on NCHW tensors (PyTorch's torch.nn.functional / ATen native ops):
+// conv2d, pooling, batch_norm, log_softmax, nll_loss, embedding, with their raw backward kernels.
+// The autograd formulas (autograd/functions/nn.cc) call the *_backward functions; CPU kernels live
+// in tensor/cpu/ (im2col + GEMM for convolution).
+#pragma once
+
+#include <array>
+#include <tuple>
+
+#include "tensor/tensor.h"
+
+namespace ember {
+
+using Pair = std::array<int64_t, 2>;
+
+struct Conv2dParams {
+  Pair stride{1, 1};
+  Pair padding{0, 0};
+  Pair dilation{1, 1};
+  int64_t groups = 1;
+};
+
+// input [N, C, H, W], weight [O, C / groups, kH, kW], bias [O] or undefined.
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dParams& p = {});
+// Gradients for (input, weight, bias); `mask` says which to compute.
+std::tuple<Tensor, Tensor, Tensor> conv2d_backward(const Tensor& grad_out, const Tensor& input,
+                                                   const Tensor& weight, const Conv2dParams& p,
+                                                   std::array<bool, 3> mask);
+
+// Max pooling; indices are flat positions within each input plane (as PyTorch's).
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, Pair kernel, Pair stride,
+                                                   Pair padding);
+Tensor max_pool2d(const Tensor& input, Pair kernel, Pair stride = {0, 0}, Pair padding = {0, 0});
+Tensor max_pool2d_backward(const Tensor& grad_out, const Tensor& input, const Tensor& indices);
+
+// Average pooling with count_include_pad=true (PyTorch's default).
+Tensor avg_pool2d(const Tensor& input, Pair kernel, Pair stride = {0, 0}, Pair padding = {0, 0});
+Tensor avg_pool2d_backward(const Tensor& grad_out, const Tensor& input, Pair kernel, Pair stride,
+                           Pair padding);
+Tensor adaptive_avg_pool2d(const Tensor& input, Pair output_size);
+Tensor adaptive_avg_pool2d_backward(const Tensor& grad_out, const Tensor& input);
+
+// Batch norm over [N, C, ...]: in training, normalises with batch statistics and updates
+// running_mean/var in place (unbiased variance, PyTorch's momentum convention); in eval, uses them.
+Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                  const Tensor& running_mean, const Tensor& running_var, bool training,
+                  double momentum, double eps);
+// Raw forward: output plus the per-channel mean and 1/sqrt(var + eps) used.
+std::tuple<Tensor, Tensor, Tensor> batch_norm_forward(const Tensor& input, const Tensor& weight,
+                                                      const Tensor& bias, const Tensor& running_mean,
+                                                      const Tensor& running_var, bool training,
+                                                      double momentum, double eps);
+std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(const Tensor& grad_out, const Tensor& input,
+                                                       const Tensor& weight, const Tensor& mean,
+                                                       const Tensor& invstd, bool training,
+                                                       std::array<bool, 3> mask);
+
+Tensor log_softmax(const Tensor& input, int64_t dim);
+Tensor log_softmax_backward(const Tensor& grad_out, const Tensor& output, int64_t dim);
+Tensor softmax(const Tensor& input, int64_t dim);
+
+enum class Reduction { None, Mean, Sum };
+// log_probs [N, C], target int64 [N]; entries equal to ignore_index contribute nothing.
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, Reduction reduction = Reduction::Mean,
+                int64_t ignore_index = -100);
+Tensor nll_loss_backward(const Tensor& grad_out, const Tensor& log_probs, const Tensor& target,
+                         Reduction reduction, int64_t ignore_index);
+
+// Rows of weight [V, D] picked by int64 indices of any shape -> [..., D]. With sparse=true the
+// weight's gradient is a sparse COO tensor touching only the used rows.
+Tensor embedding(const Tensor& weight, const Tensor& indices, bool sparse = false);
+
+}  // namespace ember
