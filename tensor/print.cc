@@ -78,7 +78,7 @@ void render(const Tensor& t, const Formatter& f, bool summarize, size_t indent, 
       }
     }
     if (idx[k] < 0) {
-      s += "...";
+      s += t.dim() == 1 ? " ..." : "...";  // PyTorch pads the 1-d marker: "2,  ..., 997"
       continue;
     }
     render(t.select(0, idx[k]), f, summarize, indent + 1, s);
@@ -98,22 +98,28 @@ std::string Tensor::str() const {
   std::vector<double> values;
   if (t.numel() > 0) collect(t, summarize, values);
   if (f.floating) {
-    bool all_int = true;
-    double max_abs = 0, min_abs = INFINITY;
+    // PyTorch's _Formatter: the mode and the width come from the non-zero finite values only
+    // (zeros, nan and inf neither widen the column nor force scientific notation).
+    std::vector<double> nonzero;
     for (double v : values) {
-      if (!std::isfinite(v)) continue;
-      all_int = all_int && v == std::floor(v);
-      max_abs = std::max(max_abs, std::fabs(v));
-      if (v != 0) min_abs = std::min(min_abs, std::fabs(v));
+      if (std::isfinite(v) && v != 0) nonzero.push_back(v);
     }
-    if (all_int && max_abs < 1e8) {
-      f.style = FloatStyle::Integer;
-    } else if (max_abs >= 1e8 || (min_abs < 1e-4 && min_abs != INFINITY) ||
-               (min_abs != INFINITY && max_abs / min_abs > 1000.0 && max_abs > 1000.0)) {
-      f.style = FloatStyle::Scientific;
+    f.style = FloatStyle::Integer;
+    if (!nonzero.empty()) {
+      bool all_int = true;
+      double max_abs = 0, min_abs = INFINITY;
+      for (double v : nonzero) {
+        all_int = all_int && v == std::ceil(v);
+        max_abs = std::max(max_abs, std::fabs(v));
+        min_abs = std::min(min_abs, std::fabs(v));
+      }
+      const bool sci = max_abs / min_abs > 1000.0 || max_abs > 1e8 || (!all_int && min_abs < 1e-4);
+      f.style = sci ? FloatStyle::Scientific : all_int ? FloatStyle::Integer : FloatStyle::Fixed;
     }
+    for (double v : nonzero) f.width = std::max(f.width, f.format(v).size());
+  } else {
+    for (double v : values) f.width = std::max(f.width, f.format(v).size());
   }
-  for (double v : values) f.width = std::max(f.width, f.format(v).size());
   std::string s = "tensor(";
   if (t.numel() == 0) {
     s += "[]";
