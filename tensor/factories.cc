@@ -63,7 +63,9 @@ Tensor empty_strided(const Shape& sizes, const Shape& strides, TensorOptions opt
 Tensor zeros(const Shape& sizes, TensorOptions options) {
   Tensor t = empty(sizes, options);
   if (t.is_cpu()) {
-    std::memset(t.data_ptr(), 0, t.nbytes());  // all-zero bytes are 0 for every dtype
+    // All-zero bytes are 0 for every dtype. A zero-size tensor has no data (nullptr), and memset
+    // on a null pointer is undefined even for 0 bytes.
+    if (t.nbytes() > 0) std::memset(t.data_ptr(), 0, t.nbytes());
   } else {
     zero_(t);
   }
