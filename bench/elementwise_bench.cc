@@ -145,6 +145,12 @@ void to_f64_loop(benchmark::State& s) {
     for (int64_t i = 0; i < n; ++i) o[i] = static_cast<double>(x[i]);
   });
 }
+// copy_ into an existing float64 tensor: the conversion without the allocation.
+void copy_f64_ember(benchmark::State& s) {
+  const int64_t n = s.range(0);
+  Tensor a = input(n, 1), out = ember::empty({n}, ember::kFloat64);
+  run_ember(s, 12.0 * n, [&] { return out.copy_(a); });
+}
 void to_bf16_ember(benchmark::State& s) {
   const int64_t n = s.range(0);
   Tensor a = input(n, 1);
@@ -197,6 +203,7 @@ int main(int argc, char** argv) {
   register_pair("relu", relu_ember, relu_loop);
   register_pair("exp", exp_ember, exp_loop);
   register_pair("to_float64", to_f64_ember, to_f64_loop);
+  register_pair("copy_to_float64", copy_f64_ember, to_f64_loop);
   register_pair("to_bfloat16", to_bf16_ember, to_bf16_loop);
   register_pair("copy_transposed", copy_t_ember, copy_t_loop);
   return ember::bench::run_with_ratio_table(argc, argv, kRate);
