@@ -67,6 +67,7 @@ genrule(
 )
 cc_library(name = "cuda", hdrs = [":missing"])
 filegroup(name = "nvcc", srcs = [":missing"])
+filegroup(name = "nvcc_bin", srcs = [":missing"])
 """.format(root = root))
         return
     for d in ["bin", "include", "lib64", "lib", "nvvm"]:
@@ -75,6 +76,8 @@ filegroup(name = "nvcc", srcs = [":missing"])
     ctx.file("BUILD", """
 package(default_visibility = ["//visibility:public"])
 filegroup(name = "nvcc", srcs = glob(["bin/**", "nvvm/**", "include/**"]))
+# The compiler driver alone, for genrules (third_party/cuda.bzl); it finds its toolkit itself.
+filegroup(name = "nvcc_bin", srcs = ["bin/nvcc"])
 cc_library(
     name = "cuda",
     hdrs = glob(["include/**/*.h", "include/**/*.hpp", "include/**/*.cuh"]),
