@@ -1,0 +1,21 @@
+// nn::functional: losses and regularisers built from the tensor library's primitives, so their
+// gradients come from autograd (cross_entropy = log_softmax + nll_loss, with label smoothing).
+#pragma once
+
+#include "tensor/generator.h"
+#include "tensor/nn_ops.h"
+#include "tensor/tensor.h"
+
+namespace ember::nn::functional {
+
+// input [N, C] logits, target int64 [N].
+Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean,
+                     double label_smoothing = 0.0, int64_t ignore_index = -100);
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+// Zeroes each element with probability p and scales the rest by 1/(1-p) (identity in eval).
+Tensor dropout(const Tensor& input, double p, bool training, Generator* gen = nullptr);
+// Normalises over the trailing `normalized_ndim` dims; weight/bias may be undefined.
+Tensor layer_norm(const Tensor& input, int64_t normalized_ndim, const Tensor& weight,
+                  const Tensor& bias, double eps = 1e-5);
+
+}  // namespace ember::nn::functional

@@ -1,0 +1,49 @@
+#include "nn/layers/batchnorm.h"
+
+#include "tensor/factories.h"
+#include "tensor/nn_ops.h"
+#include "tensor/ops.h"
+
+namespace ember::nn {
+
+BatchNorm2d::BatchNorm2d(int64_t num_features, double eps, double momentum, bool affine,
+                         bool track_running_stats)
+    : Module("BatchNorm2d"),
+      num_features_(num_features),
+      eps_(eps),
+      momentum_(momentum),
+      affine_(affine),
+      track_running_stats_(track_running_stats) {
+  EMBER_CHECK(num_features > 0, "BatchNorm2d: num_features must be positive, got ", num_features);
+  if (affine) {
+    register_parameter("weight", ones({num_features}));
+    register_parameter("bias", zeros({num_features}));
+  }
+  if (track_running_stats) {
+    register_buffer("running_mean", zeros({num_features}));
+    register_buffer("running_var", ones({num_features}));
+    register_buffer("num_batches_tracked", zeros({}, kInt64));
+  }
+}
+
+Tensor BatchNorm2d::forward(const Tensor& input) {
+  EMBER_CHECK(input.defined() && input.dim() == 4 && input.size(1) == num_features_,
+              "BatchNorm2d: expected input [N, ", num_features_, ", H, W], got ", input.describe());
+  const bool use_batch_stats = is_training() || !track_running_stats_;
+  Tensor rm = track_running_stats_ ? buffer("running_mean") : Tensor();
+  Tensor rv = track_running_stats_ ? buffer("running_var") : Tensor();
+  if (is_training() && track_running_stats_) {
+    NoGradGuard g;
+    add_(buffer("num_batches_tracked"), 1);
+  }
+  return batch_norm(input, affine_ ? param("weight") : Tensor(), affine_ ? param("bias") : Tensor(),
+                    rm, rv, use_batch_stats, momentum_, eps_);
+}
+
+std::string BatchNorm2d::extra_repr() const {
+  return detail::str_cat(num_features_, ", eps=", eps_, ", momentum=", momentum_,
+                         ", affine=", affine_ ? "true" : "false",
+                         ", track_running_stats=", track_running_stats_ ? "true" : "false");
+}
+
+}  // namespace ember::nn

@@ -1,0 +1,22 @@
+// BatchNorm2d: per-channel normalisation with affine weight/bias and running_mean/var and
+// num_batches_tracked buffers (momentum convention and eval behaviour as in PyTorch).
+#pragma once
+
+#include "nn/module.h"
+
+namespace ember::nn {
+
+class BatchNorm2d : public Module {
+ public:
+  explicit BatchNorm2d(int64_t num_features, double eps = 1e-5, double momentum = 0.1,
+                       bool affine = true, bool track_running_stats = true);
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override;
+
+ private:
+  int64_t num_features_;
+  double eps_, momentum_;
+  bool affine_, track_running_stats_;
+};
+
+}  // namespace ember::nn

@@ -1,0 +1,38 @@
+// Containers: Sequential (forward chains its children) and ModuleList (holds modules, no forward).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "nn/module.h"
+
+namespace ember::nn {
+
+class Sequential : public Module {
+ public:
+  Sequential() : Module("Sequential") {}
+  explicit Sequential(std::vector<ModulePtr> modules);
+  // Appends a module named by its position ("0", "1", ...).
+  void push_back(ModulePtr module);
+  Tensor forward(const Tensor& input) override;
+  size_t size() const { return modules_.size(); }
+  ModulePtr operator[](size_t i) const { return modules_.at(i); }
+
+ private:
+  std::vector<ModulePtr> modules_;
+};
+
+class ModuleList : public Module {
+ public:
+  ModuleList() : Module("ModuleList") {}
+  void push_back(ModulePtr module);
+  size_t size() const { return modules_.size(); }
+  ModulePtr operator[](size_t i) const { return modules_.at(i); }
+  std::vector<ModulePtr>::const_iterator begin() const { return modules_.begin(); }
+  std::vector<ModulePtr>::const_iterator end() const { return modules_.end(); }
+
+ private:
+  std::vector<ModulePtr> modules_;
+};
+
+}  // namespace ember::nn

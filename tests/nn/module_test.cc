@@ -1,0 +1,133 @@
+// Module bookkeeping (registration order, recursion, tied-parameter de-dup, buffers, train/eval,
+// zero_grad, to(dtype), state_dict round trip and its errors) and the layers' shapes and inits.
+#include <cmath>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "nn/nn.h"
+#include "tensor/all.h"
+
+namespace ember::nn {
+namespace {
+
+using ::testing::HasSubstr;
+
+template <typename F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+struct Tied : Module {
+  std::shared_ptr<Linear> a, b;
+  Tied() : Module("Tied") {
+    a = register_module("a", std::make_shared<Linear>(3, 3));
+    b = register_module("b", std::make_shared<Linear>(3, 3, false));
+    // b shares a's weight (tied parameters).
+    b->weight() = a->weight();
+  }
+};
+
+TEST(Module, NamedParametersRecurseInOrderAndDeduplicateSharedOnes) {
+  auto m = std::make_shared<Tied>();
+  auto names = m->named_parameters();
+  ASSERT_EQ(names.size(), 2u);
+  EXPECT_EQ(names[0].first, "a.weight");
+  EXPECT_EQ(names[1].first, "a.bias");
+  // The state dict keeps every name, as in PyTorch.
+  EXPECT_EQ(m->state_dict().size(), 3u);
+}
+
+TEST(Module, BuffersModulesTrainEval) {
+  auto net = std::make_shared<Sequential>(std::vector<ModulePtr>{
+      std::make_shared<Conv2d>(1, 2, 3), std::make_shared<BatchNorm2d>(2), std::make_shared<ReLU>()});
+  auto bufs = net->named_buffers();
+  ASSERT_EQ(bufs.size(), 3u);
+  EXPECT_EQ(bufs[0].first, "1.running_mean");
+  EXPECT_EQ(bufs[2].first, "1.num_batches_tracked");
+  EXPECT_EQ(net->named_modules().size(), 4u);
+  net->eval();
+  EXPECT_FALSE((*net)[1]->is_training());
+  net->train();
+  EXPECT_TRUE((*net)[1]->is_training());
+}
+
+TEST(Module, StateDictRoundTripAndErrors) {
+  Generator g1(1), g2(2);
+  auto a = make_mlp({4, 8, 2}, &g1);
+  auto b = make_mlp({4, 8, 2}, &g2);
+  EXPECT_FALSE(allclose(a->parameters()[0], b->parameters()[0]));
+  b->load_state_dict(a->state_dict());
+  for (size_t i = 0; i < a->parameters().size(); ++i) {
+    EXPECT_TRUE(equal(a->parameters()[i], b->parameters()[i]));
+  }
+  StateDict sd = a->state_dict();
+  sd.erase(sd.begin());
+  sd.emplace_back("extra.weight", zeros({1}));
+  const std::string msg = error_of([&] { b->load_state_dict(sd); });
+  EXPECT_THAT(msg, HasSubstr("missing key(s): \"0.weight\""));
+  EXPECT_THAT(msg, HasSubstr("unexpected key(s): \"extra.weight\""));
+  b->load_state_dict(sd, /*strict=*/false);  // non-strict ignores both
+  auto c = make_mlp({4, 9, 2});
+  EXPECT_THAT(error_of([&] { c->load_state_dict(a->state_dict()); }),
+              HasSubstr("0.weight: checkpoint has shape [8, 4], the model has [9, 4]"));
+}
+
+TEST(Module, ZeroGradAndToDtype) {
+  auto lin = std::make_shared<Linear>(2, 1);
+  sum(lin->forward(ones({3, 2}))).backward();
+  ASSERT_TRUE(lin->weight().grad().defined());
+  lin->zero_grad(false);
+  EXPECT_TRUE(equal(lin->weight().grad(), zeros({1, 2})));
+  lin->zero_grad();
+  EXPECT_FALSE(lin->weight().grad().defined());
+  lin->to(kFloat64);
+  EXPECT_EQ(lin->weight().dtype(), kFloat64);
+  EXPECT_TRUE(lin->weight().requires_grad());
+}
+
+TEST(Init, LinearAndConvDefaultBoundsMatchPyTorch) {
+  Generator g(0);
+  Linear lin(100, 50, true, &g);
+  const double bound = 1.0 / std::sqrt(100.0);  // kaiming_uniform(a=sqrt(5)) on fan_in 100
+  EXPECT_LE(max(abs(lin.weight())).item<double>(), bound);
+  EXPECT_GT(max(abs(lin.weight())).item<double>(), 0.9 * bound);
+  // U(-b, b) has variance b^2 / 3.
+  EXPECT_NEAR(var(lin.weight().flatten()).item<double>(), bound * bound / 3, 0.1 * bound * bound / 3);
+  Conv2d conv(4, 8, 3, 1, 1, true, &g);
+  const double cb = 1.0 / std::sqrt(4.0 * 9.0);
+  EXPECT_LE(max(abs(conv.weight())).item<double>(), cb);
+}
+
+TEST(Layers, ShapesAndModes) {
+  Generator g(3);
+  Tensor x = randn({2, 1, 28, 28}, &g);
+  ResNet net(ResNetOptions{20, 16, 1, 10}, &g);
+  EXPECT_EQ(net.forward(x).sizes(), Shape({2, 10}));
+  EXPECT_EQ(net.parameters().size(), 65u);  // 19 convs + 19 BN x2 + fc x2 + 2 projection convs
+  MaxPool2d pool({2, 2});
+  EXPECT_EQ(pool.forward(x).sizes(), Shape({2, 1, 14, 14}));
+  Dropout drop(0.5, &g);
+  drop.eval();
+  EXPECT_TRUE(equal(drop.forward(x), x));
+  Embedding emb(10, 4, /*sparse=*/true, &g);
+  Tensor out = emb.forward(from_vector<int64_t>({1, 3, 3}));
+  sum(out).backward();
+  ASSERT_TRUE(emb.named_parameters()[0].second.grad().is_sparse());
+}
+
+TEST(Losses, CrossEntropyMatchesPyTorch) {
+  // torch.nn.functional.cross_entropy(x, t) and with label_smoothing=0.1 (values from torch 1.13).
+  Tensor x = from_vector<float>({1.0f, 2.0f, 0.5f, -1.0f, 0.0f, 3.0f}, {2, 3});
+  Tensor t = from_vector<int64_t>({1, 2});
+  EXPECT_NEAR(functional::cross_entropy(x, t).item<double>(), 0.265126, 1e-5);
+  EXPECT_NEAR(functional::cross_entropy(x, t, Reduction::Mean, 0.1).item<double>(), 0.423460, 1e-5);
+}
+
+}  // namespace
+}  // namespace ember::nn
