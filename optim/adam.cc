@@ -44,14 +44,14 @@ Adam::Adam(std::vector<OptimizerParamGroup> groups, const AdamOptions& defaults)
   init_groups(std::move(groups));
 }
 
-AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions& defaults)
+AdamW::AdamW(std::vector<Tensor> params, const AdamOptions& defaults)
     : Adam(defaults.clone(), /*decoupled=*/true) {
   std::vector<OptimizerParamGroup> groups;
   groups.emplace_back(std::move(params));
   init_groups(std::move(groups));
 }
 
-AdamW::AdamW(std::vector<OptimizerParamGroup> groups, const AdamWOptions& defaults)
+AdamW::AdamW(std::vector<OptimizerParamGroup> groups, const AdamOptions& defaults)
     : Adam(defaults.clone(), /*decoupled=*/true) {
   init_groups(std::move(groups));
 }

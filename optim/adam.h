@@ -35,7 +35,8 @@ class AdamOptions : public OptimizerOptions {
   std::vector<std::string> option_names() const override;
 };
 
-// AdamW's options differ from Adam's only in the default weight decay (1e-2).
+// AdamW's options differ from Adam's only in the default weight decay (1e-2). The chainable
+// setters return AdamOptions&, so AdamW takes AdamOptions (the values, not the type, matter).
 class AdamWOptions : public AdamOptions {
  public:
   explicit AdamWOptions(double lr = 1e-3) : AdamOptions(lr) { weight_decay(1e-2); }
@@ -63,8 +64,8 @@ class Adam : public Optimizer {
 
 class AdamW : public Adam {
  public:
-  AdamW(std::vector<Tensor> params, const AdamWOptions& defaults = AdamWOptions());
-  AdamW(std::vector<OptimizerParamGroup> groups, const AdamWOptions& defaults = AdamWOptions());
+  AdamW(std::vector<Tensor> params, const AdamOptions& defaults = AdamWOptions());
+  AdamW(std::vector<OptimizerParamGroup> groups, const AdamOptions& defaults = AdamWOptions());
 };
 
 }  // namespace ember::optim

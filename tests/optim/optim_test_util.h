@@ -1,0 +1,63 @@
+// Helpers shared by the optim suites: a leaf parameter from values, setting its gradient, reading
+// values back, and an error matcher that checks the ember::Error message.
+#pragma once
+
+#include <functional>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "optim/optim.h"
+#include "tensor/all.h"
+#include "tensor/sparse.h"
+
+namespace ember::optim::testing {
+
+inline Tensor param(const std::vector<double>& v, const Shape& shape = {}) {
+  Tensor p = from_vector<double>(v, shape);
+  p.set_requires_grad(true);
+  return p;
+}
+
+inline void set_grad(const Tensor& p, const std::vector<double>& g) {
+  p.mutable_grad() = from_vector<double>(g, p.sizes());
+}
+
+inline std::vector<double> vals(const Tensor& t) {
+  Tensor c = t.to(kFloat64).contiguous();
+  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+}
+
+inline ::testing::AssertionResult throws_with(const std::function<void()>& fn,
+                                              std::initializer_list<std::string> needles) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    for (const std::string& n : needles) {
+      if (msg.find(n) == std::string::npos) {
+        return ::testing::AssertionFailure() << "message \"" << msg << "\" lacks \"" << n << "\"";
+      }
+    }
+    return ::testing::AssertionSuccess();
+  } catch (const std::exception& e) {
+    return ::testing::AssertionFailure() << "threw a non-ember exception: " << e.what();
+  }
+  return ::testing::AssertionFailure() << "did not throw";
+}
+
+#define EXPECT_EMBER_ERROR(stmt, ...) \
+  EXPECT_TRUE(::ember::optim::testing::throws_with([&] { (void)(stmt); }, {__VA_ARGS__}))
+
+// Every element within tol of the expected values.
+#define EXPECT_VALUES_NEAR(tensor, expected, tol)                                 \
+  do {                                                                            \
+    const std::vector<double> got_ = ::ember::optim::testing::vals(tensor);       \
+    const std::vector<double> exp_ = (expected);                                  \
+    ASSERT_EQ(got_.size(), exp_.size());                                          \
+    for (size_t i_ = 0; i_ < got_.size(); ++i_) EXPECT_NEAR(got_[i_], exp_[i_], tol) << "at " << i_; \
+  } while (0)
+
+}  // namespace ember::optim::testing
