@@ -193,10 +193,15 @@ TEST(DataLoaderPrefetch, RunsAheadByAtMostTheQueueDepth) {
   o.prefetch_depth = 2;
   DataLoader loader(ds, o);
   ASSERT_TRUE(loader.next().has_value());
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  // One consumed, two queued, one being built and blocked on the full queue.
-  EXPECT_LE(ds->built.load(), 4);
-  EXPECT_GE(ds->built.load(), 3);
+  // Wait (generously, for a loaded CI machine) until the worker has filled the queue...
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (ds->built.load() < 4 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(ds->built.load(), 4);
+  // ...then check it stops there: one consumed, two queued, one built and blocked on the full queue.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(ds->built.load(), 4);
 }
 
 TEST(DataLoaderPrefetch, DestroyingMidEpochStopsTheWorker) {

@@ -26,7 +26,11 @@ Tensor counting_batch(int64_t b, int64_t c, int64_t h, int64_t w) {
 
 TEST(ToFloatBatch, ScalesBytesAndPassesFloatThrough) {
   Tensor bytes = from_vector<uint8_t>({0, 51, 255}, {1, 1, 1, 3});
-  EXPECT_EQ(floats(to_float_batch(bytes)), (std::vector<float>{0.0f, 0.2f, 1.0f}));
+  const std::vector<float> v = floats(to_float_batch(bytes));
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_FLOAT_EQ(v[0], 0.0f);
+  EXPECT_FLOAT_EQ(v[1], 0.2f);
+  EXPECT_FLOAT_EQ(v[2], 1.0f);
   Tensor f = zeros({1, 1, 2, 2});
   EXPECT_TRUE(to_float_batch(f).is_same(f));
 }
