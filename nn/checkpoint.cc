@@ -247,16 +247,20 @@ StateDict load(const std::string& path, CheckpointMetadata* metadata) {
                 " (supported: F32 F64 F16 BF16 I32 I64 U8 BOOL)");
     EMBER_CHECK(shape->kind == json::Value::Kind::Array, tw, "shape must be an array");
     uint64_t numel = 1;
-    bool overflow = false;
+    bool overflow = false, has_zero = false;
     for (const json::Value& d : shape->array) {
       uint64_t s = 0;
       EMBER_CHECK(json::to_uint64(d, &s) && s <= static_cast<uint64_t>(INT64_MAX), tw,
                   "shape entries must be non-negative integers");
+      if (s == 0) has_zero = true;
       if (s != 0 && numel > UINT64_MAX / s) overflow = true;
       numel *= s;
       e.shape.push_back(static_cast<int64_t>(s));
     }
-    if (numel == 0) overflow = false;
+    if (has_zero) {  // an empty tensor, however large its other dims
+      overflow = false;
+      numel = 0;
+    }
     EMBER_CHECK(offsets->kind == json::Value::Kind::Array && offsets->array.size() == 2 &&
                     json::to_uint64(offsets->array[0], &e.begin) &&
                     json::to_uint64(offsets->array[1], &e.end),

@@ -54,7 +54,8 @@ class Parser {
     }
   }
   void expect(char c) {
-    if (peek() != c || at_end()) fail(std::string("expected '") + c + "'");
+    if (at_end()) fail("unexpected end of input");
+    if (peek() != c) fail(std::string("expected '") + c + "'");
     ++pos_;
   }
   void literal(const char* word) {
@@ -78,6 +79,7 @@ class Parser {
       }
       while (true) {
         skip_ws();
+        if (at_end()) fail("unexpected end of input");
         if (peek() != '"') fail("expected a string key");
         std::string key = string();
         if (v.find(key) != nullptr) fail("duplicate key \"" + key + "\"");
