@@ -42,7 +42,10 @@ struct DataLoaderOptions {
 
 // Usage, one epoch per loop (each begin() starts a new epoch, abandoning any unfinished one):
 //
-//   DataLoader loader(dataset, {.batch_size = 64, .shuffle = true, .seed = 1}, transforms);
+//   DataLoaderOptions options;
+//   options.batch_size = 64;
+//   options.shuffle = true;
+//   DataLoader loader(dataset, options, transforms);
 //   for (int64_t epoch = 0; epoch < epochs; ++epoch) {
 //     loader.set_epoch(epoch);              // optional for shuffle=true, required for a DistributedSampler
 //     for (Batch& batch : loader) { ... }  // or: while (auto batch = loader.next()) { ... }
