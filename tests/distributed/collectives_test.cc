@@ -283,6 +283,22 @@ TEST_F(ProcessGroupMPITest, LargeOddSizedAllreduce) {
   EXPECT_TRUE(close_to(t, expected_reduction(ReduceOp::SUM, world_, {n})));
 }
 
+TEST_F(ProcessGroupMPITest, LargeAllreducesOfEveryDtypeAndOp) {
+  // >= 64 KiB: libnbc's ring algorithm (Note [Allreduce algorithm]), with the 16-bit user ops.
+  for (ScalarType dtype : kDtypes) {
+    for (ReduceOp op : {ReduceOp::SUM, ReduceOp::MAX, ReduceOp::PRODUCT}) {
+      const Shape shape{40001};
+      Tensor t = rank_input(shape, dtype, rank_);
+      std::vector<Tensor> list{t};
+      AllreduceOptions opts;
+      opts.reduce_op = op;
+      pg_->allreduce(list, opts)->wait();
+      EXPECT_TRUE(close_to(t, expected_reduction(op, world_, shape)))
+          << dtype_name(dtype) << " " << reduce_op_name(op);
+    }
+  }
+}
+
 TEST_F(ProcessGroupMPITest, BarrierAndFreeFunctions) {
   EXPECT_EQ(get_rank(), rank_);
   EXPECT_EQ(get_world_size(), world_);

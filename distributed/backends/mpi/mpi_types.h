@@ -11,7 +11,8 @@
 
 namespace ember::distributed::mpi {
 
-// Creates the custom datatypes and ops once; call after MPI is initialised.
+// Creates the custom datatypes and ops once, and selects libnbc's ring MPI_Iallreduce (Note
+// [Allreduce algorithm] in mpi_types.cc); call after MPI is initialised.
 void init_mpi_types();
 // Frees them (before MPI_Finalize).
 void free_mpi_types();

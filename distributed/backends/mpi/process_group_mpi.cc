@@ -190,9 +190,9 @@ void ProcessGroupMPI::wait_requests(std::vector<MPI_Request>& requests, Entry& e
   if (requests.empty()) return;
   const auto begin = std::chrono::steady_clock::now();
   const auto deadline = begin + entry.timeout;
+  std::vector<MPI_Status> statuses(requests.size());
   for (uint64_t iteration = 0;; ++iteration) {
     int done = 0;
-    std::vector<MPI_Status> statuses(requests.size());
     const int rc = MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done,
                                statuses.data());
     if (rc != MPI_SUCCESS) {
@@ -220,7 +220,8 @@ void ProcessGroupMPI::wait_requests(std::vector<MPI_Request>& requests, Entry& e
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
     }
-    std::this_thread::yield();
+    // The first polls spin: a small collective completes within a few of them.
+    if (iteration >= 32) std::this_thread::yield();
   }
 }
 
@@ -288,7 +289,9 @@ ProcessGroupPtr ProcessGroupMPI::new_subgroup(const std::vector<int>& ranks, Opt
   const int key = static_cast<int>(it - ranks.begin());
   auto new_comm = std::make_shared<MPI_Comm>(MPI_COMM_NULL);
   // Split on the worker, in queue order, because it is collective over comm_ like any other call.
-  // MPI has no nonblocking split, so this one step is not covered by the watchdog.
+  // MPI has no nonblocking split, so a watched barrier goes first: once every rank has passed it,
+  // the split's own exchange cannot hang on a rank that never called new_group.
+  barrier()->wait();
   WorkPtr work = enqueue(OpType::kUnknown, {}, {}, kUnsetTimeout, -1, -1, false,
                          [this, color, key, new_comm](std::vector<MPI_Request>&) {
                            EMBER_MPI_CALL(MPI_Comm_split(comm_, color, key, new_comm.get()));

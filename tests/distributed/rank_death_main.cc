@@ -1,0 +1,36 @@
+// A rank that dies mid-run (rank 1 exits while rank 0 waits in an allreduce). Run by
+// rank_death_test.sh, which expects the job to fail promptly rather than hang: either mpirun aborts
+// the job when rank 1 exits, or rank 0's watchdog times the allreduce out and reports it.
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
+
+#include "distributed/distributed.h"
+#include "tensor/factories.h"
+
+int main(int argc, char** argv) {
+  namespace dist = ember::distributed;
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  dist::ProcessGroup::Options options;
+  options.timeout = std::chrono::seconds(5);
+  auto pg = dist::init_process_group("mpi", options);
+  pg->barrier()->wait();
+  if (pg->rank() == 1) {
+    std::fprintf(stderr, "rank 1: exiting without finalising, as a crashed rank would\n");
+    _exit(3);
+  }
+  std::vector<ember::Tensor> list{ember::ones({16})};
+  try {
+    pg->allreduce(list)->wait();
+    std::fprintf(stderr, "rank %d: allreduce unexpectedly succeeded\n", pg->rank());
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rank %d: %s\n", pg->rank(), e.what());
+    // A broken group cannot be finalised cleanly; MPI_Abort ends the job with a clear status.
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  return 1;
+}
