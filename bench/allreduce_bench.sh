@@ -7,8 +7,9 @@ cd "$(dirname "$0")/.."
 rounds="${1:-5}"
 bazel build //bench:allreduce_bench >&2
 echo "== ember vs raw MPI (mpirun -np 2)"
+bin="$(bazel info bazel-bin 2>/dev/null)/bench/allreduce_bench"
 OMPI_MCA_btl=self,vader mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 \
-  bazel-bin/bench/allreduce_bench "$rounds"
+  "$bin" "$rounds"
 if /usr/bin/python3 -c "import torch.distributed" 2>/dev/null; then
   echo "== torch.distributed gloo (2 processes)"
   /usr/bin/python3 bench/allreduce_bench_gloo.py "$rounds"
