@@ -4,7 +4,6 @@
 // innermost run is handed to the kernel with its byte strides, letting it pick a vectorisable path.
 #pragma once
 
-#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -13,75 +12,49 @@
 
 namespace ember::cpu {
 
-// A fixed-length array stored inline up to K elements (on the heap beyond). Loop plans are built
-// on every op call; with std::vectors here the plan cost as much as a 64 Ki-element kernel
-// (bench/elementwise_bench, callgrind).
-template <typename T, size_t K>
-class InlineArray {
- public:
-  explicit InlineArray(size_t n) : n_(n), on_heap_(n > K) {
-    if (on_heap_) heap_.resize(n);
-  }
-  T* data() { return on_heap_ ? heap_.data() : inline_.data(); }
-  const T* data() const { return on_heap_ ? heap_.data() : inline_.data(); }
-  T& operator[](size_t i) { return data()[i]; }
-  const T& operator[](size_t i) const { return data()[i]; }
-  size_t size() const { return n_; }
-  void shrink(size_t n) { n_ = n; }  // n <= size(); storage stays where it is
-
- private:
-  std::array<T, K> inline_{};
-  std::vector<T> heap_;
-  size_t n_;
-  bool on_heap_;
-};
-
-constexpr size_t kInlineLoopDims = 8;
-
-template <size_t N>
-struct LoopDim {
-  int64_t size;
-  std::array<int64_t, N> strides;  // in bytes, per operand
-};
-
 template <size_t N>
 struct LoopPlan {
-  explicit LoopPlan(size_t max_dims) : dims(max_dims) {}
-  InlineArray<LoopDim<N>, kInlineLoopDims> dims;  // innermost last
+  std::vector<int64_t> sizes;                   // innermost last
+  std::array<std::vector<int64_t>, N> strides;  // in bytes, per operand
   int64_t numel = 1;
 };
 
 // `tensors` all have shape `sizes` (operand 0 is usually the output).
 template <size_t N>
 LoopPlan<N> make_loop_plan(const Shape& sizes, const std::array<const Tensor*, N>& tensors) {
-  LoopPlan<N> plan(std::max<size_t>(sizes.size(), 1));
-  std::array<const int64_t*, N> strides;
-  std::array<int64_t, N> elem;
-  for (size_t k = 0; k < N; ++k) {
-    strides[k] = tensors[k]->strides().data();
-    elem[k] = static_cast<int64_t>(tensors[k]->element_size());
-  }
-  size_t ndim = 0;
-  // Outermost first: drop size-1 dims, and merge dim d into the previous kept one when
-  // stride[prev] == stride[d] * size[d] for every operand.
+  LoopPlan<N> plan;
+  for (int64_t s : sizes) plan.numel *= s;
+  // Keep non-trivial dims, outermost first.
   for (size_t d = 0; d < sizes.size(); ++d) {
-    plan.numel *= sizes[d];
     if (sizes[d] == 1) continue;
-    LoopDim<N> dim{sizes[d], {}};
-    for (size_t k = 0; k < N; ++k) dim.strides[k] = strides[k][d] * elem[k];
-    bool merge = ndim > 0;
+    plan.sizes.push_back(sizes[d]);
+    for (size_t k = 0; k < N; ++k) {
+      plan.strides[k].push_back(tensors[k]->strides()[d] *
+                                static_cast<int64_t>(tensors[k]->element_size()));
+    }
+  }
+  // Merge dim i into dim i-1 when stride[i-1] == stride[i] * size[i] for every operand.
+  std::vector<int64_t> sz;
+  std::array<std::vector<int64_t>, N> st;
+  for (size_t d = 0; d < plan.sizes.size(); ++d) {
+    bool merge = !sz.empty();
     for (size_t k = 0; k < N && merge; ++k) {
-      merge = plan.dims[ndim - 1].strides[k] == dim.strides[k] * dim.size;
+      merge = st[k].back() == plan.strides[k][d] * plan.sizes[d];
     }
     if (merge) {
-      plan.dims[ndim - 1].size *= dim.size;
-      plan.dims[ndim - 1].strides = dim.strides;
+      sz.back() *= plan.sizes[d];
+      for (size_t k = 0; k < N; ++k) st[k].back() = plan.strides[k][d];
     } else {
-      plan.dims[ndim++] = dim;
+      sz.push_back(plan.sizes[d]);
+      for (size_t k = 0; k < N; ++k) st[k].push_back(plan.strides[k][d]);
     }
   }
-  if (ndim == 0) plan.dims[ndim++] = LoopDim<N>{1, {}};  // a single element
-  plan.dims.shrink(ndim);
+  if (sz.empty()) {  // a single element
+    sz.push_back(1);
+    for (size_t k = 0; k < N; ++k) st[k].push_back(0);
+  }
+  plan.sizes = std::move(sz);
+  plan.strides = std::move(st);
   return plan;
 }
 
@@ -89,27 +62,26 @@ LoopPlan<N> make_loop_plan(const Shape& sizes, const std::array<const Tensor*, N
 template <size_t N, typename Inner>
 void run_loop_plan(const LoopPlan<N>& plan, std::array<char*, N> base, Inner&& inner) {
   if (plan.numel == 0) return;
-  const int64_t ndim = static_cast<int64_t>(plan.dims.size());
-  const LoopDim<N>& innermost = plan.dims[ndim - 1];
-  const int64_t n = innermost.size;
+  const int64_t ndim = static_cast<int64_t>(plan.sizes.size());
+  const int64_t n = plan.sizes[ndim - 1];
+  std::array<int64_t, N> inner_strides;
+  for (size_t k = 0; k < N; ++k) inner_strides[k] = plan.strides[k][ndim - 1];
   if (ndim == 1) {
-    inner(base, innermost.strides, n);
+    inner(base, inner_strides, n);
     return;
   }
-  InlineArray<int64_t, kInlineLoopDims> counter(ndim - 1);
-  for (int64_t d = 0; d < ndim - 1; ++d) counter[d] = 0;
+  std::vector<int64_t> counter(ndim - 1, 0);
   std::array<char*, N> ptrs = base;
   const int64_t outer = plan.numel / n;
   for (int64_t it = 0; it < outer; ++it) {
-    inner(ptrs, innermost.strides, n);
+    inner(ptrs, inner_strides, n);
     // Odometer increment over the outer dims.
     for (int64_t d = ndim - 2; d >= 0; --d) {
-      const LoopDim<N>& dim = plan.dims[d];
-      if (++counter[d] < dim.size) {
-        for (size_t k = 0; k < N; ++k) ptrs[k] += dim.strides[k];
+      if (++counter[d] < plan.sizes[d]) {
+        for (size_t k = 0; k < N; ++k) ptrs[k] += plan.strides[k][d];
         break;
       }
-      for (size_t k = 0; k < N; ++k) ptrs[k] -= dim.strides[k] * (dim.size - 1);
+      for (size_t k = 0; k < N; ++k) ptrs[k] -= plan.strides[k][d] * (plan.sizes[d] - 1);
       counter[d] = 0;
     }
   }
