@@ -39,6 +39,31 @@ std::vector<double> channel_values(const Tensor& t, int64_t C, double fill) {
   return v;
 }
 
+// Sum of a and of a*(b - shift) over one row, with eight independent partial sums in the
+// element type (vectorisable) folded into double once per row.
+template <typename T>
+void row_sums(const T* a, const T* b, T shift, int64_t n, double& sa, double& sab) {
+  T pa[8] = {0, 0, 0, 0, 0, 0, 0, 0}, pb[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int k = 0; k < 8; ++k) {
+      pa[k] += a[i + k];
+      pb[k] += a[i + k] * (b[i + k] - shift);
+    }
+  }
+  double ra = 0, rb = 0;
+  for (; i < n; ++i) {
+    ra += a[i];
+    rb += double(a[i]) * (b[i] - shift);
+  }
+  for (int k = 0; k < 8; ++k) {
+    ra += pa[k];
+    rb += pb[k];
+  }
+  sa += ra;
+  sab += rb;
+}
+
 }  // namespace
 
 std::tuple<Tensor, Tensor, Tensor> batch_norm_forward(const Tensor& input, const Tensor& weight,
@@ -58,16 +83,18 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_forward(const Tensor& input, const
     const scalar_t* x = in.data_ptr<scalar_t>();
     if (training) {
       for (int64_t c = 0; c < s.C; ++c) {
+        // Shifting by the first value keeps sum-of-squares accurate when |mean| >> std.
+        const scalar_t shift = x[c * s.inner];
         double sum = 0, sumsq = 0;
         for (int64_t n = 0; n < s.N; ++n) {
           const scalar_t* p = x + (n * s.C + c) * s.inner;
-          for (int64_t i = 0; i < s.inner; ++i) {
-            sum += p[i];
-            sumsq += double(p[i]) * p[i];
-          }
+          double d = 0;
+          row_sums(p, p, shift, s.inner, d, sumsq);
+          sum += d;
         }
+        // sumsq accumulated x*(x - shift): var = E[x(x-shift)] - mean*(mean-shift)
         mean[c] = sum / M;
-        const double var = std::max(sumsq / M - mean[c] * mean[c], 0.0);
+        const double var = std::max(sumsq / M - mean[c] * (mean[c] - shift), 0.0);
         invstd[c] = 1.0 / std::sqrt(var + eps);
         if (running_mean.defined()) {
           NoGradGuard no_grad;
@@ -131,14 +158,7 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(const Tensor& grad_out, c
       for (int64_t c = 0; c < s.C; ++c) {
         const scalar_t* xp = x + (n * s.C + c) * s.inner;
         const scalar_t* gp = g + (n * s.C + c) * s.inner;
-        const scalar_t m = scalar_t(mu[c]);
-        double a = 0, b = 0;
-        for (int64_t i = 0; i < s.inner; ++i) {
-          a += gp[i];
-          b += double(gp[i]) * (xp[i] - m);
-        }
-        sum_g[c] += a;
-        sum_gx[c] += b;
+        row_sums(gp, xp, scalar_t(mu[c]), s.inner, sum_g[c], sum_gx[c]);
       }
     }
     if (!mask[0]) return;

@@ -41,8 +41,9 @@ Tensor log_softmax(const Tensor& input, int64_t dim) {
         for (int64_t d = 0; d < D; ++d) mx = std::max(mx, xp[d * inner]);
         double s = 0;
         for (int64_t d = 0; d < D; ++d) s += std::exp(double(xp[d * inner] - mx));
-        const scalar_t lse = scalar_t(mx + std::log(s));
-        for (int64_t d = 0; d < D; ++d) yp[d * inner] = xp[d * inner] - lse;
+        // (x - max) - log(sum): subtracting max first keeps large logits exact.
+        const scalar_t log_sum = scalar_t(std::log(s));
+        for (int64_t d = 0; d < D; ++d) yp[d * inner] = (xp[d * inner] - mx) - log_sum;
       }
     }
   });

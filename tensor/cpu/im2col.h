@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 
 namespace ember::cpu {
 
@@ -25,8 +24,47 @@ inline void valid_range(int64_t size, int64_t out, int64_t s, int64_t p, int64_t
   hi = std::max(lo, std::min(hi, out));
 }
 
+// Stride 1 and "same" width (Wo == W): each (c, kh, kw) row of one image is the input plane
+// shifted by a constant offset, so it is one long copy plus zeroed borders instead of Ho short ones.
+template <typename T>
+void im2col_same_width(const T* in, const ConvGeometry& g, T* cols) {
+  const int64_t plane_in = g.H * g.W, plane_out = g.Ho * g.Wo, L = g.N * plane_out;
+  for (int64_t c = 0; c < g.C; ++c) {
+    for (int64_t i = 0; i < g.kh; ++i) {
+      int64_t h_lo, h_hi;
+      valid_range(g.H, g.Ho, 1, g.ph, i * g.dh, h_lo, h_hi);
+      for (int64_t j = 0; j < g.kw; ++j) {
+        T* row = cols + ((c * g.kh + i) * g.kw + j) * L;
+        int64_t w_lo, w_hi;
+        valid_range(g.W, g.Wo, 1, g.pw, j * g.dw, w_lo, w_hi);
+        const int64_t shift = (i * g.dh - g.ph) * g.W + (j * g.dw - g.pw);
+        for (int64_t n = 0; n < g.N; ++n) {
+          const T* __restrict plane = in + (n * g.C + c) * plane_in;
+          T* __restrict d = row + n * plane_out;
+          const int64_t begin = h_lo * g.Wo, end = h_hi * g.Wo;
+          for (int64_t k = 0; k < begin; ++k) d[k] = T(0);
+          // Clamp so the copy never reads outside this plane; clamped slots are borders anyway.
+          const int64_t k0 = std::max(begin, -shift), k1 = std::min(end, plane_in - shift);
+          for (int64_t k = begin; k < k0; ++k) d[k] = T(0);
+          for (int64_t k = k0; k < k1; ++k) d[k] = plane[k + shift];
+          for (int64_t k = std::max(k1, k0); k < end; ++k) d[k] = T(0);
+          for (int64_t k = end; k < plane_out; ++k) d[k] = T(0);
+          if (w_lo > 0 || w_hi < g.Wo) {
+            for (int64_t oh = h_lo; oh < h_hi; ++oh) {
+              T* r = d + oh * g.Wo;
+              for (int64_t ow = 0; ow < w_lo; ++ow) r[ow] = T(0);
+              for (int64_t ow = w_hi; ow < g.Wo; ++ow) r[ow] = T(0);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 template <typename T>
 void im2col(const T* in, const ConvGeometry& g, T* cols) {
+  if (g.sh == 1 && g.sw == 1 && g.Wo == g.W) return im2col_same_width(in, g, cols);
   const int64_t plane_out = g.Ho * g.Wo, L = g.N * plane_out;
   for (int64_t c = 0; c < g.C; ++c) {
     for (int64_t i = 0; i < g.kh; ++i) {
@@ -40,19 +78,20 @@ void im2col(const T* in, const ConvGeometry& g, T* cols) {
           T* dst = row + n * plane_out;
           for (int64_t oh = 0; oh < g.Ho; ++oh) {
             const int64_t ih = oh * g.sh - g.ph + i * g.dh;
-            T* d = dst + oh * g.Wo;
+            T* __restrict d = dst + oh * g.Wo;
             if (ih < 0 || ih >= g.H) {
-              std::fill(d, d + g.Wo, T(0));
+              for (int64_t ow = 0; ow < g.Wo; ++ow) d[ow] = T(0);
               continue;
             }
-            const T* s = plane + ih * g.W;
-            std::fill(d, d + w_lo, T(0));
+            // Plain loops (not memcpy/fill): rows are short, and these vectorise without a call.
+            const T* __restrict s = plane + ih * g.W + w_shift;
+            for (int64_t ow = 0; ow < w_lo; ++ow) d[ow] = T(0);
             if (g.sw == 1) {
-              std::memcpy(d + w_lo, s + w_lo + w_shift, (w_hi - w_lo) * sizeof(T));
+              for (int64_t ow = w_lo; ow < w_hi; ++ow) d[ow] = s[ow];
             } else {
-              for (int64_t ow = w_lo; ow < w_hi; ++ow) d[ow] = s[ow * g.sw + w_shift];
+              for (int64_t ow = w_lo; ow < w_hi; ++ow) d[ow] = s[ow * g.sw];
             }
-            std::fill(d + w_hi, d + g.Wo, T(0));
+            for (int64_t ow = w_hi; ow < g.Wo; ++ow) d[ow] = T(0);
           }
         }
       }
@@ -77,8 +116,8 @@ void col2im(const T* cols, const ConvGeometry& g, T* in) {
           for (int64_t oh = 0; oh < g.Ho; ++oh) {
             const int64_t ih = oh * g.sh - g.ph + i * g.dh;
             if (ih < 0 || ih >= g.H) continue;
-            T* d = plane + ih * g.W;
-            const T* s = src + oh * g.Wo;
+            T* __restrict d = plane + ih * g.W;
+            const T* __restrict s = src + oh * g.Wo;
             for (int64_t ow = w_lo; ow < w_hi; ++ow) d[ow * g.sw + w_shift] += s[ow];
           }
         }

@@ -1,0 +1,103 @@
+// Forward values of the nn primitives against direct reference loops written here (gradients are
+// covered by tests/autograd/gradcheck_test.cc).
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "tensor/all.h"
+#include "tensor/nn_ops.h"
+
+namespace ember {
+namespace {
+
+// Direct 7-loop convolution in double.
+Tensor reference_conv(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p) {
+  Tensor xd = x.to(kFloat64).contiguous(), wd = w.to(kFloat64).contiguous();
+  const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
+  const int64_t O = w.size(0), Cg = w.size(1), kh = w.size(2), kw = w.size(3), G = p.groups;
+  const int64_t Ho = (H + 2 * p.padding[0] - p.dilation[0] * (kh - 1) - 1) / p.stride[0] + 1;
+  const int64_t Wo = (W + 2 * p.padding[1] - p.dilation[1] * (kw - 1) - 1) / p.stride[1] + 1;
+  Tensor out = zeros({N, O, Ho, Wo}, kFloat64);
+  const double* xp = xd.data_ptr<double>();
+  const double* wp = wd.data_ptr<double>();
+  double* op = out.data_ptr<double>();
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t oh = 0; oh < Ho; ++oh)
+        for (int64_t ow = 0; ow < Wo; ++ow) {
+          double s = b.defined() ? b.to(kFloat64).data_ptr<double>()[o] : 0.0;
+          const int64_t g = o / (O / G);
+          for (int64_t c = 0; c < Cg; ++c)
+            for (int64_t i = 0; i < kh; ++i)
+              for (int64_t j = 0; j < kw; ++j) {
+                const int64_t ih = oh * p.stride[0] - p.padding[0] + i * p.dilation[0];
+                const int64_t iw = ow * p.stride[1] - p.padding[1] + j * p.dilation[1];
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                s += xp[((n * C + g * Cg + c) * H + ih) * W + iw] * wp[((o * Cg + c) * kh + i) * kw + j];
+              }
+          op[((n * O + o) * Ho + oh) * Wo + ow] = s;
+        }
+  return out;
+}
+
+struct ConvCase {
+  Shape x, w;
+  Conv2dParams p;
+};
+
+TEST(Conv2d, MatchesDirectConvolution) {
+  std::vector<ConvCase> cases = {
+      {{2, 3, 7, 7}, {4, 3, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},   // "same" 3x3 (fast im2col path)
+      {{2, 3, 8, 8}, {4, 3, 3, 3}, {{2, 2}, {1, 1}, {1, 1}, 1}},   // strided
+      {{1, 4, 6, 9}, {6, 2, 3, 2}, {{1, 2}, {2, 0}, {2, 1}, 2}},   // groups, dilation, asymmetric
+      {{3, 4, 5, 5}, {8, 4, 1, 1}, {{1, 1}, {0, 0}, {1, 1}, 1}},   // pointwise (no im2col)
+      {{2, 4, 6, 6}, {8, 4, 1, 1}, {{2, 2}, {0, 0}, {1, 1}, 1}},   // 1x1 stride-2 projection
+  };
+  Generator gen(5);
+  for (const auto& c : cases) {
+    Tensor x = randn(c.x, &gen), w = randn(c.w, &gen), b = randn({c.w[0]}, &gen);
+    Tensor got = conv2d(x, w, b, c.p);
+    Tensor want = reference_conv(x, w, b, c.p);
+    EXPECT_TRUE(allclose(got.to(kFloat64), want, 1e-4, 1e-4)) << "x " << shape_to_string(c.x) << " w "
+                                                            << shape_to_string(c.w);
+  }
+}
+
+TEST(Conv2d, ErrorsNameShapes) {
+  try {
+    conv2d(ones({1, 3, 5, 5}), ones({4, 2, 3, 3}), Tensor());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("expects 2 input channels"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Pooling, MaxAndAvgMatchPyTorchValues) {
+  Tensor x = arange(16, kFloat32).view({1, 1, 4, 4});
+  // torch.nn.functional.max_pool2d(x, 3, 2, 1) and avg_pool2d(x, 3, 2, 1) (count_include_pad).
+  EXPECT_TRUE(equal(max_pool2d(x, {3, 3}, {2, 2}, {1, 1}), from_vector<float>({5, 7, 13, 15}, {1, 1, 2, 2})));
+  EXPECT_TRUE(allclose(avg_pool2d(x, {3, 3}, {2, 2}, {1, 1}),
+                       from_vector<float>({10.f / 9, 24.f / 9, 51.f / 9, 90.f / 9}, {1, 1, 2, 2})));
+  EXPECT_TRUE(allclose(adaptive_avg_pool2d(x, {1, 1}).flatten(), from_vector<float>({7.5f})));
+}
+
+TEST(BatchNorm, TrainingNormalisesAndUpdatesRunningStats) {
+  Generator gen(1);
+  Tensor x = add(mul(randn({8, 2, 3, 3}, &gen), 3.0), 5.0);
+  Tensor rm = zeros({2}), rv = ones({2});
+  Tensor y = batch_norm(x, Tensor(), Tensor(), rm, rv, true, 0.1, 1e-5);
+  EXPECT_TRUE(allclose(mean(y, {0, 2, 3}), zeros({2}), 0, 1e-5));
+  EXPECT_TRUE(allclose(var(y, {0, 2, 3}, /*unbiased=*/false), ones({2}), 0, 1e-3));
+  EXPECT_TRUE(allclose(rm, mul(mean(x, {0, 2, 3}), 0.1), 1e-5, 1e-6));
+  EXPECT_TRUE(allclose(rv, add(mul(var(x, {0, 2, 3}), 0.1), 0.9), 1e-5, 1e-6));
+}
+
+TEST(LogSoftmax, StableForLargeLogits) {
+  Tensor x = from_vector<float>({1000.f, 1000.f, -1000.f}, {1, 3});
+  Tensor y = log_softmax(x, 1);
+  EXPECT_NEAR(y.select(1, 0).item<float>(), std::log(0.5f), 1e-6);
+  EXPECT_TRUE(std::isfinite(y.select(1, 2).item<float>()));
+}
+
+}  // namespace
+}  // namespace ember
