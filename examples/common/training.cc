@@ -1,0 +1,170 @@
+#include "examples/common/training.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <stdexcept>
+
+#include "nn/checkpoint.h"
+#include "tensor/all.h"
+
+namespace ember::examples {
+
+TrainConfig parse_flags(int argc, char** argv, const std::string& program, bool* help) {
+  TrainConfig c;
+  *help = false;
+  struct Flag {
+    std::string help;
+    std::function<void(const std::string&)> set;
+  };
+  auto i64 = [](int64_t* p) { return [p](const std::string& v) { *p = std::stoll(v); }; };
+  auto f64 = [](double* p) { return [p](const std::string& v) { *p = std::stod(v); }; };
+  auto str = [](std::string* p) { return [p](const std::string& v) { *p = v; }; };
+  std::map<std::string, Flag> flags = {
+      {"data", {"Fashion-MNIST directory (IDX files, gzip or raw)", str(&c.data_dir)}},
+      {"depth", {"ResNet depth, 6n+2 (20)", i64(&c.depth)}},
+      {"width", {"channels of the first stage (16)", i64(&c.width)}},
+      {"batch", {"batch size per process (64)", i64(&c.batch)}},
+      {"epochs", {"epochs (5)", i64(&c.epochs)}},
+      {"lr", {"peak learning rate, cosine-annealed per step (0.1)", f64(&c.lr)}},
+      {"momentum", {"SGD momentum (0.9)", f64(&c.momentum)}},
+      {"weight_decay", {"SGD weight decay (5e-4)", f64(&c.weight_decay)}},
+      {"label_smoothing", {"cross-entropy label smoothing (0)", f64(&c.label_smoothing)}},
+      {"threads", {"compute threads per process (1; only 1 is supported)", i64(&c.threads)}},
+      {"seed", {"seed for init, shuffling and augmentation (0)", [&](const std::string& v) { c.seed = std::stoull(v); }}},
+      {"augment", {"random crop + flip, 0 or 1 (1)", [&](const std::string& v) { c.augment = v != "0"; }}},
+      {"max_steps", {"steps per epoch for quick runs (-1 = all)", i64(&c.max_steps)}},
+      {"train_limit", {"use only the first N training images (-1 = all)", i64(&c.train_limit)}},
+      {"checkpoint", {"write a checkpoint here after every epoch", str(&c.checkpoint)}},
+      {"resume", {"continue from this checkpoint", str(&c.resume)}},
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::cout << "usage: " << program << " [--flag=value ...]\n";
+      for (const auto& [name, f] : flags) std::cout << "  --" << name << "  " << f.help << "\n";
+      *help = true;
+      return c;
+    }
+    EMBER_CHECK(a.rfind("--", 0) == 0, program, ": unexpected argument '", a, "' (flags are --name=value)");
+    const auto eq = a.find('=');
+    const std::string name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    auto it = flags.find(name);
+    EMBER_CHECK(it != flags.end(), program, ": unknown flag --", name, " (see --help)");
+    std::string value;
+    if (eq != std::string::npos) {
+      value = a.substr(eq + 1);
+    } else {
+      EMBER_CHECK(i + 1 < argc, program, ": flag --", name, " needs a value");
+      value = argv[++i];
+    }
+    try {
+      it->second.set(value);
+    } catch (const std::exception&) {
+      EMBER_THROW(program, ": bad value '", value, "' for --", name);
+    }
+  }
+  EMBER_CHECK(c.threads == 1, program, ": --threads=", c.threads,
+              " is not supported yet (ember's CPU kernels run on one thread; use more processes)");
+  EMBER_CHECK(c.batch > 0 && c.epochs > 0, program, ": --batch and --epochs must be positive");
+  return c;
+}
+
+FashionMnist load_fashion_mnist(const TrainConfig& cfg) {
+  FashionMnist d;
+  data::MnistSplit train = data::read_mnist(cfg.data_dir, true);
+  data::MnistSplit test = data::read_mnist(cfg.data_dir, false);
+  if (cfg.train_limit > 0 && cfg.train_limit < train.images.size(0)) {
+    train.images = train.images.narrow(0, 0, cfg.train_limit);
+    train.labels = train.labels.narrow(0, 0, cfg.train_limit);
+  }
+  d.train = std::make_shared<data::TensorDataset>(train.images, train.labels);
+  d.test = std::make_shared<data::TensorDataset>(test.images, test.labels);
+  return d;
+}
+
+// Fashion-MNIST's training-set mean and standard deviation.
+constexpr double kMean = 0.2860, kStd = 0.3530;
+
+data::TransformList train_transforms(const TrainConfig& cfg) {
+  data::TransformList t;
+  if (cfg.augment) {
+    t.push_back(std::make_shared<data::RandomCrop>(28, 2));
+    t.push_back(std::make_shared<data::RandomHorizontalFlip>(0.5));
+  }
+  t.push_back(std::make_shared<data::Normalize>(std::vector<double>{kMean}, std::vector<double>{kStd}));
+  return t;
+}
+
+data::TransformList test_transforms() {
+  return {std::make_shared<data::Normalize>(std::vector<double>{kMean}, std::vector<double>{kStd})};
+}
+
+std::shared_ptr<nn::ResNet> make_resnet(const TrainConfig& cfg) {
+  Generator gen(cfg.seed);
+  return std::make_shared<nn::ResNet>(nn::ResNetOptions{cfg.depth, cfg.width, 1, 10}, &gen);
+}
+
+double evaluate(nn::Module& model, const std::shared_ptr<data::TensorDataset>& dataset) {
+  NoGradGuard no_grad;
+  const bool was_training = model.is_training();
+  model.eval();
+  data::DataLoader loader(dataset, data::DataLoaderOptions{1000, false, 0, false, true, 2}, test_transforms());
+  int64_t correct = 0, total = 0;
+  for (auto& batch : loader) {
+    Tensor pred = argmax(model.forward(batch.data), 1);
+    correct += sum(eq(pred, batch.target)).item<int64_t>();
+    total += batch.target.size(0);
+  }
+  model.train(was_training);
+  return total ? static_cast<double>(correct) / static_cast<double>(total) : 0.0;
+}
+
+Progress::Progress(int64_t epoch, int64_t epochs, int64_t steps)
+    : epoch_(epoch), epochs_(epochs), steps_(steps), tty_(isatty(fileno(stderr))) {}
+
+void Progress::update(int64_t step, double loss, double img_per_s) {
+  const int64_t pct = steps_ ? (100 * step) / steps_ : 100;
+  if (!tty_ && pct / 10 == last_pct_ / 10) return;
+  last_pct_ = pct;
+  constexpr int kWidth = 30;
+  const int filled = static_cast<int>(kWidth * step / std::max<int64_t>(steps_, 1));
+  std::string bar(filled, '=');
+  if (filled < kWidth) bar += '>' + std::string(kWidth - filled - 1, ' ');
+  std::fprintf(stderr, "%sepoch %lld/%lld [%s] %lld/%lld loss %.4f %.0f img/s%s",
+               tty_ ? "\r" : "", static_cast<long long>(epoch_), static_cast<long long>(epochs_),
+               bar.c_str(), static_cast<long long>(step), static_cast<long long>(steps_), loss,
+               img_per_s, tty_ ? "" : "\n");
+  std::fflush(stderr);
+}
+
+void Progress::finish() {
+  if (tty_) std::fprintf(stderr, "\n");
+}
+
+void save_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& opt, int64_t epoch) {
+  nn::StateDict sd;
+  for (auto& kv : model.state_dict()) sd.emplace_back("model." + kv.first, kv.second);
+  for (auto& kv : opt.state_dict()) sd.emplace_back("optim." + kv.first, kv.second);
+  nn::save(sd, path, {{"epoch", std::to_string(epoch)}, {"format", "ember-train-v1"}});
+}
+
+int64_t load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& opt) {
+  nn::CheckpointMetadata meta;
+  nn::StateDict sd = nn::load(path, &meta);
+  nn::StateDict model_sd, opt_sd;
+  for (auto& kv : sd) {
+    if (kv.first.rfind("model.", 0) == 0) model_sd.emplace_back(kv.first.substr(6), kv.second);
+    if (kv.first.rfind("optim.", 0) == 0) opt_sd.emplace_back(kv.first.substr(6), kv.second);
+  }
+  model.load_state_dict(model_sd);
+  opt.load_state_dict(opt_sd);
+  auto it = meta.find("epoch");
+  EMBER_CHECK(it != meta.end(), "load_checkpoint: ", path, " has no 'epoch' metadata (not a training checkpoint)");
+  return std::stoll(it->second);
+}
+
+}  // namespace ember::examples

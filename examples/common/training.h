@@ -1,0 +1,72 @@
+// What the ResNet trainers share (single-process and DDP): flags, Fashion-MNIST loading and
+// transforms, evaluation, a progress line, checkpoints, and the final machine-readable RESULT line.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "data/data.h"
+#include "nn/nn.h"
+#include "optim/optim.h"
+
+namespace ember::examples {
+
+struct TrainConfig {
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  int64_t depth = 20;
+  int64_t width = 16;
+  int64_t batch = 64;        // per process
+  int64_t epochs = 5;
+  double lr = 0.1;
+  double momentum = 0.9;
+  double weight_decay = 5e-4;
+  double label_smoothing = 0.0;
+  int64_t threads = 1;
+  uint64_t seed = 0;
+  bool augment = true;       // random crop (padding 2) + horizontal flip
+  int64_t max_steps = -1;    // per epoch, for quick runs (-1: the whole epoch)
+  int64_t train_limit = -1;  // use only the first N training images (-1: all)
+  std::string checkpoint;    // written after every epoch (rank 0)
+  std::string resume;        // a checkpoint to continue from
+};
+
+// --name=value flags; --help prints them. Throws ember::Error on an unknown or malformed flag.
+TrainConfig parse_flags(int argc, char** argv, const std::string& program, bool* help);
+
+struct FashionMnist {
+  std::shared_ptr<data::TensorDataset> train, test;
+};
+FashionMnist load_fashion_mnist(const TrainConfig& cfg);
+data::TransformList train_transforms(const TrainConfig& cfg);
+data::TransformList test_transforms();
+
+std::shared_ptr<nn::ResNet> make_resnet(const TrainConfig& cfg);
+
+// Top-1 accuracy over the whole dataset (eval mode, no grad, batches of 1000).
+double evaluate(nn::Module& model, const std::shared_ptr<data::TensorDataset>& dataset);
+
+// A one-line progress report, redrawn in place on a terminal and printed every 10% otherwise.
+class Progress {
+ public:
+  Progress(int64_t epoch, int64_t epochs, int64_t steps);
+  void update(int64_t step, double loss, double img_per_s);
+  void finish();
+
+ private:
+  int64_t epoch_, epochs_, steps_, last_pct_ = -1;
+  bool tty_;
+};
+
+// Model, optimizer and epoch in one safetensors file ("model." / "optim." prefixes).
+void save_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& opt, int64_t epoch);
+// Returns the epoch stored (training continues after it).
+int64_t load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& opt);
+
+using Clock = std::chrono::steady_clock;
+inline double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+}  // namespace ember::examples
