@@ -1,0 +1,90 @@
+// DESIGN.md steps 1-4 and 6-7: DistributedDataParallel, a Module wrapping another. Construction
+// collects and de-duplicates the parameters, verifies them across ranks, broadcasts rank 0's
+// parameters and buffers, assigns buckets (reversed) and builds the Reducer. forward() broadcasts
+// buffers, runs the module and prepares the Reducer for backward. Backward needs no call: the
+// Reducer's autograd hooks do the rest.
+#pragma once
+
+#include <memory>
+#include <set>
+#include <string>
+
+#include "distributed/ddp/logging.h"
+#include "distributed/ddp/reducer.h"
+#include "distributed/process_group.h"
+#include "nn/module.h"
+
+namespace ember::distributed {
+
+struct DDPOptions {
+  ProcessGroupPtr process_group;       // default: the default group
+  double bucket_cap_mb = 25;
+  // ember extension: PyTorch fixes the first bucket at 1 MiB (_DEFAULT_FIRST_BUCKET_BYTES); tests
+  // and the bucket-size experiment lower it to see one-parameter buckets on small models.
+  double first_bucket_mb = 1.0;
+  bool broadcast_buffers = true;
+  bool find_unused_parameters = false;
+  bool gradient_as_bucket_view = false;
+  bool static_graph = false;
+  std::set<std::string> parameters_to_ignore;  // names as in module.named_parameters()
+  bool init_sync = true;
+  std::string trace_dir;               // write a Chrome trace per rank here (or EMBER_DDP_TRACE)
+};
+
+class DistributedDataParallel : public nn::Module {
+ public:
+  explicit DistributedDataParallel(std::shared_ptr<nn::Module> module, DDPOptions options = {});
+  ~DistributedDataParallel() override;
+
+  Tensor forward(const Tensor& input) override;
+  std::shared_ptr<nn::Module> module() const { return module_; }
+
+  // Inside the guard's scope gradients accumulate locally without communication; the first
+  // backward after it synchronises everything accumulated (PyTorch's no_sync()).
+  class NoSyncGuard {
+   public:
+    explicit NoSyncGuard(DistributedDataParallel& ddp);
+    ~NoSyncGuard();
+    NoSyncGuard(const NoSyncGuard&) = delete;
+    NoSyncGuard& operator=(const NoSyncGuard&) = delete;
+
+   private:
+    DistributedDataParallel& ddp_;
+    bool previous_;
+  };
+  NoSyncGuard no_sync() { return NoSyncGuard(*this); }
+
+  // Comm hooks (distributed/hooks/): replaces the default allreduce; once, before training.
+  void register_comm_hook(std::unique_ptr<CommHookInterface> hook);
+  template <typename State>
+  void register_comm_hook(std::shared_ptr<State> state, typename CppCommHook<State>::Hook hook,
+                          std::string name = "user hook") {
+    register_comm_hook(std::make_unique<CppCommHook<State>>(std::move(state), std::move(hook), std::move(name)));
+  }
+
+  DDPLoggingData get_ddp_logging_data() const;
+  const std::vector<std::string>& parameter_names() const { return param_names_; }
+  ProcessGroup& process_group() const { return *process_group_; }
+  Reducer& reducer() { return *reducer_; }
+
+ private:
+  // Step 1.
+  void build_params_for_reducer();
+  // Step 3.
+  void sync_module_states();
+  // Step 6.
+  void sync_buffers();
+
+  std::shared_ptr<nn::Module> module_;
+  DDPOptions options_;
+  ProcessGroupPtr process_group_;
+  std::vector<Tensor> params_;
+  std::vector<std::string> param_names_;
+  std::vector<bool> expect_sparse_gradient_;
+  std::unique_ptr<Reducer> reducer_;
+  bool require_backward_grad_sync_ = true;
+  double last_forward_ms_ = 0;
+};
+
+
+}  // namespace ember::distributed

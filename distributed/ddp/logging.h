@@ -1,0 +1,46 @@
+// DDPLoggingData: what DistributedDataParallel::get_ddp_logging_data() reports (PyTorch's
+// DDPLoggingData): configuration, the bucket layout, rebuild and unused-parameter facts, and the
+// last iteration's timings, including how much of the communication overlapped backward.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ember::distributed {
+
+struct IterationStats {
+  double forward_ms = 0;        // DDP forward (module forward + buffer broadcast + graph walk)
+  double backward_ms = 0;       // first autograd hook to the end of finalize_backward
+  double comm_ms = 0;           // sum over buckets of launch -> reduced
+  double comm_wait_ms = 0;      // time finalize_backward blocked on bucket futures
+  double overlap_fraction = 0;  // share of bucket communication time spent before backward ended
+  // Trace-clock timestamps (µs): the first bucket's launch and the last autograd hook. Overlap
+  // means first_launch_us < last_hook_us: communication started while gradients were still coming.
+  double first_launch_us = 0;
+  double last_hook_us = 0;
+};
+
+struct DDPLoggingData {
+  int rank = 0;
+  int world_size = 1;
+  std::string backend;
+  std::string comm_hook;
+  int64_t bucket_cap_bytes = 0;
+  int64_t first_bucket_bytes = 0;
+  bool find_unused_parameters = false;
+  bool gradient_as_bucket_view = false;
+  bool static_graph = false;
+  bool broadcast_buffers = true;
+  int64_t num_parameters = 0;
+  int64_t num_buckets = 0;
+  std::vector<int64_t> bucket_sizes;               // bytes per bucket, launch order
+  std::vector<std::vector<size_t>> bucket_indices;  // parameter indices per bucket, launch order
+  bool has_rebuilt_buckets = false;
+  int64_t num_iterations = 0;
+  int64_t unused_parameter_count = 0;               // in the last iteration
+  std::vector<std::string> unused_parameter_names;
+  IterationStats last;
+};
+
+}  // namespace ember::distributed

@@ -1,0 +1,281 @@
+// DESIGN.md steps 5 and 8-11: bucket construction, the autograd hooks, marking variables and
+// buckets ready, and launching each bucket's reduction through the comm hook.
+#include "distributed/ddp/reducer.h"
+
+#include <cstdio>
+
+#include "autograd/engine.h"
+#include "autograd/variable.h"
+#include "distributed/trace.h"
+#include "tensor/factories.h"
+#include "tensor/ops.h"
+#include "tensor/sparse.h"
+
+namespace ember::distributed {
+
+Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> param_names,
+                 std::vector<std::vector<size_t>> bucket_indices, std::vector<size_t> per_bucket_size_limits,
+                 ProcessGroupPtr process_group, std::vector<bool> expect_sparse_gradient,
+                 ReducerOptions options)
+    : params_(std::move(params)),
+      param_names_(std::move(param_names)),
+      expect_sparse_gradient_(std::move(expect_sparse_gradient)),
+      process_group_(std::move(process_group)),
+      options_(options),
+      comm_hook_(std::make_unique<AllReduceBySumCommHook>(process_group_)) {
+  EMBER_CHECK(!params_.empty(), "Reducer: no parameters to reduce");
+  if (expect_sparse_gradient_.empty()) expect_sparse_gradient_.assign(params_.size(), false);
+  div_factor_ = static_cast<double>(process_group_->size());
+  ready_this_iteration_.assign(params_.size(), false);
+  local_used_map_ = zeros({static_cast<int64_t>(params_.size())}, kInt32);
+  initialize_buckets(std::move(bucket_indices), std::move(per_bucket_size_limits));
+  register_autograd_hooks();
+}
+
+Reducer::~Reducer() {
+  for (size_t i = 0; i < grad_accumulators_.size(); ++i) {
+    grad_accumulators_[i]->remove_post_hook(hook_handles_[i]);
+  }
+}
+
+std::string Reducer::param_name(size_t index) const {
+  return index < param_names_.size() && !param_names_[index].empty() ? param_names_[index]
+                                                                      : "<unnamed>";
+}
+
+// Step 5: one flat, zero-filled buffer per dense bucket and a view per parameter; with
+// gradient_as_bucket_view, existing .grad tensors are moved into (and replaced by) their views.
+void Reducer::initialize_buckets(std::vector<std::vector<size_t>> bucket_indices,
+                                 std::vector<size_t> limits) {
+  NoGradGuard no_grad;
+  buckets_.clear();
+  variable_locators_.assign(params_.size(), VariableLocator{});
+  std::vector<bool> seen(params_.size(), false);
+  for (size_t b = 0; b < bucket_indices.size(); ++b) {
+    const auto& indices = bucket_indices[b];
+    EMBER_CHECK(!indices.empty(), "Reducer: bucket ", b, " is empty");
+    Bucket bucket;
+    bucket.size_limit = b < limits.size() ? limits[b] : 0;
+    if (indices.size() == 1 && expect_sparse_gradient_[indices[0]]) {
+      bucket.expect_sparse_gradient = true;
+    }
+    int64_t offset = 0;
+    for (size_t j = 0; j < indices.size(); ++j) {
+      const size_t i = indices[j];
+      EMBER_CHECK(i < params_.size() && !seen[i], "Reducer: parameter index ", i,
+                  " is out of range or assigned to two buckets");
+      seen[i] = true;
+      const Tensor& p = params_[i];
+      EMBER_CHECK(!bucket.expect_sparse_gradient || indices.size() == 1,
+                  "Reducer: a parameter expecting sparse gradients must have a bucket of its own");
+      EMBER_CHECK(p.dtype() == params_[indices[0]].dtype() && p.device() == params_[indices[0]].device(),
+                  "Reducer: bucket ", b, " mixes ", params_[indices[0]].describe(), " and ",
+                  p.describe(), " (parameter '", param_name(i), "')");
+      bucket.variables.push_back(p);
+      bucket.variable_indices.push_back(i);
+      bucket.offsets.push_back(static_cast<size_t>(offset));
+      bucket.lengths.push_back(static_cast<size_t>(p.numel()));
+      bucket.sizes.push_back(p.sizes());
+      variable_locators_[i] = VariableLocator{buckets_.size(), j};
+      offset += p.numel();
+    }
+    if (!bucket.expect_sparse_gradient) {
+      const Tensor& first = params_[indices[0]];
+      bucket.gradients = zeros({offset}, TensorOptions(first.dtype(), first.device()));
+      for (size_t j = 0; j < indices.size(); ++j) {
+        Tensor view = bucket.gradients.narrow(0, static_cast<int64_t>(bucket.offsets[j]),
+                                              static_cast<int64_t>(bucket.lengths[j]))
+                          .view(bucket.sizes[j]);
+        bucket.bucket_views_in.push_back(view);
+        bucket.bucket_views_out.push_back(view);
+        if (options_.gradient_as_bucket_view) {
+          Tensor& grad = params_[indices[j]].mutable_grad();
+          if (grad.defined() && grad.data_ptr() != view.data_ptr()) {
+            copy_(view, grad);
+            grad = view;
+          }
+        }
+      }
+    }
+    bucket.pending = bucket.variables.size();
+    buckets_.push_back(std::move(bucket));
+  }
+  for (size_t i = 0; i < params_.size(); ++i) {
+    EMBER_CHECK(seen[i], "Reducer: parameter ", i, " ('", param_name(i), "') is in no bucket");
+  }
+  bucket_indices_ = std::move(bucket_indices);
+}
+
+// Step 5: a post-accumulate hook on every parameter's AccumulateGrad (kept alive here, as the
+// graph only holds accumulators while a graph exists).
+void Reducer::register_autograd_hooks() {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    auto acc = autograd::impl::grad_accumulator(params_[i]);
+    hook_handles_.push_back(acc->add_post_hook([this, i](const Tensor&) { autograd_hook(i); }));
+    grad_accumulators_.push_back(std::move(acc));
+  }
+}
+
+// Step 8: runs after parameter `index`'s gradient has been accumulated into .grad.
+void Reducer::autograd_hook(size_t index) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // A parameter that produced a gradient was used; remembered across no_sync iterations too.
+  if (tracks_local_use()) local_used_map_.data_ptr<int32_t>()[index] = 1;
+  // Outside a synchronising DDP forward (no_sync, or backward without DDP's forward) gradients
+  // simply accumulate locally.
+  if (!expect_autograd_hooks_) return;
+  last_hook_us_ = Trace::now_us();
+  if (backward_start_us_ == 0) backward_start_us_ = last_hook_us_;
+  if (Trace::get().enabled()) {
+    Trace::get().instant("autograd_hook " + param_name(index), "ddp", 0,
+                         "{\"param_index\":" + std::to_string(index) + "}");
+  }
+  // With unused parameters, the first hook marks all of them ready (their buckets hold zeros).
+  if (!has_marked_unused_parameters_) {
+    has_marked_unused_parameters_ = true;
+    for (size_t unused : unused_parameters_) mark_variable_ready(unused);
+  }
+  if (should_rebuild_buckets()) push_rebuilt_params(index);
+  mark_variable_ready(index);
+}
+
+void Reducer::push_rebuilt_params(size_t index) {
+  rebuilt_params_.push_back(params_[index]);
+  rebuilt_param_indices_.push_back(static_cast<int64_t>(index));
+}
+
+// Step 9.
+void Reducer::mark_variable_ready(size_t index) {
+  if (ready_this_iteration_[index]) fail_marked_twice(index);
+  ready_this_iteration_[index] = true;
+  const VariableLocator& loc = variable_locators_[index];
+  Bucket& bucket = buckets_[loc.bucket_index];
+  if (bucket.expect_sparse_gradient) {
+    mark_variable_ready_sparse(index);
+  } else {
+    mark_variable_ready_dense(index);
+  }
+  if (--bucket.pending == 0) mark_bucket_ready(loc.bucket_index);
+  // Step 11: once the last bucket is launched, finalize after the whole graph has run.
+  if (next_bucket_ == buckets_.size()) {
+    if (tracks_local_use()) all_reduce_local_used_map();
+    autograd::Engine::get_default_engine().queue_callback([this] { finalize_backward(); });
+  }
+}
+
+void Reducer::mark_variable_ready_dense(size_t index) {
+  NoGradGuard no_grad;
+  const VariableLocator& loc = variable_locators_[index];
+  Bucket& bucket = buckets_[loc.bucket_index];
+  const Tensor& view = bucket.bucket_views_in[loc.intra_bucket_index];
+  Tensor& grad = params_[index].mutable_grad();
+  if (!grad.defined()) {  // unused this iteration: contributes zeros
+    zero_(view);
+    return;
+  }
+  const int rank = process_group_->rank();
+  EMBER_CHECK(!grad.is_sparse(), "DistributedDataParallel (rank ", rank, "): parameter '",
+              param_name(index), "' (index ", index, ") produced a sparse gradient but its bucket ",
+              "is dense; construct the Embedding with sparse=true before wrapping it in DDP");
+  EMBER_CHECK(grad.dtype() == view.dtype() && grad.device() == view.device() && grad.sizes() == view.sizes(),
+              "DistributedDataParallel (rank ", rank, "): the gradient of parameter '", param_name(index),
+              "' (index ", index, ") is ", grad.describe(), ", but its bucket view is ", view.describe(),
+              "; gradients must keep the parameter's dtype, device and shape");
+  if (grad.strides() != view.strides() && !warned_strides_) {
+    warned_strides_ = true;
+    std::fprintf(stderr,
+                 "[rank %d] DistributedDataParallel warning: the gradient of parameter '%s' has strides %s "
+                 "but its bucket view has %s; it is copied correctly, but this may hurt performance.\n",
+                 rank, param_name(index).c_str(), shape_to_string(grad.strides()).c_str(),
+                 shape_to_string(view.strides()).c_str());
+  }
+  // Without a user hook the allreduce only sums, so gradients are pre-divided by the world size.
+  const bool scale = comm_hook_->expects_prescaled_gradients() && div_factor_ != 1.0;
+  if (options_.gradient_as_bucket_view && grad.data_ptr() == view.data_ptr()) {
+    if (scale) div_(view, div_factor_);
+    return;
+  }
+  copy_(view, grad);
+  if (scale) div_(view, div_factor_);
+  if (options_.gradient_as_bucket_view) grad = view;  // alias .grad to the bucket from now on
+}
+
+void Reducer::mark_variable_ready_sparse(size_t index) {
+  NoGradGuard no_grad;
+  Bucket& bucket = buckets_[variable_locators_[index].bucket_index];
+  const Tensor& grad = params_[index].grad();
+  EMBER_CHECK(grad.defined() && grad.is_sparse(), "DistributedDataParallel (rank ",
+              process_group_->rank(), "): parameter '", param_name(index), "' (index ", index,
+              ") expects a sparse gradient but got ", grad.describe());
+  const bool scale = comm_hook_->expects_prescaled_gradients() && div_factor_ != 1.0;
+  bucket.sparse_gradient = scale ? sparse_mul_scalar(grad, 1.0 / div_factor_) : grad;
+}
+
+// Step 10: buckets launch strictly in order, so every rank issues the same collectives in the
+// same order even if its gradients became ready in a different order.
+void Reducer::mark_bucket_ready(size_t bucket_index) {
+  if (bucket_index > next_bucket_) return;
+  for (; next_bucket_ < buckets_.size() && buckets_[next_bucket_].pending == 0; ++next_bucket_) {
+    all_reduce_bucket(buckets_[next_bucket_], next_bucket_);
+  }
+}
+
+void Reducer::all_reduce_bucket(Bucket& bucket, size_t bucket_index) {
+  bucket.launch_us = Trace::now_us();
+  bucket.done_us = 0;
+  GradBucket grad_bucket(bucket_index, buckets_.size(),
+                         bucket.expect_sparse_gradient ? bucket.sparse_gradient : bucket.gradients,
+                         bucket.offsets, bucket.lengths, bucket.sizes, bucket.variables);
+  bucket.future_work = run_comm_hook(grad_bucket);
+  // Timestamp the completion on the communication thread (for the trace and overlap statistics).
+  Bucket* b = &bucket;
+  const size_t n = bucket.variables.size();
+  bucket.future_work->add_callback([b, bucket_index, n](Future&) {
+    b->done_us = Trace::now_us();
+    Trace::get().span("allreduce bucket " + std::to_string(bucket_index), "ddp", b->launch_us,
+                      b->done_us - b->launch_us, 1,
+                      "{\"bucket\":" + std::to_string(bucket_index) + ",\"params\":" + std::to_string(n) + "}");
+  });
+}
+
+FuturePtr Reducer::run_comm_hook(GradBucket& grad_bucket) {
+  try {
+    return comm_hook_->run_hook(grad_bucket);
+  } catch (const std::exception& e) {
+    EMBER_THROW("DistributedDataParallel (rank ", process_group_->rank(), "): comm hook '",
+                comm_hook_->name(), "' failed on bucket ", grad_bucket.index(), ": ", e.what());
+  }
+}
+
+void Reducer::all_reduce_local_used_map() {
+  local_used_map_dev_ = local_used_map_.clone();
+  std::vector<Tensor> t{local_used_map_dev_};
+  local_used_work_ = process_group_->allreduce(t);
+}
+
+void Reducer::fail_marked_twice(size_t index) {
+  EMBER_THROW(
+      "DistributedDataParallel (rank ", process_group_->rank(),
+      "): Expected to mark a variable ready only once. This error is caused by one of the following "
+      "reasons: 1) Use of a module parameter outside the forward function: make sure model "
+      "parameters are not shared across multiple concurrent forward-backward passes, or try "
+      "static_graph=true as a workaround if the module graph does not change during training. "
+      "2) Reused parameters in multiple reentrant backward passes: e.g. a backward run from inside "
+      "a hook over the same parameters marks them ready twice; DDP does not support this by default. "
+      "3) Incorrect unused-parameter detection: a parameter found unused by the graph traversal "
+      "received a gradient anyway. Parameter at index ", index, " with name '", param_name(index),
+      "' has been marked as ready twice. This means that multiple autograd engine hooks have fired "
+      "for this particular parameter during this iteration.");
+}
+
+void Reducer::register_comm_hook(std::unique_ptr<CommHookInterface> hook) {
+  EMBER_CHECK(hook != nullptr, "register_comm_hook: null hook");
+  EMBER_CHECK(!user_comm_hook_, "register_comm_hook: a communication hook ('", comm_hook_->name(),
+              "') is already registered; register_comm_hook can only be called once");
+  EMBER_CHECK(num_iterations_ == 0 && !expect_autograd_hooks_,
+              "register_comm_hook: must be called before the first forward/backward of the DDP model");
+  comm_hook_ = std::move(hook);
+  user_comm_hook_ = true;
+}
+
+}  // namespace ember::distributed

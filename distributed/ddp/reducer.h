@@ -1,0 +1,154 @@
+// DESIGN.md steps 5, 7-13: the Reducer, which turns per-parameter gradients into bucketed,
+// overlapped allreduces. Construction builds one flat buffer per bucket with a view per parameter
+// and hooks every parameter's AccumulateGrad. During backward autograd_hook -> mark_variable_ready
+// -> mark_bucket_ready launch buckets strictly in order through the comm hook; the last launch
+// queues finalize_backward on the autograd engine. See PyTorch's torch/csrc/distributed/c10d/reducer.cpp.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "autograd/accumulate_grad.h"
+#include "distributed/ddp/bucketing.h"
+#include "distributed/ddp/logging.h"
+#include "distributed/hooks/comm_hook.h"
+#include "distributed/process_group.h"
+
+namespace ember::distributed {
+
+struct ReducerOptions {
+  bool find_unused_parameters = false;
+  bool gradient_as_bucket_view = false;
+  bool static_graph = false;
+  size_t first_bucket_bytes = kDefaultFirstBucketBytes;
+  size_t bucket_bytes_cap = 25 * 1024 * 1024;
+};
+
+class Reducer {
+ public:
+  // `bucket_indices`: the assignment in launch order (already reversed by DDP).
+  Reducer(std::vector<Tensor> params, std::vector<std::string> param_names,
+          std::vector<std::vector<size_t>> bucket_indices, std::vector<size_t> per_bucket_size_limits,
+          ProcessGroupPtr process_group, std::vector<bool> expect_sparse_gradient, ReducerOptions options);
+  ~Reducer();
+  Reducer(const Reducer&) = delete;
+  Reducer& operator=(const Reducer&) = delete;
+
+  // Step 7: called by DDP's forward; with find_unused_parameters, walks the graph from `outputs`.
+  void prepare_for_backward(const std::vector<Tensor>& outputs);
+  // Step 13: rebuilds buckets in the observed gradient order once, before the second iteration's
+  // backward. Returns true when it rebuilt.
+  bool rebuild_buckets();
+  // Replaces the default allreduce (issue: comm hooks). Only before the first backward.
+  void register_comm_hook(std::unique_ptr<CommHookInterface> hook);
+  const CommHookInterface& comm_hook() const { return *comm_hook_; }
+  // Gradients accumulate locally (no_sync) while false.
+  void set_sync_enabled(bool on) { sync_enabled_ = on; }
+
+  DDPLoggingData logging_data() const;
+  const std::vector<std::vector<size_t>>& bucket_indices() const { return bucket_indices_; }
+  int64_t num_iterations() const { return num_iterations_; }
+
+ private:
+  struct Bucket {
+    Tensor gradients;                     // flat buffer (dense buckets)
+    std::vector<Tensor> bucket_views_in;  // where gradients are copied to
+    std::vector<Tensor> bucket_views_out; // where reduced results are read from
+    std::vector<Tensor> variables;
+    std::vector<size_t> variable_indices;
+    std::vector<size_t> offsets, lengths;
+    std::vector<Shape> sizes;
+    size_t pending = 0;
+    bool expect_sparse_gradient = false;
+    Tensor sparse_gradient;
+    FuturePtr future_work;
+    size_t size_limit = 0;
+    double launch_us = 0, done_us = 0;  // for the trace and overlap statistics
+  };
+  struct VariableLocator {
+    size_t bucket_index = 0;
+    size_t intra_bucket_index = 0;
+  };
+
+  // Step 5.
+  void initialize_buckets(std::vector<std::vector<size_t>> bucket_indices, std::vector<size_t> limits);
+  void register_autograd_hooks();
+  // Steps 8-11.
+  void autograd_hook(size_t index);
+  void mark_variable_ready(size_t index);
+  void mark_variable_ready_dense(size_t index);
+  void mark_variable_ready_sparse(size_t index);
+  void mark_bucket_ready(size_t bucket_index);
+  void all_reduce_bucket(Bucket& bucket, size_t bucket_index);
+  FuturePtr run_comm_hook(GradBucket& grad_bucket);
+  void all_reduce_local_used_map();
+  // Step 12.
+  void finalize_backward();
+  void finalize_bucket_dense(Bucket& bucket, size_t bucket_index);
+  bool is_globally_unused(size_t variable_index);
+  void copy_bucket_to_grad(const Tensor& variable, Bucket& bucket, size_t intra_bucket_index,
+                           bool global_unused);
+  // Errors users hit.
+  void ensure_prior_reduction_finished();
+  [[noreturn]] void fail_marked_twice(size_t index);
+  void search_unused_parameters(const std::vector<Tensor>& outputs);
+  // Step 13.
+  void push_rebuilt_params(size_t index);
+  bool should_rebuild_buckets() const {
+    return (options_.static_graph || !options_.find_unused_parameters) && !has_rebuilt_bucket_;
+  }
+  std::vector<std::vector<size_t>> sync_bucket_indices(std::vector<std::vector<size_t>> indices);
+  bool dynamic_graph_find_unused() const {
+    return !options_.static_graph && options_.find_unused_parameters;
+  }
+  bool static_graph_first_iteration() const { return options_.static_graph && num_iterations_ == 0; }
+  bool tracks_local_use() const { return dynamic_graph_find_unused() || static_graph_first_iteration(); }
+  std::string param_name(size_t index) const;
+
+  std::vector<Tensor> params_;
+  std::vector<std::string> param_names_;
+  std::vector<bool> expect_sparse_gradient_;
+  ProcessGroupPtr process_group_;
+  ReducerOptions options_;
+  std::unique_ptr<CommHookInterface> comm_hook_;
+  bool user_comm_hook_ = false;
+
+  std::vector<std::vector<size_t>> bucket_indices_;
+  std::vector<Bucket> buckets_;
+  std::vector<VariableLocator> variable_locators_;
+  std::vector<std::shared_ptr<autograd::AccumulateGrad>> grad_accumulators_;
+  std::vector<uint64_t> hook_handles_;
+
+  // Per-iteration state.
+  std::mutex mutex_;
+  size_t next_bucket_ = 0;
+  bool expect_autograd_hooks_ = false;
+  bool require_finalize_ = false;
+  bool has_marked_unused_parameters_ = false;
+  bool sync_enabled_ = true;
+  std::vector<bool> ready_this_iteration_;
+  std::vector<size_t> unused_parameters_;
+  std::vector<size_t> static_unused_parameters_;  // static_graph: found in the first iteration
+  Tensor local_used_map_;      // int32 [num params], 1 where this rank produced a gradient
+  Tensor local_used_map_dev_;  // what goes over the wire
+  WorkPtr local_used_work_;
+  bool local_used_map_reduced_ = false;
+  double div_factor_ = 1.0;
+
+  // Bucket rebuild (step 13).
+  std::vector<Tensor> rebuilt_params_;
+  std::vector<int64_t> rebuilt_param_indices_;
+  bool has_rebuilt_bucket_ = false;
+
+  // Statistics for logging_data().
+  int64_t num_iterations_ = 0;
+  bool warned_no_unused_ = false;
+  bool warned_strides_ = false;
+  double backward_start_us_ = 0, last_hook_us_ = 0;
+  IterationStats last_stats_;
+};
+
+}  // namespace ember::distributed

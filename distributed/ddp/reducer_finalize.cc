@@ -1,0 +1,270 @@
+// DESIGN.md steps 7, 12 and 13: prepare_for_backward (and the unused-parameter traversal),
+// finalize_backward (wait, write back, globally-unused parameters keep their grads), and the
+// one-time bucket rebuild in the observed gradient order.
+#include <algorithm>
+#include <cstdio>
+
+#include "autograd/graph_traversal.h"
+#include "distributed/ddp/reducer.h"
+#include "distributed/trace.h"
+#include "tensor/factories.h"
+#include "tensor/ops.h"
+
+namespace ember::distributed {
+
+// Step 7.
+void Reducer::prepare_for_backward(const std::vector<Tensor>& outputs) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ensure_prior_reduction_finished();
+  expect_autograd_hooks_ = true;
+  require_finalize_ = true;
+  next_bucket_ = 0;
+  for (Bucket& b : buckets_) b.pending = b.variables.size();
+  std::fill(ready_this_iteration_.begin(), ready_this_iteration_.end(), false);
+  has_marked_unused_parameters_ = false;
+  unused_parameters_.clear();
+  backward_start_us_ = 0;
+  if (options_.static_graph && num_iterations_ > 0) {
+    // The graph is known not to change: reuse the first iteration's findings, no traversal.
+    unused_parameters_ = static_unused_parameters_;
+    return;
+  }
+  if (!options_.find_unused_parameters && !options_.static_graph) return;
+  search_unused_parameters(outputs);
+}
+
+void Reducer::search_unused_parameters(const std::vector<Tensor>& outputs) {
+  TraceScope scope("search_unused_parameters", "ddp");
+  autograd::ReachableGraph graph = autograd::collect_reachable(outputs);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!graph.reaches(grad_accumulators_[i].get())) unused_parameters_.push_back(i);
+  }
+  if (unused_parameters_.empty() && dynamic_graph_find_unused() && !warned_no_unused_) {
+    warned_no_unused_ = true;
+    std::fprintf(stderr,
+                 "[rank %d] DistributedDataParallel warning: find_unused_parameters=true was specified, "
+                 "but no unused parameters were found in the forward pass. This flag results in an extra "
+                 "traversal of the autograd graph every iteration, which can adversely affect "
+                 "performance. If your model indeed never has any unused parameters in the forward "
+                 "pass, consider turning this flag off.\n",
+                 process_group_->rank());
+  }
+}
+
+void Reducer::ensure_prior_reduction_finished() {
+  if (!require_finalize_) return;
+  std::string indices, names;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (ready_this_iteration_[i]) continue;
+    indices += (indices.empty() ? "" : " ") + std::to_string(i);
+    names += (names.empty() ? "" : ", ") + param_name(i);
+  }
+  const int r = process_group_->rank();
+  EMBER_THROW(
+      "DistributedDataParallel (rank ", r, "): Expected to have finished reduction in the prior "
+      "iteration before starting a new one. This error indicates that your module has parameters "
+      "that were not used in producing loss. You can enable unused parameter detection by setting "
+      "find_unused_parameters=true in DDPOptions, and by making sure all forward outputs "
+      "participate in calculating loss. (Running forward twice without a backward in between also "
+      "triggers this.) Parameter indices which did not receive grad for rank ", r, ": ", indices,
+      ". Parameters which did not receive grad for rank ", r, ": ", names);
+}
+
+// Step 12: the engine's final callback.
+void Reducer::finalize_backward() {
+  TraceScope scope("finalize_backward", "ddp");
+  std::lock_guard<std::mutex> lock(mutex_);
+  NoGradGuard no_grad;
+  const double compute_end_us = Trace::now_us();
+  expect_autograd_hooks_ = false;
+  require_finalize_ = false;
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    Bucket& bucket = buckets_[i];
+    Tensor result;
+    try {
+      bucket.future_work->wait();
+      result = comm_hook_->parse_hook_result(*bucket.future_work);
+    } catch (const std::exception& e) {
+      std::string names;
+      for (size_t idx : bucket.variable_indices) names += (names.empty() ? "" : ", ") + param_name(idx);
+      EMBER_THROW("DistributedDataParallel (rank ", process_group_->rank(), "): the reduction of bucket ",
+                  i, " of ", buckets_.size(), " (", bucket.variables.size(), " parameters: ", names,
+                  ") did not complete: ", e.what(),
+                  ". If ranks ran different numbers of iterations (uneven inputs), every rank must "
+                  "call forward/backward the same number of times.");
+    }
+    if (bucket.expect_sparse_gradient) {
+      if (!is_globally_unused(bucket.variable_indices[0])) params_[bucket.variable_indices[0]].mutable_grad() = result;
+      continue;
+    }
+    EMBER_CHECK(result.defined() && result.numel() == bucket.gradients.numel(),
+                "DistributedDataParallel: comm hook '", comm_hook_->name(), "' returned ",
+                result.describe(), " for bucket ", i, ", expected ", bucket.gradients.numel(), " elements");
+    if (!result.is_same(bucket.gradients)) {
+      // The hook produced a new buffer: read the results through views into it.
+      Tensor flat = result.to(bucket.gradients.dtype()).reshape({-1});
+      for (size_t j = 0; j < bucket.variables.size(); ++j) {
+        bucket.bucket_views_out[j] = flat.narrow(0, static_cast<int64_t>(bucket.offsets[j]),
+                                                 static_cast<int64_t>(bucket.lengths[j]))
+                                         .view(bucket.sizes[j]);
+      }
+    }
+    finalize_bucket_dense(bucket, i);
+    bucket.bucket_views_out = bucket.bucket_views_in;
+  }
+  // Statistics for logging_data() and the trace.
+  const double end_us = Trace::now_us();
+  double comm = 0, overlapped = 0;
+  for (const Bucket& b : buckets_) {
+    const double done = b.done_us > 0 ? b.done_us : end_us;
+    comm += done - b.launch_us;
+    overlapped += std::max(0.0, std::min(done, compute_end_us) - b.launch_us);
+  }
+  last_stats_.backward_ms = backward_start_us_ > 0 ? (end_us - backward_start_us_) / 1000.0 : 0.0;
+  last_stats_.comm_ms = comm / 1000.0;
+  last_stats_.comm_wait_ms = (end_us - compute_end_us) / 1000.0;
+  last_stats_.overlap_fraction = comm > 0 ? overlapped / comm : 0.0;
+  last_stats_.first_launch_us = buckets_.empty() ? 0.0 : buckets_[0].launch_us;
+  last_stats_.last_hook_us = last_hook_us_;
+  // Reset for the next iteration. A static graph keeps its first-iteration used map for good.
+  if (static_graph_first_iteration()) {
+    static_unused_parameters_ = unused_parameters_;
+    if (local_used_work_ && !local_used_map_reduced_) {
+      local_used_work_->wait();
+      copy_(local_used_map_, local_used_map_dev_);
+    }
+    local_used_map_reduced_ = true;
+  } else if (dynamic_graph_find_unused()) {
+    zero_(local_used_map_);
+    local_used_map_reduced_ = false;
+  }
+  local_used_work_.reset();
+  ++num_iterations_;
+}
+
+void Reducer::finalize_bucket_dense(Bucket& bucket, size_t bucket_index) {
+  for (size_t j = 0; j < bucket.variables.size(); ++j) {
+    const size_t index = bucket.variable_indices[j];
+    const bool global_unused = is_globally_unused(index);
+    if (!options_.gradient_as_bucket_view) {
+      copy_bucket_to_grad(params_[index], bucket, j, global_unused);
+      continue;
+    }
+    const Tensor& out = bucket.bucket_views_out[j];
+    const Tensor& in = bucket.bucket_views_in[j];
+    if (out.data_ptr() != in.data_ptr()) copy_(in, out);
+    if (global_unused) continue;
+    Tensor& grad = params_[index].mutable_grad();
+    if (!grad.defined()) {
+      grad = in;
+    } else {
+      EMBER_CHECK(grad.data_ptr() == in.data_ptr(), "DistributedDataParallel: the gradient of ",
+                  "parameter '", param_name(index), "' is not its bucket view (bucket ", bucket_index,
+                  ") although gradient_as_bucket_view=true; was .grad reassigned during backward?");
+    }
+  }
+}
+
+// A parameter no rank produced a gradient for keeps its .grad untouched (undefined stays
+// undefined, so optimizers skip it). The used map's allreduce is waited for only when needed.
+bool Reducer::is_globally_unused(size_t index) {
+  if (!options_.static_graph && !options_.find_unused_parameters) return false;
+  bool unused = local_used_map_.data_ptr<int32_t>()[index] == 0;
+  if (unused && !local_used_map_reduced_ && local_used_work_) {
+    local_used_work_->wait();
+    copy_(local_used_map_, local_used_map_dev_);
+    local_used_map_reduced_ = true;
+    unused = local_used_map_.data_ptr<int32_t>()[index] == 0;
+  }
+  return unused;
+}
+
+void Reducer::copy_bucket_to_grad(const Tensor& variable, Bucket& bucket, size_t intra_bucket_index,
+                                  bool global_unused) {
+  if (global_unused) return;
+  const Tensor& view = bucket.bucket_views_out[intra_bucket_index];
+  Tensor& grad = variable.mutable_grad();
+  if (!grad.defined()) {
+    grad = view.clone();
+  } else {
+    copy_(grad, view);
+  }
+}
+
+// Step 13.
+bool Reducer::rebuild_buckets() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!should_rebuild_buckets() || rebuilt_params_.empty()) return false;
+  // Parameters that produced no gradient in the first iteration (unused under static_graph) go
+  // last, in reverse index order, which is where their gradients would have arrived.
+  std::vector<bool> seen(params_.size(), false);
+  for (int64_t i : rebuilt_param_indices_) seen[static_cast<size_t>(i)] = true;
+  for (size_t i = params_.size(); i-- > 0;) {
+    if (!seen[i]) push_rebuilt_params(i);
+  }
+  BucketAssignment a = compute_bucket_assignment_with_limits(
+      rebuilt_params_, {options_.first_bucket_bytes, options_.bucket_bytes_cap}, expect_sparse_gradient_,
+      rebuilt_param_indices_);
+  std::vector<std::vector<size_t>> indices = sync_bucket_indices(std::move(a.bucket_indices));
+  a.per_bucket_size_limits.resize(indices.size(), options_.bucket_bytes_cap);
+  initialize_buckets(std::move(indices), std::move(a.per_bucket_size_limits));
+  has_rebuilt_bucket_ = true;
+  rebuilt_params_.clear();
+  rebuilt_param_indices_.clear();
+  return true;
+}
+
+// Rank 0's assignment is broadcast so every rank launches identical buckets.
+std::vector<std::vector<size_t>> Reducer::sync_bucket_indices(std::vector<std::vector<size_t>> indices) {
+  int64_t total = 0;
+  for (const auto& b : indices) total += static_cast<int64_t>(b.size());
+  Tensor header = from_vector<int64_t>({static_cast<int64_t>(indices.size()), total});
+  std::vector<Tensor> h{header};
+  process_group_->broadcast(h)->wait();
+  const int64_t num_buckets = header.data_ptr<int64_t>()[0], n = header.data_ptr<int64_t>()[1];
+  Tensor flat = empty({num_buckets + n}, kInt64);
+  if (process_group_->rank() == 0) {
+    int64_t* p = flat.data_ptr<int64_t>();
+    for (const auto& b : indices) *p++ = static_cast<int64_t>(b.size());
+    for (const auto& b : indices)
+      for (size_t i : b) *p++ = static_cast<int64_t>(i);
+  }
+  std::vector<Tensor> f{flat};
+  process_group_->broadcast(f)->wait();
+  const int64_t* p = flat.data_ptr<int64_t>();
+  std::vector<std::vector<size_t>> out(num_buckets);
+  const int64_t* ids = p + num_buckets;
+  for (int64_t b = 0; b < num_buckets; ++b) {
+    for (int64_t k = 0; k < p[b]; ++k) out[b].push_back(static_cast<size_t>(*ids++));
+  }
+  return out;
+}
+
+DDPLoggingData Reducer::logging_data() const {
+  DDPLoggingData d;
+  d.rank = process_group_->rank();
+  d.world_size = process_group_->size();
+  d.backend = process_group_->backend_name();
+  d.comm_hook = comm_hook_->name();
+  d.bucket_cap_bytes = static_cast<int64_t>(options_.bucket_bytes_cap);
+  d.first_bucket_bytes = static_cast<int64_t>(options_.first_bucket_bytes);
+  d.find_unused_parameters = options_.find_unused_parameters;
+  d.gradient_as_bucket_view = options_.gradient_as_bucket_view;
+  d.static_graph = options_.static_graph;
+  d.num_parameters = static_cast<int64_t>(params_.size());
+  d.num_buckets = static_cast<int64_t>(buckets_.size());
+  for (const Bucket& b : buckets_) {
+    int64_t bytes = 0;
+    for (const Tensor& v : b.variables) bytes += v.numel() * static_cast<int64_t>(v.element_size());
+    d.bucket_sizes.push_back(bytes);
+  }
+  d.bucket_indices = bucket_indices_;
+  d.has_rebuilt_buckets = has_rebuilt_bucket_;
+  d.num_iterations = num_iterations_;
+  d.unused_parameter_count = static_cast<int64_t>(unused_parameters_.size());
+  for (size_t i : unused_parameters_) d.unused_parameter_names.push_back(param_name(i));
+  d.last = last_stats_;
+  return d;
+}
+
+}  // namespace ember::distributed

@@ -1,0 +1,88 @@
+#include "distributed/trace.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+namespace ember::distributed {
+namespace {
+const auto kStart = std::chrono::steady_clock::now();
+}
+
+Trace& Trace::get() {
+  static Trace trace;
+  return trace;
+}
+
+Trace::Trace() = default;
+
+Trace::~Trace() { flush(); }
+
+double Trace::now_us() {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - kStart).count();
+}
+
+void Trace::enable(const std::string& path, int rank) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  path_ = path;
+  rank_ = rank;
+  enabled_ = true;
+  events_.push_back("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + std::to_string(rank) +
+                    ",\"args\":{\"name\":\"rank " + std::to_string(rank) + "\"}}");
+  for (int tid : {0, 1}) {
+    events_.push_back("{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" + std::to_string(rank) +
+                      ",\"tid\":" + std::to_string(tid) + ",\"args\":{\"name\":\"" +
+                      (tid == 0 ? "compute (autograd)" : "communication (buckets)") + "\"}}");
+  }
+}
+
+void Trace::add(std::string event) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  events_.push_back(std::move(event));
+}
+
+void Trace::span(const std::string& name, const std::string& category, double begin_us,
+                 double duration_us, int tid, const std::string& args_json) {
+  if (!enabled_) return;
+  char buf[160];
+  std::snprintf(buf, sizeof buf, ",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%d", begin_us,
+                duration_us, rank_, tid);
+  add("{\"name\":\"" + name + "\",\"cat\":\"" + category + "\"" + buf +
+      (args_json.empty() ? "" : ",\"args\":" + args_json) + "}");
+}
+
+void Trace::instant(const std::string& name, const std::string& category, int tid,
+                    const std::string& args_json) {
+  if (!enabled_) return;
+  char buf[160];
+  std::snprintf(buf, sizeof buf, ",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":%d,\"tid\":%d", now_us(),
+                rank_, tid);
+  add("{\"name\":\"" + name + "\",\"cat\":\"" + category + "\"" + buf +
+      (args_json.empty() ? "" : ",\"args\":" + args_json) + "}");
+}
+
+void Trace::flush() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!enabled_ || path_.empty()) return;
+  // Written to a temporary name, then renamed, so a reader never sees half a file.
+  const std::string tmp = path_ + ".tmp" + std::to_string(getpid());
+  {
+    std::ofstream out(tmp);
+    out << "{\"traceEvents\":[\n";
+    for (size_t i = 0; i < events_.size(); ++i) out << events_[i] << (i + 1 < events_.size() ? ",\n" : "\n");
+    out << "],\"displayTimeUnit\":\"ms\"}\n";
+  }
+  std::rename(tmp.c_str(), path_.c_str());
+}
+
+TraceScope::TraceScope(std::string name, std::string category, std::string args_json)
+    : name_(std::move(name)), category_(std::move(category)), args_(std::move(args_json)),
+      begin_(Trace::now_us()), on_(Trace::get().enabled()) {}
+
+TraceScope::~TraceScope() {
+  if (on_) Trace::get().span(name_, category_, begin_, Trace::now_us() - begin_, 0, args_);
+}
+
+}  // namespace ember::distributed

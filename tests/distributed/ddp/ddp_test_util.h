@@ -1,0 +1,124 @@
+// Shared harness for the DDP suites: run N DDP ranks on shards of a global batch and, on every rank,
+// the same training in one process on the whole batch; then compare parameters.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "distributed/ddp/distributed_data_parallel.h"
+#include "nn/nn.h"
+#include "optim/optim.h"
+#include "tensor/all.h"
+#include "tests/distributed/mpi_test_util.h"
+
+namespace ember::distributed::testing {
+
+// Models can read which shard they are processing (for rank-dependent unused branches).
+struct ShardAware {
+  int shard = 0;
+};
+
+struct Scenario {
+  std::function<std::shared_ptr<nn::Module>(uint64_t seed)> make_model;
+  // Inputs and int64 targets for the global batch of step `step` (rows = world * per_rank).
+  std::function<std::pair<Tensor, Tensor>(int step, int64_t rows)> make_batch;
+  std::function<Tensor(const Tensor& out, const Tensor& target)> loss = [](const Tensor& out,
+                                                                          const Tensor& target) {
+    return nn::functional::cross_entropy(out, target);
+  };
+  DDPOptions options;
+  int64_t per_rank = 4;
+  int steps = 5;
+  int micro_batches = 1;     // >1: the first micro_batches-1 run under no_sync
+  double lr = 0.1;
+  double momentum = 0.9;
+  bool sparse = false;       // plain SGD (sparse gradients support no momentum with weight decay)
+  bool eval_mode = false;
+};
+
+// Rows [first, first + n) of a batch.
+inline std::pair<Tensor, Tensor> rows(const std::pair<Tensor, Tensor>& b, int64_t first, int64_t n) {
+  return {b.first.narrow(0, first, n), b.second.narrow(0, first, n)};
+}
+
+inline void set_shard(nn::Module& m, int shard) {
+  if (auto* s = dynamic_cast<ShardAware*>(&m)) s->shard = shard;
+}
+
+// Trains a single-process copy on the whole global batch; the loss of each micro-batch is the mean
+// over ranks of the per-shard losses, which is what DDP's gradient averaging computes.
+inline std::vector<Tensor> reference_parameters(const Scenario& sc, int world) {
+  auto model = sc.make_model(1234);
+  if (sc.eval_mode) model->eval();
+  optim::SGD opt(model->parameters(), optim::SGDOptions(sc.lr).momentum(sc.sparse ? 0.0 : sc.momentum));
+  for (int step = 0; step < sc.steps; ++step) {
+    opt.zero_grad();
+    for (int mb = 0; mb < sc.micro_batches; ++mb) {
+      auto batch = sc.make_batch(step * sc.micro_batches + mb, world * sc.per_rank);
+      Tensor total;
+      for (int r = 0; r < world; ++r) {
+        set_shard(*model, r);
+        auto shard = rows(batch, r * sc.per_rank, sc.per_rank);
+        Tensor l = div(sc.loss(model->forward(shard.first), shard.second), static_cast<double>(world));
+        total = total.defined() ? add(total, l) : l;
+      }
+      total.backward();
+    }
+    opt.step();
+  }
+  return model->parameters();
+}
+
+// The same training with DDP on this rank's shard. Ranks start from different weights on purpose:
+// DDP's constructor must broadcast rank 0's.
+inline std::shared_ptr<DistributedDataParallel> train_ddp(const Scenario& sc, int rank, int world) {
+  auto model = sc.make_model(rank == 0 ? 1234 : 1234 + 17 * rank);
+  if (sc.eval_mode) model->eval();
+  set_shard(*model, rank);
+  auto ddp = std::make_shared<DistributedDataParallel>(model, sc.options);
+  optim::SGD opt(ddp->parameters(), optim::SGDOptions(sc.lr).momentum(sc.sparse ? 0.0 : sc.momentum));
+  for (int step = 0; step < sc.steps; ++step) {
+    opt.zero_grad();
+    for (int mb = 0; mb < sc.micro_batches; ++mb) {
+      auto batch = sc.make_batch(step * sc.micro_batches + mb, world * sc.per_rank);
+      auto shard = rows(batch, rank * sc.per_rank, sc.per_rank);
+      if (mb + 1 < sc.micro_batches) {
+        auto guard = ddp->no_sync();
+        sc.loss(ddp->forward(shard.first), shard.second).backward();
+      } else {
+        sc.loss(ddp->forward(shard.first), shard.second).backward();
+      }
+    }
+    opt.step();
+  }
+  return ddp;
+}
+
+inline ::testing::AssertionResult parameters_match(const std::vector<Tensor>& got,
+                                                   const std::vector<Tensor>& want, double rtol) {
+  if (got.size() != want.size()) {
+    return ::testing::AssertionFailure() << got.size() << " parameters vs " << want.size();
+  }
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (!allclose(got[i], want[i], rtol, 1e-6)) {
+      Tensor diff = max(abs(sub(got[i].to(kFloat64), want[i].to(kFloat64))));
+      return ::testing::AssertionFailure() << "parameter " << i << " " << got[i].describe()
+                                           << " differs from the single-process run by up to "
+                                           << diff.item<double>();
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Deterministic batches from a generator seeded by the step.
+inline std::function<std::pair<Tensor, Tensor>(int, int64_t)> random_batches(Shape item, int64_t classes) {
+  return [item, classes](int step, int64_t rows) {
+    Generator g(1000 + step);
+    Shape s{rows};
+    s.insert(s.end(), item.begin(), item.end());
+    return std::make_pair(randn(s, &g), randint(0, classes, {rows}, &g));
+  };
+}
+
+}  // namespace ember::distributed::testing
