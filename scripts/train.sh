@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds, and runs ember's training example.
-# Until the DDP ResNet example lands this runs the tensor-library demo; the entry point stays the same.
+# The main job: installs what is missing, builds, and trains ResNet-20 on Fashion-MNIST with
+# DistributedDataParallel on 2 MPI ranks (5 epochs). Extra arguments go to the trainer
+# (e.g. scripts/train.sh --epochs=1); EMBER_RANKS=N changes the number of ranks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh
-bazel build //examples:tensor_demo
-exec bazel-bin/examples/tensor_demo "$@"
+bazel build //examples:ddp_resnet
+ranks="${EMBER_RANKS:-2}"
+mpi_flags=(--oversubscribe --bind-to none)
+if [[ "$(id -u)" == "0" ]]; then mpi_flags+=(--allow-run-as-root); fi
+exec mpirun "${mpi_flags[@]}" -np "$ranks" bazel-bin/examples/ddp_resnet --epochs=5 "$@"

@@ -29,7 +29,7 @@ TrainConfig parse_flags(int argc, char** argv, const std::string& program, bool*
       {"width", {"channels of the first stage (16)", i64(&c.width)}},
       {"batch", {"batch size per process (64)", i64(&c.batch)}},
       {"epochs", {"epochs (5)", i64(&c.epochs)}},
-      {"lr", {"peak learning rate, cosine-annealed per step (0.1)", f64(&c.lr)}},
+      {"lr", {"peak learning rate, cosine-annealed per step (0.1; DDP: 0.1 x world size)", f64(&c.lr)}},
       {"momentum", {"SGD momentum (0.9)", f64(&c.momentum)}},
       {"weight_decay", {"SGD weight decay (5e-4)", f64(&c.weight_decay)}},
       {"label_smoothing", {"cross-entropy label smoothing (0)", f64(&c.label_smoothing)}},
@@ -108,19 +108,26 @@ std::shared_ptr<nn::ResNet> make_resnet(const TrainConfig& cfg) {
   return std::make_shared<nn::ResNet>(nn::ResNetOptions{cfg.depth, cfg.width, 1, 10}, &gen);
 }
 
-double evaluate(nn::Module& model, const std::shared_ptr<data::TensorDataset>& dataset) {
+int64_t count_correct(nn::Module& model, const std::shared_ptr<data::TensorDataset>& dataset,
+                      int64_t begin, int64_t end) {
   NoGradGuard no_grad;
   const bool was_training = model.is_training();
   model.eval();
-  data::DataLoader loader(dataset, data::DataLoaderOptions{1000, false, 0, false, true, 2}, test_transforms());
-  int64_t correct = 0, total = 0;
+  auto slice = std::make_shared<data::TensorDataset>(dataset->data().narrow(0, begin, end - begin),
+                                                     dataset->targets().narrow(0, begin, end - begin));
+  data::DataLoader loader(slice, data::DataLoaderOptions{1000, false, 0, false, true, 2}, test_transforms());
+  int64_t correct = 0;
   for (auto& batch : loader) {
     Tensor pred = argmax(model.forward(batch.data), 1);
     correct += sum(eq(pred, batch.target)).item<int64_t>();
-    total += batch.target.size(0);
   }
   model.train(was_training);
-  return total ? static_cast<double>(correct) / static_cast<double>(total) : 0.0;
+  return correct;
+}
+
+double evaluate(nn::Module& model, const std::shared_ptr<data::TensorDataset>& dataset) {
+  const int64_t n = dataset->size();
+  return n ? static_cast<double>(count_correct(model, dataset, 0, n)) / static_cast<double>(n) : 0.0;
 }
 
 Progress::Progress(int64_t epoch, int64_t epochs, int64_t steps)

@@ -46,6 +46,9 @@ std::shared_ptr<nn::ResNet> make_resnet(const TrainConfig& cfg);
 
 // Top-1 accuracy over the whole dataset (eval mode, no grad, batches of 1000).
 double evaluate(nn::Module& model, const std::shared_ptr<data::TensorDataset>& dataset);
+// Correct predictions over samples [begin, end) (for splitting evaluation across ranks).
+int64_t count_correct(nn::Module& model, const std::shared_ptr<data::TensorDataset>& dataset,
+                      int64_t begin, int64_t end);
 
 // A one-line progress report, redrawn in place on a terminal and printed every 10% otherwise.
 class Progress {
