@@ -9,7 +9,12 @@
 namespace ember::distributed {
 namespace {
 const auto kStart = std::chrono::steady_clock::now();
+std::string detail_of(double duration_us) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, " (%.2f ms)", duration_us / 1000.0);
+  return buf;
 }
+}  // namespace
 
 Trace& Trace::get() {
   static Trace trace;
@@ -43,8 +48,14 @@ void Trace::add(std::string event) {
   events_.push_back(std::move(event));
 }
 
+void Trace::set_listener(std::function<void(const std::string&, double, int)> listener) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  listener_ = std::move(listener);
+}
+
 void Trace::span(const std::string& name, const std::string& category, double begin_us,
                  double duration_us, int tid, const std::string& args_json) {
+  if (listener_) listener_(name + detail_of(duration_us), begin_us, tid);
   if (!enabled_) return;
   char buf[160];
   std::snprintf(buf, sizeof buf, ",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%d", begin_us,
@@ -55,6 +66,7 @@ void Trace::span(const std::string& name, const std::string& category, double be
 
 void Trace::instant(const std::string& name, const std::string& category, int tid,
                     const std::string& args_json) {
+  if (listener_) listener_(name, now_us(), tid);
   if (!enabled_) return;
   char buf[160];
   std::snprintf(buf, sizeof buf, ",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":%d,\"tid\":%d", now_us(),

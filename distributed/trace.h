@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -17,7 +18,10 @@ class Trace {
   static Trace& get();
   // Starts recording; `path` is written on flush() and at exit.
   void enable(const std::string& path, int rank);
-  bool enabled() const { return enabled_; }
+  bool enabled() const { return enabled_ || listener_ != nullptr; }
+  // Also (or instead) hand every event to `listener` as it happens: (name, start µs, lane).
+  // The teaching example (examples/ddp_walkthrough) narrates an iteration this way.
+  void set_listener(std::function<void(const std::string&, double, int)> listener);
   // Microseconds since the recorder was created (steady clock).
   static double now_us();
   // A span [begin, begin + duration) on lane `tid` (0 = the training thread, 1 = communication).
@@ -36,6 +40,7 @@ class Trace {
   int rank_ = 0;
   std::string path_;
   std::vector<std::string> events_;
+  std::function<void(const std::string&, double, int)> listener_;
 };
 
 // RAII span on the training thread.
