@@ -1,0 +1,178 @@
+// DDP training-step benchmark, one run per invocation under mpirun (bench/ddp_bench.sh drives it):
+//   mpirun -np 2 bazel-bin/bench/ddp_bench --model=resnet20 --mode=ddp --bucket_cap_mb=25 --steps=30
+// Every rank trains the same model (SGD momentum 0.9, cross-entropy, per-rank batch 64, a fixed
+// synthetic batch that differs per rank) and times whole steps (forward, zero_grad, backward with
+// DDP's overlapped allreduces, optimizer step). Modes:
+//   ddp     DistributedDataParallel, gradients synchronised every step (the real thing)
+//   nosync  the same DDP wrapper, every step inside no_sync(): no gradient communication
+//   single  the bare model, no DDP: each rank an independent single-process run (launch it with
+//           -np 1 for "one process alone", -np 2 for "two independent processes side by side")
+// Models: resnet20 (nn::ResNet, 1x28x28 input) and mlp (--mlp_layers Linear layers of
+// --mlp_width x --mlp_width with ReLU: many small parameters, for the bucket-size experiment).
+// Rank 0 prints one line (the step time is the slowest rank's median):
+//   RESULT impl=ember model=... mode=... world=2 bucket_cap_mb=... first_bucket_mb=... buckets=...
+//          ms_per_step=... mean_ms_per_step=... img_per_s=... comm_wait_ms=... overlap=... peak_rss_mb=...
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "distributed/ddp/distributed_data_parallel.h"
+#include "distributed/distributed.h"
+#include "nn/nn.h"
+#include "optim/optim.h"
+#include "tensor/all.h"
+
+using namespace ember;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Flags {
+  std::string model = "resnet20";
+  std::string mode = "ddp";
+  double bucket_cap_mb = 25;
+  double first_bucket_mb = 1.0;  // PyTorch's _DEFAULT_FIRST_BUCKET_BYTES
+  long long steps = 30, warmup = 5, batch = 64, mlp_layers = 200, mlp_width = 64, seed = 0;
+};
+
+bool parse(const std::string& arg, Flags* f) {
+  const auto eq = arg.find('=');
+  if (arg.rfind("--", 0) != 0 || eq == std::string::npos) return false;
+  const std::string name = arg.substr(2, eq - 2), v = arg.substr(eq + 1);
+  if (name == "model") f->model = v;
+  else if (name == "mode") f->mode = v;
+  else if (name == "bucket_cap_mb") f->bucket_cap_mb = std::atof(v.c_str());
+  else if (name == "first_bucket_mb") f->first_bucket_mb = std::atof(v.c_str());
+  else if (name == "steps") f->steps = std::atoll(v.c_str());
+  else if (name == "warmup") f->warmup = std::atoll(v.c_str());
+  else if (name == "batch") f->batch = std::atoll(v.c_str());
+  else if (name == "mlp_layers") f->mlp_layers = std::atoll(v.c_str());
+  else if (name == "mlp_width") f->mlp_width = std::atoll(v.c_str());
+  else if (name == "seed") f->seed = std::atoll(v.c_str());
+  else return false;
+  return true;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double max_over_ranks(distributed::ProcessGroup& pg, double x) {
+  std::vector<Tensor> t{from_vector<double>({x})};
+  distributed::AllreduceOptions o;
+  o.reduce_op = distributed::ReduceOp::MAX;
+  pg.allreduce(t, o)->wait();
+  return t[0].item<double>();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  for (int i = 1; i < argc; ++i) {
+    if (!parse(argv[i], &f)) {
+      std::fprintf(stderr,
+                   "usage: %s [--model=resnet20|mlp] [--mode=ddp|nosync|single] [--bucket_cap_mb=25] "
+                   "[--first_bucket_mb=1] [--steps=30] [--warmup=5] [--batch=64] [--mlp_layers=200] "
+                   "[--mlp_width=64] [--seed=0]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  int rank = 0;
+  try {
+    EMBER_CHECK(f.mode == "ddp" || f.mode == "nosync" || f.mode == "single", "ddp_bench: unknown --mode=", f.mode);
+    EMBER_CHECK(f.model == "resnet20" || f.model == "mlp", "ddp_bench: unknown --model=", f.model);
+    auto pg = distributed::init_process_group("mpi");
+    rank = pg->rank();
+    const int world = pg->size();
+    Generator model_gen(static_cast<uint64_t>(f.seed));
+    std::shared_ptr<nn::Module> model;
+    Tensor x;
+    Generator data_gen(static_cast<uint64_t>(f.seed) + 1000 + rank);
+    if (f.model == "resnet20") {
+      model = std::make_shared<nn::ResNet>(nn::ResNetOptions{20, 16, 1, 10}, &model_gen);
+      x = randn({f.batch, 1, 28, 28}, &data_gen);
+    } else {
+      std::vector<int64_t> sizes(f.mlp_layers, f.mlp_width);
+      sizes.push_back(10);
+      model = nn::make_mlp(sizes, &model_gen);
+      x = randn({f.batch, f.mlp_width}, &data_gen);
+    }
+    Tensor y = randint(0, 10, {f.batch}, &data_gen);
+    model->train();
+    std::shared_ptr<distributed::DistributedDataParallel> ddp;
+    nn::Module* net = model.get();
+    if (f.mode != "single") {
+      distributed::DDPOptions o;
+      o.bucket_cap_mb = f.bucket_cap_mb;
+      o.first_bucket_mb = f.first_bucket_mb;
+      ddp = std::make_shared<distributed::DistributedDataParallel>(model, o);
+      net = ddp.get();
+    }
+    optim::SGD opt(net->parameters(), optim::SGDOptions(0.01).momentum(0.9));
+    nn::CrossEntropyLoss criterion;
+    const bool nosync = f.mode == "nosync";
+    std::vector<double> times, comm_wait, overlap;
+    pg->barrier()->wait();
+    Clock::time_point timed_start;
+    for (long long s = 0; s < f.warmup + f.steps; ++s) {
+      if (s == f.warmup) timed_start = Clock::now();
+      const auto t0 = Clock::now();
+      {
+        std::unique_ptr<distributed::DistributedDataParallel::NoSyncGuard> guard;
+        if (nosync) guard = std::make_unique<distributed::DistributedDataParallel::NoSyncGuard>(*ddp);
+        Tensor loss = criterion(net->forward(x), y);
+        opt.zero_grad();
+        loss.backward();
+      }
+      opt.step();
+      const auto t1 = Clock::now();
+      if (s >= f.warmup) {
+        times.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+        if (ddp && !nosync) {
+          const auto d = ddp->get_ddp_logging_data();
+          comm_wait.push_back(d.last.comm_wait_ms);
+          overlap.push_back(d.last.overlap_fraction);
+        }
+      }
+    }
+    const double mean_ms =
+        f.steps > 0 ? std::chrono::duration<double, std::milli>(Clock::now() - timed_start).count() / f.steps : 0;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    const double step_ms = max_over_ranks(*pg, median(times));
+    const double mean_step_ms = max_over_ranks(*pg, mean_ms);
+    const double wait_ms = max_over_ranks(*pg, median(comm_wait));
+    const double rss_mb = max_over_ranks(*pg, ru.ru_maxrss / 1024.0);
+    int64_t buckets = 0;
+    if (ddp) buckets = ddp->get_ddp_logging_data().num_buckets;
+    if (rank == 0) {
+      std::printf(
+          "RESULT impl=ember model=%s mode=%s world=%d batch=%lld steps=%lld bucket_cap_mb=%g first_bucket_mb=%g "
+          "buckets=%lld params=%zu ms_per_step=%.2f mean_ms_per_step=%.2f img_per_s=%.1f comm_wait_ms=%.2f "
+          "overlap=%.2f peak_rss_mb=%.1f\n",
+          f.model.c_str(), f.mode.c_str(), world, f.batch, f.steps, f.bucket_cap_mb, f.first_bucket_mb,
+          (long long)buckets, model->parameters().size(), step_ms, mean_step_ms,
+          step_ms > 0 ? 1000.0 * world * f.batch / step_ms : 0.0, wait_ms, median(overlap), rss_mb);
+      std::fflush(stdout);
+    }
+    ddp.reset();
+    distributed::destroy_process_group();
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "[rank " << rank << "] ddp_bench: " << e.what() << "\n";
+    return 1;
+  }
+}

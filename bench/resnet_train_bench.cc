@@ -1,0 +1,98 @@
+// End-to-end training step of a CIFAR-style ResNet (default ResNet-20, batch 64, 1x28x28, one
+// thread): forward + cross-entropy, zero_grad + backward, SGD (momentum 0.9, weight decay 5e-4)
+// on a fixed synthetic batch. The PyTorch twin is bench/resnet_train_torch.py; bench/resnet_bench.sh
+// runs both and prints the ratio. Output: one machine-readable line
+//   RESULT impl=ember model=resnet20 batch=64 steps=N ms_per_step=... fwd_ms=... bwd_ms=... opt_ms=...
+//          img_per_s=... peak_rss_mb=...
+// (medians over the timed steps; peak RSS from getrusage, i.e. the whole process).
+//   bazel-bin/bench/resnet_train_bench --steps=30 --warmup=5 [--batch=64 --depth=20 --width=16]
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "nn/nn.h"
+#include "optim/optim.h"
+#include "tensor/all.h"
+
+using namespace ember;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double ms(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+bool flag(const char* arg, const char* name, long long* out) {
+  const size_t len = std::strlen(name);
+  if (std::strncmp(arg, name, len) != 0 || arg[len] != '=') return false;
+  *out = std::atoll(arg + len + 1);
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  long long steps = 30, warmup = 5, batch = 64, depth = 20, width = 16, seed = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (flag(argv[i], "--steps", &steps) || flag(argv[i], "--warmup", &warmup) ||
+        flag(argv[i], "--batch", &batch) || flag(argv[i], "--depth", &depth) ||
+        flag(argv[i], "--width", &width) || flag(argv[i], "--seed", &seed))
+      continue;
+    std::fprintf(stderr,
+                 "usage: %s [--steps=30] [--warmup=5] [--batch=64] [--depth=20] [--width=16] [--seed=0]\n",
+                 argv[0]);
+    return 2;
+  }
+  try {
+    Generator gen(static_cast<uint64_t>(seed));
+    auto net = std::make_shared<nn::ResNet>(nn::ResNetOptions{depth, width, 1, 10}, &gen);
+    net->train();
+    optim::SGD opt(net->parameters(), optim::SGDOptions(0.1).momentum(0.9).weight_decay(5e-4));
+    nn::CrossEntropyLoss criterion;
+    Tensor x = randn({batch, 1, 28, 28}, &gen);
+    Tensor y = randint(0, 10, {batch}, &gen);
+    std::vector<double> fwd, bwd, upd, total;
+    for (long long s = 0; s < warmup + steps; ++s) {
+      const auto t0 = Clock::now();
+      Tensor loss = criterion(net->forward(x), y);
+      const auto t1 = Clock::now();
+      opt.zero_grad();
+      loss.backward();
+      const auto t2 = Clock::now();
+      opt.step();
+      const auto t3 = Clock::now();
+      if (s >= warmup) {
+        fwd.push_back(ms(t0, t1));
+        bwd.push_back(ms(t1, t2));
+        upd.push_back(ms(t2, t3));
+        total.push_back(ms(t0, t3));
+      }
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    const double step_ms = median(total);
+    std::printf(
+        "RESULT impl=ember model=resnet%lld batch=%lld steps=%lld ms_per_step=%.2f fwd_ms=%.2f bwd_ms=%.2f "
+        "opt_ms=%.2f img_per_s=%.1f peak_rss_mb=%.1f\n",
+        depth, batch, steps, step_ms, median(fwd), median(bwd), median(upd),
+        step_ms > 0 ? 1000.0 * batch / step_ms : 0.0, ru.ru_maxrss / 1024.0);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "resnet_train_bench: %s\n", e.what());
+    return 1;
+  }
+}
