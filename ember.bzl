@@ -7,6 +7,10 @@ EMBER_COPTS = [
     "-Wno-unused-parameter",
     "-Wno-sign-compare",
     "-Wno-missing-field-initializers",
+    # GCC 12 at -O3 reports false positives inside fmt and libstdc++ headers.
+    "-Wno-stringop-overflow",
+    "-Wno-stringop-overread",
+    "-Wno-array-bounds",
 ]
 
 def ember_cc_library(name, copts = [], **kwargs):
