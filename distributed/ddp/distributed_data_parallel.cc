@@ -110,6 +110,10 @@ void DistributedDataParallel::register_comm_hook(std::unique_ptr<CommHookInterfa
   reducer_->register_comm_hook(std::move(hook));
 }
 
+void DistributedDataParallel::register_builtin_comm_hook(BuiltinCommHookType type) {
+  reducer_->register_comm_hook(make_builtin_comm_hook(type, process_group_));
+}
+
 DDPLoggingData DistributedDataParallel::get_ddp_logging_data() const {
   DDPLoggingData d = reducer_->logging_data();
   d.broadcast_buffers = options_.broadcast_buffers;

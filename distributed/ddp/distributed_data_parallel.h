@@ -11,6 +11,7 @@
 
 #include "distributed/ddp/logging.h"
 #include "distributed/ddp/reducer.h"
+#include "distributed/hooks/default_hooks.h"
 #include "distributed/process_group.h"
 #include "nn/module.h"
 
@@ -61,6 +62,8 @@ class DistributedDataParallel : public nn::Module {
                           std::string name = "user hook") {
     register_comm_hook(std::make_unique<CppCommHook<State>>(std::move(state), std::move(hook), std::move(name)));
   }
+  // PyTorch's _register_builtin_comm_hook: a built-in hook over this DDP's process group.
+  void register_builtin_comm_hook(BuiltinCommHookType type);
 
   DDPLoggingData get_ddp_logging_data() const;
   const std::vector<std::string>& parameter_names() const { return param_names_; }

@@ -1,0 +1,258 @@
+#include "distributed/hooks/powersgd_hook.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "distributed/hooks/default_hooks.h"
+#include "tensor/factories.h"
+#include "tensor/ops.h"
+
+namespace ember::distributed {
+namespace {
+
+template <typename T>
+void orthogonalize_impl(T* a, int64_t n, int64_t r, int64_t rs, double epsilon) {
+  for (int64_t i = 0; i < r; ++i) {
+    double sq = 0;
+    for (int64_t k = 0; k < n; ++k) sq += static_cast<double>(a[k * rs + i]) * a[k * rs + i];
+    const double d = std::sqrt(sq) + epsilon;
+    for (int64_t k = 0; k < n; ++k) a[k * rs + i] = d == 0 ? T(0) : static_cast<T>(a[k * rs + i] / d);
+    // Remove the component along column i from the remaining columns.
+    for (int64_t j = i + 1; j < r; ++j) {
+      double dot = 0;
+      for (int64_t k = 0; k < n; ++k) dot += static_cast<double>(a[k * rs + i]) * a[k * rs + j];
+      for (int64_t k = 0; k < n; ++k) a[k * rs + j] = static_cast<T>(a[k * rs + j] - dot * a[k * rs + i]);
+    }
+  }
+}
+
+void check_bucket(const GradBucket& bucket, const char* hook) {
+  const Tensor& b = bucket.buffer();
+  EMBER_CHECK(!b.is_sparse(), hook, ": bucket ", bucket.index(), " is sparse; PowerSGD supports dense buckets only");
+  EMBER_CHECK(b.dtype() == kFloat32 || b.dtype() == kFloat64, hook, ": bucket ", bucket.index(), " has dtype ",
+              dtype_name(b.dtype()), "; PowerSGD needs float32 or float64 (it cannot run under "
+              "fp16/bf16_compress_wrapper in ember)");
+  EMBER_CHECK(b.is_contiguous(), hook, ": bucket ", bucket.index(), " buffer is not contiguous");
+}
+
+void allreduce_and_wait(ProcessGroup& group, const Tensor& t) {
+  std::vector<Tensor> tensors{t};
+  group.allreduce(tensors)->wait();
+}
+
+// Fresh random Qs (same on every rank: the RNG is seeded identically), as PyTorch: one seed drawn
+// from the state's RNG per bucket and iteration, then standard normals.
+void randomize(std::vector<Tensor>& qs, PowerSGDState& state, ScalarType dtype) {
+  Generator g(state.rng.next_below(1000000000ull));
+  for (Tensor& q : qs) copy_(q, randn(q.sizes(), &g, dtype));
+}
+
+}  // namespace
+
+std::tuple<bool, int64_t, int64_t> should_compress(int64_t n, int64_t m, int64_t rank,
+                                                   double min_compression_rate) {
+  const int64_t uncompressed = n * m, compressed = (n + m) * rank;
+  return {static_cast<double>(compressed) * min_compression_rate < static_cast<double>(uncompressed),
+          uncompressed, compressed};
+}
+
+void orthogonalize(const Tensor& matrix, double epsilon) {
+  EMBER_CHECK(matrix.dim() == 2 && matrix.stride(1) == 1, "orthogonalize: expected a row-major 2-d matrix, got ",
+              matrix.describe());
+  const int64_t n = matrix.size(0), r = matrix.size(1), rs = matrix.stride(0);
+  if (matrix.dtype() == kFloat64) {
+    orthogonalize_impl(matrix.data_ptr<double>(), n, r, rs, epsilon);
+  } else {
+    orthogonalize_impl(matrix.data_ptr<float>(), n, r, rs, epsilon);
+  }
+}
+
+FuturePtr powerSGD_hook(PowerSGDState& state, GradBucket& bucket) {
+  ProcessGroup& group = state.process_group();
+  if (state.iter < state.start_powerSGD_iter) {
+    state.maybe_increase_iter(bucket);
+    return allreduce_hook(group, bucket);
+  }
+  check_bucket(bucket, "powerSGD_hook");
+  NoGradGuard no_grad;
+  const Tensor input = bucket.buffer();
+  const size_t b = bucket.index();
+  const int64_t total = input.numel();
+  const ScalarType dtype = input.dtype();
+  const double world = static_cast<double>(group.size());
+  state.total_numel_before_compression += total;
+
+  // Error feedback: compress gradient + last iteration's local residual.
+  Tensor input_copy, error;
+  if (state.use_error_feedback) {
+    auto it = state.error_dict.find(b);
+    if (it != state.error_dict.end() && it->second.numel() == total) {
+      add_(input, it->second);
+    } else {
+      state.error_dict[b] = zeros({total}, dtype);
+    }
+    error = state.error_dict[b];
+    input_copy = input.clone();
+  }
+
+  // Split: 2-d views worth compressing vs the rest (vectors, small matrices).
+  std::vector<Tensor> to_compress, uncompressed;
+  std::vector<int64_t> ranks;
+  int64_t ps_size = 0, qs_size = 0;
+  for (const Tensor& t : bucket.gradients()) {
+    const int64_t n = t.dim() == 0 ? 1 : t.size(0);
+    const int64_t m = n == 0 ? 0 : t.numel() / n;
+    const int64_t r = std::min({n, m, state.matrix_approximation_rank});
+    auto [compress, plain_numel, compressed_numel] = should_compress(n, m, r, state.min_compression_rate);
+    if (compress) {
+      to_compress.push_back(t.view({n, m}));
+      ranks.push_back(r);
+      ps_size += n * r;
+      qs_size += m * r;
+      state.total_numel_after_compression += compressed_numel;
+    } else {
+      uncompressed.push_back(t);
+      state.total_numel_after_compression += plain_numel;
+    }
+  }
+  state.maybe_report_compression_stats(bucket);
+
+  // P and Q memory: kept per bucket for warm start, fresh (and random) otherwise.
+  const bool have_memory = state.warm_start && state.p_memory_dict.count(b) &&
+                           state.p_memory_dict[b].numel() == ps_size && state.q_memory_dict[b].numel() == qs_size;
+  Tensor p_memory = have_memory ? state.p_memory_dict[b] : empty({ps_size}, dtype);
+  Tensor q_memory = have_memory ? state.q_memory_dict[b] : empty({qs_size}, dtype);
+  if (state.warm_start) {
+    state.p_memory_dict[b] = p_memory;
+    state.q_memory_dict[b] = q_memory;
+  }
+  std::vector<Tensor> ps, qs;
+  for (size_t i = 0, p_idx = 0, q_idx = 0; i < to_compress.size(); ++i) {
+    const int64_t n = to_compress[i].size(0), m = to_compress[i].size(1), r = ranks[i];
+    ps.push_back(p_memory.narrow(0, static_cast<int64_t>(p_idx), n * r).view({n, r}));
+    qs.push_back(q_memory.narrow(0, static_cast<int64_t>(q_idx), m * r).view({m, r}));
+    p_idx += static_cast<size_t>(n * r);
+    q_idx += static_cast<size_t>(m * r);
+  }
+  if (!have_memory) randomize(qs, state, dtype);
+  for (Tensor& q : qs) orthogonalize(q, state.orthogonalization_epsilon);
+
+  // P = M Q. The uncompressed tensors and the Ps go out back to back; see the header for why the
+  // caller's thread waits here instead of chaining callbacks.
+  for (size_t i = 0; i < to_compress.size(); ++i) copy_(ps[i], mm(to_compress[i], qs[i]));
+  Tensor flat_uncompressed;
+  WorkPtr uncompressed_work, p_work;
+  if (!uncompressed.empty()) {
+    std::vector<Tensor> flat;
+    for (const Tensor& t : uncompressed) flat.push_back(t.reshape({-1}));
+    flat_uncompressed = cat(flat, 0);
+    std::vector<Tensor> tensors{flat_uncompressed};
+    uncompressed_work = group.allreduce(tensors);
+  }
+  if (ps_size > 0) {
+    std::vector<Tensor> tensors{p_memory};
+    p_work = group.allreduce(tensors);
+  }
+  if (uncompressed_work) {
+    uncompressed_work->wait();
+    div_(flat_uncompressed, world);
+    int64_t idx = 0;
+    for (const Tensor& t : uncompressed) {
+      copy_(t, flat_uncompressed.narrow(0, idx, t.numel()).view(t.sizes()));
+      idx += t.numel();
+    }
+  }
+
+  FuturePtr done;
+  if (p_work) {
+    p_work->wait();
+    // Q = M^T P with P orthogonalised (identical on every rank after the allreduce).
+    for (size_t i = 0; i < to_compress.size(); ++i) {
+      orthogonalize(ps[i], state.orthogonalization_epsilon);
+      copy_(qs[i], mm(transpose(to_compress[i], 0, 1), ps[i]));
+    }
+    std::vector<Tensor> tensors{q_memory};
+    done = group.allreduce(tensors)->get_future();
+  } else {
+    done = std::make_shared<Future>();
+    done->mark_completed({});
+  }
+  state.maybe_increase_iter(bucket);
+  // The callback touches only captured tensors (never the state's maps): M ~ P Q^T / world.
+  return done->then([input, input_copy, error, to_compress, ps, qs, q_memory, world](Future&) {
+    NoGradGuard guard;
+    if (q_memory.numel() > 0) div_(q_memory, world);
+    for (size_t i = 0; i < to_compress.size(); ++i) copy_(to_compress[i], mm(ps[i], transpose(qs[i], 0, 1)));
+    if (error.defined()) copy_(error, sub(input_copy, input));
+    return std::vector<Tensor>{input};
+  });
+}
+
+FuturePtr batched_powerSGD_hook(PowerSGDState& state, GradBucket& bucket) {
+  ProcessGroup& group = state.process_group();
+  if (state.iter < state.start_powerSGD_iter) {
+    state.maybe_increase_iter(bucket);
+    return allreduce_hook(group, bucket);
+  }
+  check_bucket(bucket, "batched_powerSGD_hook");
+  NoGradGuard no_grad;
+  const Tensor input = bucket.buffer();
+  const size_t b = bucket.index();
+  const int64_t total = input.numel();
+  const ScalarType dtype = input.dtype();
+  const double world = static_cast<double>(group.size());
+  const auto side = static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(total))));
+  const int64_t padded_total = side * side;
+  const int64_t r = std::min(state.matrix_approximation_rank, side);
+  state.total_numel_before_compression += total;
+  state.total_numel_after_compression += side * r * 2;
+  state.maybe_report_compression_stats(bucket);
+
+  // ember tensors cannot be resized in place: the square matrix lives in a zero-padded copy.
+  Tensor padded = zeros({padded_total}, dtype);
+  copy_(padded.narrow(0, 0, total), input);
+  Tensor input_copy, error;
+  if (state.use_error_feedback) {
+    auto it = state.error_dict.find(b);
+    if (it != state.error_dict.end() && it->second.numel() == padded_total) {
+      add_(padded, it->second);
+    } else {
+      state.error_dict[b] = zeros({padded_total}, dtype);
+    }
+    error = state.error_dict[b];
+    input_copy = padded.clone();
+  }
+  Tensor matrix = padded.view({side, side});
+
+  const bool have_memory = state.warm_start && state.p_memory_dict.count(b) &&
+                           state.q_memory_dict[b].numel() == side * r;
+  Tensor p = have_memory ? state.p_memory_dict[b] : empty({side, r}, dtype);
+  Tensor q = have_memory ? state.q_memory_dict[b] : empty({side, r}, dtype);
+  if (!have_memory) {
+    // As PyTorch's batched hook: Q is orthogonalised only when freshly drawn.
+    std::vector<Tensor> qs{q};
+    randomize(qs, state, dtype);
+    orthogonalize(q, state.orthogonalization_epsilon);
+  }
+  if (state.warm_start) {
+    state.p_memory_dict[b] = p;
+    state.q_memory_dict[b] = q;
+  }
+  copy_(p, mm(matrix, q));
+  allreduce_and_wait(group, p);
+  orthogonalize(p, state.orthogonalization_epsilon);
+  copy_(q, mm(transpose(matrix, 0, 1), p));
+  std::vector<Tensor> tensors{q};
+  FuturePtr q_future = group.allreduce(tensors)->get_future();
+  state.maybe_increase_iter(bucket);
+  return q_future->then([input, padded, matrix, input_copy, error, p, q, total, world](Future&) {
+    NoGradGuard guard;
+    div_(q, world);
+    copy_(matrix, mm(p, transpose(q, 0, 1)));
+    if (error.defined()) copy_(error, sub(input_copy, padded));
+    copy_(input, padded.narrow(0, 0, total));
+    return std::vector<Tensor>{input};
+  });
+}
+
+}  // namespace ember::distributed

@@ -1,0 +1,45 @@
+// The PowerSGD communication hooks (PyTorch's ddp_comm_hooks/powerSGD_hook.py): powerSGD_hook
+// (per-tensor low-rank compression with error feedback and warm start) and batched_powerSGD_hook
+// (the whole bucket as one square matrix, zero-padded). DESIGN.md step 10.
+//
+// Asynchrony. PyTorch chains the steps with Future.then and launches the P and Q allreduces from
+// inside callbacks. ember's callbacks run on the MPI worker thread: a collective launched there is
+// enqueued concurrently with the next bucket's allreduce, launched by the autograd thread, so ranks
+// could queue them in different orders and mismatch collectives. So the hook runs the first half
+// synchronously on the caller's thread (allreduce the uncompressed tensors and P, wait,
+// orthogonalise, compute Q) and launches the Q allreduce asynchronously; only the reconstruction
+// M = P Q^T and the error-feedback update run in the Future's callback. Every collective is thus
+// issued by the autograd thread in the same order on every rank, and the last (largest) one still
+// overlaps the rest of backward.
+#pragma once
+
+#include <cstdint>
+#include <tuple>
+
+#include "distributed/hooks/comm_hook.h"
+#include "distributed/hooks/powersgd_state.h"
+
+namespace ember::distributed {
+
+// Before state.start_powerSGD_iter: allreduce_hook. Then every tensor of the bucket is viewed as a
+// 2-d matrix (rows = first dimension); those passing the compression-rate test are compressed to
+// rank min(n, m, r) via one power iteration (P = MQ, allreduce P, orthogonalise, Q = M^T P,
+// allreduce Q, M ~ P Q^T / world); the rest (vectors, small matrices) are allreduced as one flat
+// buffer. With error feedback the local residual is added to the next iteration's gradient; with
+// warm start Q is reused across iterations.
+FuturePtr powerSGD_hook(PowerSGDState& state, GradBucket& bucket);
+
+// The whole flat bucket as one ceil(sqrt(numel))^2 matrix padded with zeros, compressed with rank
+// min(r, side). Higher compression, usually lower accuracy than powerSGD_hook.
+FuturePtr batched_powerSGD_hook(PowerSGDState& state, GradBucket& bucket);
+
+// (compress?, uncompressed numel, compressed numel) for an n x m matrix at rank r: compress when
+// (n + m) * r * min_compression_rate < n * m.
+std::tuple<bool, int64_t, int64_t> should_compress(int64_t n, int64_t m, int64_t rank,
+                                                   double min_compression_rate);
+
+// Gram-Schmidt on the columns of a row-major (n x r) float32/float64 matrix, in place. A column of
+// zero norm with epsilon == 0 becomes zeros (PyTorch would produce NaN there).
+void orthogonalize(const Tensor& matrix, double epsilon = 0);
+
+}  // namespace ember::distributed
