@@ -1,0 +1,122 @@
+"""PyTorch twin of bench/ddp_bench.cc: DDP (gloo) training steps, one run per invocation.
+
+Usage: /usr/bin/python3 bench/ddp_bench_torch.py --world 2 --model resnet20|mlp --mode ddp|nosync|single
+           [--bucket_cap_mb 25] [--first_bucket_mb 1] [--steps 30] [--warmup 5] [--batch 64]
+Spawns `world` processes (torch.multiprocessing, MASTER_ADDR=127.0.0.1, gloo, one thread each),
+same models (torch_models.py), same modes and the same RESULT line as ddp_bench.cc: the step time
+is the slowest rank's median. --first_bucket_mb sets dist._DEFAULT_FIRST_BUCKET_BYTES (PyTorch's
+first-bucket size, 1 MiB by default) before DDP is built.
+"""
+import argparse
+import faulthandler
+import os
+import resource
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_models  # noqa: E402
+
+
+def max_over_ranks(x):
+    t = torch.tensor([float(x)], dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return t.item()
+
+
+def run(rank, a, port):
+    # A hang guard: dump every thread's stack and exit instead of waiting forever.
+    faulthandler.dump_traceback_later(a.timeout, exit=True)
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=a.world)
+    torch.manual_seed(a.seed)
+    if a.model == "resnet20":
+        model = torch_models.resnet(20, 16)
+    else:
+        model = torch_models.mlp(a.mlp_layers, a.mlp_width)
+    model.train()
+    g = torch.Generator().manual_seed(a.seed + 1000 + rank)
+    shape = (a.batch, 1, 28, 28) if a.model == "resnet20" else (a.batch, a.mlp_width)
+    x = torch.randn(*shape, generator=g)
+    y = torch.randint(0, 10, (a.batch,), generator=g)
+    net = model
+    ddp = None
+    if a.mode != "single":
+        dist._DEFAULT_FIRST_BUCKET_BYTES = int(a.first_bucket_mb * 1024 * 1024)
+        ddp = DDP(model, bucket_cap_mb=a.bucket_cap_mb)
+        net = ddp
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    criterion = nn.CrossEntropyLoss()
+    times = []
+    dist.barrier()
+    start = time.perf_counter()
+    for s in range(a.warmup + a.steps):
+        if s == a.warmup:
+            start = time.perf_counter()
+        t0 = time.perf_counter()
+        if a.mode == "nosync":
+            with ddp.no_sync():
+                loss = criterion(net(x), y)
+                opt.zero_grad()
+                loss.backward()
+        else:
+            loss = criterion(net(x), y)
+            opt.zero_grad()
+            loss.backward()
+        opt.step()
+        t1 = time.perf_counter()
+        if s >= a.warmup:
+            times.append(1e3 * (t1 - t0))
+    mean_ms = 1e3 * (time.perf_counter() - start) / max(1, a.steps)
+    step_ms = max_over_ranks(statistics.median(times))
+    mean_ms = max_over_ranks(mean_ms)
+    rss = max_over_ranks(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0)
+    buckets = 0
+    if ddp is not None:
+        try:
+            # Buckets after the rebuild (PyTorch 1.13 starts with one bucket when
+            # find_unused_parameters is off and rebuilds after the first iteration).
+            data = ddp._get_ddp_logging_data()
+            sizes = data.get("rebuilt_bucket_sizes") or data.get("bucket_sizes", "")
+            buckets = len([s for s in str(sizes).split(",") if s.strip()])
+        except Exception:  # private API; the count is informational only
+            buckets = -1
+    if rank == 0:
+        print(f"RESULT impl=torch model={a.model} mode={a.mode} world={a.world} batch={a.batch} "
+              f"steps={a.steps} bucket_cap_mb={a.bucket_cap_mb:g} first_bucket_mb={a.first_bucket_mb:g} "
+              f"buckets={buckets} params={len(list(model.parameters()))} ms_per_step={step_ms:.2f} "
+              f"mean_ms_per_step={mean_ms:.2f} img_per_s={1000.0 * a.world * a.batch / step_ms:.1f} "
+              f"peak_rss_mb={rss:.1f}", flush=True)
+    dist.destroy_process_group()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--world", type=int, default=2)
+    ap.add_argument("--model", default="resnet20", choices=["resnet20", "mlp"])
+    ap.add_argument("--mode", default="ddp", choices=["ddp", "nosync", "single"])
+    ap.add_argument("--bucket_cap_mb", type=float, default=25)
+    ap.add_argument("--first_bucket_mb", type=float, default=1.0)
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--mlp_layers", type=int, default=200)
+    ap.add_argument("--mlp_width", type=int, default=64)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--timeout", type=float, default=600, help="seconds before a rank dumps its stacks and exits")
+    a = ap.parse_args()
+    port = 29500 + os.getpid() % 1000
+    mp.spawn(run, args=(a, port), nprocs=a.world, join=True)
+
+
+if __name__ == "__main__":
+    main()
