@@ -194,6 +194,10 @@ void Reducer::copy_bucket_to_grad(const Tensor& variable, Bucket& bucket, size_t
 // Step 13.
 bool Reducer::rebuild_buckets() {
   std::lock_guard<std::mutex> lock(mutex_);
+  // As in PyTorch: an unfinished reduction (unused parameters without find_unused_parameters) is
+  // reported here, before the rebuild would discard the pending buckets and broadcast a layout
+  // built from an incomplete gradient order.
+  ensure_prior_reduction_finished();
   if (!should_rebuild_buckets() || rebuilt_params_.empty()) return false;
   // Parameters that produced no gradient in the first iteration (unused under static_graph) go
   // last, in reverse index order, which is where their gradients would have arrived.

@@ -1,0 +1,82 @@
+// Ranks running different numbers of iterations must not hang silently (issue 6): until Join
+// exists, the extra iteration's bucket allreduce hits the group's collective timeout and
+// finalize_backward reports it naming DistributedDataParallel and the bucket. The DDP runs on its
+// own short-timeout group, so only that group breaks (a timed-out group refuses later calls); the
+// default group stays healthy for the fixture's TearDown. Separate binary from ddp_errors_test so a
+// broken group never shares a process with the other cases.
+#include <chrono>
+#include <string>
+
+#include "tests/distributed/ddp/ddp_test_util.h"
+
+namespace ember::distributed::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr auto kGroupTimeout = std::chrono::seconds(3);
+
+class DdpUneven : public MpiTest {
+ protected:
+  // Trains on a fresh short-timeout group; `extra_rank` runs one iteration more than the others.
+  // Returns the error this rank saw ("" when none) and checks how long the loop took.
+  std::string train_with_extra_iteration_on(int extra_rank) {
+    std::vector<int> ranks(world_);
+    for (int r = 0; r < world_; ++r) ranks[r] = r;
+    DDPOptions options;
+    options.process_group = new_group(ranks, std::chrono::milliseconds(kGroupTimeout));
+    Generator g(42);
+    auto ddp = std::make_shared<DistributedDataParallel>(nn::make_mlp({4, 8, 2}, &g), options);
+    // Two iterations everywhere (the second forward rebuilds the buckets, a broadcast every rank
+    // joins), then one more on `extra_rank` alone.
+    const int iterations = rank_ == extra_rank ? 3 : 2;
+    const auto start = std::chrono::steady_clock::now();
+    std::string msg;
+    for (int it = 0; it < iterations && msg.empty(); ++it) {
+      msg = error_of([&] { sum(ddp->forward(ones({3, 4}))).backward(); });
+    }
+    const auto took = std::chrono::steady_clock::now() - start;
+    // The timeout fires once; far from the mpi_test wrapper's limit.
+    EXPECT_LT(took, kGroupTimeout + std::chrono::seconds(20));
+    return msg;
+  }
+};
+
+void expect_timeout_message(const std::string& msg, int rank) {
+  EXPECT_THAT(msg, HasSubstr("DistributedDataParallel (rank " + std::to_string(rank) +
+                             "): the reduction of bucket 0 of 1 (4 parameters: "));
+  EXPECT_THAT(msg, HasSubstr("did not complete"));
+  EXPECT_THAT(msg, HasSubstr("timed out after 3000 ms"));
+  EXPECT_THAT(msg, HasSubstr("every rank must call forward/backward the same number of times"));
+}
+
+TEST_F(DdpUneven, ExtraIterationOnRankZeroTimesOutNamingTheBucket) {
+  const std::string msg = train_with_extra_iteration_on(0);
+  if (rank_ == 0) {
+    expect_timeout_message(msg, 0);
+  } else {
+    EXPECT_EQ(msg, "");  // finished its iterations and left
+  }
+}
+
+// The same with a non-root rank running ahead: nothing depends on rank 0 being the one.
+TEST_F(DdpUneven, ExtraIterationOnLastRankTimesOutNamingTheBucket) {
+  const int last = world_ - 1;
+  const std::string msg = train_with_extra_iteration_on(last);
+  if (rank_ == last) {
+    expect_timeout_message(msg, last);
+  } else {
+    EXPECT_EQ(msg, "");
+  }
+}
+
+// The default group is unaffected by the broken ones.
+TEST_F(DdpUneven, DefaultGroupStillWorks) {
+  Tensor t = ones({2});
+  std::vector<Tensor> list{t};
+  pg_->allreduce(list)->wait();
+  EXPECT_TRUE(close_to(t, full({2}, Scalar(static_cast<double>(world_)), kFloat64)));
+}
+
+}  // namespace
+}  // namespace ember::distributed::testing
