@@ -35,6 +35,8 @@ struct Scenario {
   double momentum = 0.9;
   bool sparse = false;       // plain SGD (sparse gradients support no momentum with weight decay)
   bool eval_mode = false;
+  // Runs on the DDP module right after construction (e.g. to register a comm hook).
+  std::function<void(DistributedDataParallel&)> setup;
 };
 
 // Rows [first, first + n) of a batch.
@@ -77,6 +79,7 @@ inline std::shared_ptr<DistributedDataParallel> train_ddp(const Scenario& sc, in
   if (sc.eval_mode) model->eval();
   set_shard(*model, rank);
   auto ddp = std::make_shared<DistributedDataParallel>(model, sc.options);
+  if (sc.setup) sc.setup(*ddp);
   optim::SGD opt(ddp->parameters(), optim::SGDOptions(sc.lr).momentum(sc.sparse ? 0.0 : sc.momentum));
   for (int step = 0; step < sc.steps; ++step) {
     opt.zero_grad();
