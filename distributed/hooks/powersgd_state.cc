@@ -34,20 +34,20 @@ bool bucket_key(const std::string& key, const std::string& prefix, size_t* bucke
 
 }  // namespace
 
-PowerSGDState::PowerSGDState(ProcessGroupPtr process_group, int64_t matrix_approximation_rank_,
-                             int64_t start_powerSGD_iter_, double min_compression_rate_,
-                             bool use_error_feedback_, bool warm_start_,
-                             double orthogonalization_epsilon_, uint64_t random_seed,
-                             int64_t compression_stats_logging_frequency_,
-                             bool batch_tensors_with_same_shape_)
-    : matrix_approximation_rank(matrix_approximation_rank_),
-      start_powerSGD_iter(start_powerSGD_iter_),
-      min_compression_rate(min_compression_rate_),
-      use_error_feedback(use_error_feedback_),
-      warm_start(warm_start_),
-      orthogonalization_epsilon(orthogonalization_epsilon_),
-      compression_stats_logging_frequency(std::max<int64_t>(1, compression_stats_logging_frequency_)),
-      batch_tensors_with_same_shape(batch_tensors_with_same_shape_),
+PowerSGDState::PowerSGDState(ProcessGroupPtr process_group, int64_t matrix_approximation_rank,
+                             int64_t start_powerSGD_iter, double min_compression_rate,
+                             bool use_error_feedback, bool warm_start,
+                             double orthogonalization_epsilon, uint64_t random_seed,
+                             int64_t compression_stats_logging_frequency,
+                             bool batch_tensors_with_same_shape)
+    : matrix_approximation_rank(matrix_approximation_rank),
+      start_powerSGD_iter(start_powerSGD_iter),
+      min_compression_rate(min_compression_rate),
+      use_error_feedback(use_error_feedback),
+      warm_start(warm_start),
+      orthogonalization_epsilon(orthogonalization_epsilon),
+      compression_stats_logging_frequency(std::max<int64_t>(1, compression_stats_logging_frequency)),
+      batch_tensors_with_same_shape(batch_tensors_with_same_shape),
       rng(random_seed),
       process_group_(std::move(process_group)) {
   EMBER_CHECK(process_group_ != nullptr, "PowerSGDState: process_group is null");

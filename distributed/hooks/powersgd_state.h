@@ -49,6 +49,8 @@ class PowerSGDState {
   bool warm_start;
   double orthogonalization_epsilon;
   int64_t compression_stats_logging_frequency;
+  // Kept, saved and restored for API compatibility; PyTorch uses it only to batch same-shape
+  // matmuls on GPUs, and ember's per-tensor mm gives the same results, so it changes nothing here.
   bool batch_tensors_with_same_shape;
 
   // Per-bucket memory, keyed by bucket index. Entries are created by the hook on the calling
