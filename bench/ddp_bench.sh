@@ -44,13 +44,13 @@ export OMPI_MCA_btl=self,vader
 mpi() {  # mpi NP ARGS...
   local np="$1"; shift
   timeout 900 mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$np" "$bin" \
-    --steps="$steps" --warmup="$warmup" "$@" | grep '^RESULT'
+    --steps="$steps" --warmup="$warmup" "$@" | grep '^RESULT' || echo "RESULT failed"
 }
 tpy() {
   timeout 900 "$py" bench/ddp_bench_torch.py --steps "$steps" --warmup "$warmup" --timeout 600 "$@" |
-    grep '^RESULT'
+    grep '^RESULT' || echo "RESULT failed"
 }
-field() { tr ' ' '\n' <<<"$2" | sed -n "s/^$1=//p"; }
+field() { local v; v=$(tr ' ' '\n' <<<"$2" | sed -n "s/^$1=//p"); echo "${v:--}"; }
 load() { uptime | sed 's/.*load average/load average/'; }
 
 echo "== machine: $(nproc) cores, $(load); steps=$steps warmup=$warmup"
@@ -93,7 +93,7 @@ sweep() {  # sweep MODEL
     printf '%s\n' "$e" "$t" >&2
     printf '%-9s %14s %15s %13s %8s %13s\n' "$model" "$cap" "$(field buckets "$e")" "$(field ms_per_step "$e")" \
       "$(field ms_per_step "$t")" \
-      "$(awk -v a="$(field ms_per_step "$t")" -v b="$(field ms_per_step "$e")" 'BEGIN { if (a == "nan") print "-"; else printf "%.2f", a / b }')"
+      "$(awk -v a="$(field ms_per_step "$t")" -v b="$(field ms_per_step "$e")" 'BEGIN { if (a == "nan" || a == "-" || b == "-") print "-"; else printf "%.2f", a / b }')"
   done
 }
 
