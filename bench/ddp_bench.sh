@@ -73,7 +73,8 @@ scaling() {  # scaling IMPL
   done
   awk -v s1="$(field img_per_s "$s1")" -v s2="$(field img_per_s "$s2")" -v d="$(field img_per_s "$dd")" \
       -v dm="$(field ms_per_step "$dd")" -v nm="$(field ms_per_step "$ns")" -v i="$impl" \
-    'BEGIN { printf "%-6s efficiency %.3f (target >= 0.97)   eff_vs_x2 %.3f   overhead ddp/nosync %.3f (target <= 1.03)\n",
+    'BEGIN { if (s1 == "-" || s2 == "-" || d == "-" || nm == "-") { print i " efficiency: a run failed"; exit }
+             printf "%-6s efficiency %.3f (target >= 0.97)   eff_vs_x2 %.3f   overhead ddp/nosync %.3f (target <= 1.03)\n",
              i, d / (2 * s1), d / s2, dm / nm }'
   if [[ "$impl" == ember ]]; then
     echo "ember  ddp: buckets=$(field buckets "$dd") comm_wait_ms=$(field comm_wait_ms "$dd") overlap=$(field overlap "$dd") peak_rss_mb=$(field peak_rss_mb "$dd")"
