@@ -11,8 +11,13 @@
 # libtorch). Run on a quiet machine: the script prints `uptime` so a loaded run can be recognised.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bazel build //bench:resnet_train_bench >&2
-bin="$(bazel info bazel-bin 2>/dev/null)/bench/resnet_train_bench"
+# NO_BUILD=1 uses bazel-bin/ as it is (Bazel's lock can be held by a long build elsewhere).
+if [[ "${NO_BUILD:-0}" == 1 ]]; then
+  bin="$PWD/bazel-bin/bench/resnet_train_bench"
+else
+  bazel build //bench:resnet_train_bench >&2
+  bin="$(bazel info bazel-bin 2>/dev/null)/bench/resnet_train_bench"
+fi
 py=/usr/bin/python3
 
 field() {  # field NAME LINE -> the value of NAME=... in a RESULT line
