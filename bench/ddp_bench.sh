@@ -38,9 +38,10 @@ first_bucket="${FIRST_BUCKET:-cap}"
 py=/usr/bin/python3
 if ! "$py" -c "import torch.distributed" 2>/dev/null; then torch=0; fi
 
-# NO_BUILD=1 uses bazel-bin/ as it is (Bazel's lock can be held by a long build elsewhere).
+# NO_BUILD=1 uses the default-config binary in bazel-out/k8-fastbuild as it is (Bazel's lock can be
+# held by a long build elsewhere, and bazel-bin/ follows whichever config was built last).
 if [[ "${NO_BUILD:-0}" == 1 ]]; then
-  bin="$PWD/bazel-bin/bench/ddp_bench"
+  bin="$PWD/bazel-out/k8-fastbuild/bin/bench/ddp_bench"
 else
   bazel build //bench:ddp_bench >&2
   bin="$(bazel info bazel-bin 2>/dev/null)/bench/ddp_bench"

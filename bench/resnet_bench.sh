@@ -11,9 +11,10 @@
 # libtorch). Run on a quiet machine: the script prints `uptime` so a loaded run can be recognised.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# NO_BUILD=1 uses bazel-bin/ as it is (Bazel's lock can be held by a long build elsewhere).
+# NO_BUILD=1 uses the default-config binary in bazel-out/k8-fastbuild as it is (Bazel's lock can be
+# held by a long build elsewhere, and bazel-bin/ follows whichever config was built last).
 if [[ "${NO_BUILD:-0}" == 1 ]]; then
-  bin="$PWD/bazel-bin/bench/resnet_train_bench"
+  bin="$PWD/bazel-out/k8-fastbuild/bin/bench/resnet_train_bench"
 else
   bazel build //bench:resnet_train_bench >&2
   bin="$(bazel info bazel-bin 2>/dev/null)/bench/resnet_train_bench"
