@@ -33,13 +33,10 @@ if [[ "${1:-}" == "profile" ]]; then
     "$bin" --steps="$steps" --warmup=1 2>"$out/valgrind.log"
   callgrind_annotate --inclusive=yes "$out/callgrind.out" >"$out/inclusive.txt"
   callgrind_annotate "$out/callgrind.out" >"$out/self.txt"
-  total=$(sed -n 's/^\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' "$out/inclusive.txt" | tr -d ,)
-  echo "-- top inclusive ember functions (% of all instructions, setup included)"
-  grep -E '^ *[0-9,]+ .*ember::' "$out/inclusive.txt" | head -40 |
-    awk -v T="$total" '{c=$1; gsub(",","",c); $1=""; printf "%6.1f%% %s\n", 100*c/T, substr($0,1,150)}'
-  echo "-- top self-cost functions"
-  grep -E '^ *[0-9,]+ ' "$out/self.txt" | grep -v 'PROGRAM TOTALS' | head -15 |
-    awk -v T="$total" '{c=$1; gsub(",","",c); $1=""; printf "%6.1f%% %s\n", 100*c/T, substr($0,1,150)}'
+  echo "-- top inclusive ember functions (instructions, % of the whole run incl. setup)"
+  grep -E '^ *[0-9,]+ .*ember::' "$out/inclusive.txt" | head -40 | sed 's|/proc/self/cwd/||' | cut -c1-170
+  echo "-- top self-cost functions (GEMM kernels, im2col, memset of fresh outputs, ...)"
+  grep -E '^ *[0-9,]+ ' "$out/self.txt" | grep -v 'PROGRAM TOTALS' | head -15 | sed 's|/proc/self/cwd/||' | cut -c1-170
   echo "== torch.profiler (3 steps, self CPU time per op)"
   "$py" bench/resnet_train_torch.py --steps 5 --warmup 2 --profile
   exit 0
