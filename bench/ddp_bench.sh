@@ -60,7 +60,7 @@ field() { local v; v=$(tr ' ' '\n' <<<"$2" | sed -n "s/^$1=//p"); echo "${v:--}"
 load() { uptime | sed 's/.*load average/load average/'; }
 
 echo "== machine: $(nproc) cores, $(load); steps=$steps warmup=$warmup"
-if pgrep -f train_resnet >/dev/null; then echo "   (a train_resnet process is running: figures are not from a quiet machine)"; fi
+if pgrep -f "train_resnet|ddp_resnet" >/dev/null; then echo "   (a train_resnet/ddp_resnet job is running: figures are not from a quiet machine)"; fi
 
 scaling() {  # scaling IMPL
   local impl="$1" s1 s2 ns dd

@@ -45,7 +45,7 @@ fi
 steps="${1:-30}"
 warmup="${2:-5}"
 echo "== machine: $(nproc) cores, $(uptime | sed 's/.*load average/load average/')"
-if pgrep -f train_resnet >/dev/null; then echo "   (a train_resnet process is running: figures are not from a quiet machine)"; fi
+if pgrep -f "train_resnet|ddp_resnet" >/dev/null; then echo "   (a train_resnet/ddp_resnet job is running: figures are not from a quiet machine)"; fi
 echo "== ember: $bin --steps=$steps --warmup=$warmup"
 e=$("$bin" --steps="$steps" --warmup="$warmup" | grep '^RESULT')
 echo "$e"
