@@ -55,26 +55,11 @@ int main(int argc, char** argv) {
     double train_seconds = 0, acc = 0;
     int64_t trained_steps = 0;
     for (int64_t epoch = start_epoch; epoch < cfg.epochs; ++epoch) {
-      ddp->train();
-      loader.set_epoch(epoch);
-      examples::Progress progress(epoch + 1, cfg.epochs, steps);
-      const auto epoch_start = examples::Clock::now();
-      int64_t step = 0;
-      double running = 0;
-      for (auto& batch : loader) {
-        if (step == steps) break;
-        Tensor loss = criterion(ddp->forward(batch.data), batch.target);
-        opt.zero_grad();
-        loss.backward();
-        opt.step();
-        schedule.step();
-        ++step;
-        running = step == 1 ? loss.item<double>() : 0.98 * running + 0.02 * loss.item<double>();
-        if (rank == 0) progress.update(step, running, world * step * cfg.batch / examples::seconds_since(epoch_start));
-      }
-      if (rank == 0) progress.finish();
-      train_seconds += examples::seconds_since(epoch_start);
-      trained_steps += step;
+      examples::EpochStats st = examples::train_epoch(*ddp, loader, opt, schedule, criterion, epoch,
+                                                      cfg.epochs, steps, world * cfg.batch, rank == 0);
+      const double running = st.loss;
+      train_seconds += st.seconds;
+      trained_steps += st.steps;
       // Each rank evaluates a contiguous slice of the test set; the counts are summed.
       const int64_t n = data.test->size();
       Tensor correct = from_vector<int64_t>(

@@ -37,27 +37,11 @@ int main(int argc, char** argv) {
     double train_seconds = 0, acc = 0;
     int64_t trained_steps = 0;
     for (int64_t epoch = start_epoch; epoch < cfg.epochs; ++epoch) {
-      model->train();
-      loader.set_epoch(epoch);
-      examples::Progress progress(epoch + 1, cfg.epochs, steps);
-      const auto epoch_start = examples::Clock::now();
-      int64_t step = 0;
-      double running = 0;
-      for (auto& batch : loader) {
-        if (step == steps) break;
-        Tensor loss = criterion(model->forward(batch.data), batch.target);
-        opt.zero_grad();
-        loss.backward();
-        opt.step();
-        schedule.step();
-        ++step;
-        running = step == 1 ? loss.item<double>() : 0.98 * running + 0.02 * loss.item<double>();
-        const double elapsed = examples::seconds_since(epoch_start);
-        progress.update(step, running, step * cfg.batch / elapsed);
-      }
-      progress.finish();
-      train_seconds += examples::seconds_since(epoch_start);
-      trained_steps += step;
+      examples::EpochStats st = examples::train_epoch(*model, loader, opt, schedule, criterion, epoch,
+                                                      cfg.epochs, steps, cfg.batch, true);
+      const double running = st.loss;
+      train_seconds += st.seconds;
+      trained_steps += st.steps;
       acc = examples::evaluate(*model, data.test);
       std::printf("epoch %lld: train loss %.4f, test accuracy %.4f\n", (long long)(epoch + 1), running, acc);
       std::fflush(stdout);

@@ -152,6 +152,31 @@ void Progress::finish() {
   if (tty_) std::fprintf(stderr, "\n");
 }
 
+EpochStats train_epoch(nn::Module& model, data::DataLoader& loader, optim::Optimizer& opt,
+                       optim::LRScheduler& schedule, const nn::CrossEntropyLoss& criterion,
+                       int64_t epoch, int64_t epochs, int64_t max_steps, int64_t images_per_step, bool show) {
+  model.train();
+  loader.set_epoch(epoch);
+  Progress progress(epoch + 1, epochs, max_steps);
+  const auto start = Clock::now();
+  EpochStats st;
+  for (auto& batch : loader) {
+    if (st.steps == max_steps) break;
+    Tensor loss = criterion(model.forward(batch.data), batch.target);
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+    schedule.step();
+    ++st.steps;
+    const double l = loss.item<double>();
+    st.loss = st.steps == 1 ? l : 0.98 * st.loss + 0.02 * l;
+    if (show) progress.update(st.steps, st.loss, st.steps * images_per_step / seconds_since(start));
+  }
+  if (show) progress.finish();
+  st.seconds = seconds_since(start);
+  return st;
+}
+
 void save_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& opt, int64_t epoch) {
   nn::StateDict sd;
   for (auto& kv : model.state_dict()) sd.emplace_back("model." + kv.first, kv.second);

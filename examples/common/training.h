@@ -50,6 +50,18 @@ double evaluate(nn::Module& model, const std::shared_ptr<data::TensorDataset>& d
 int64_t count_correct(nn::Module& model, const std::shared_ptr<data::TensorDataset>& dataset,
                       int64_t begin, int64_t end);
 
+struct EpochStats {
+  int64_t steps = 0;
+  double seconds = 0;
+  double loss = 0;  // exponentially smoothed training loss
+};
+// One training epoch of `model` (a plain module or a DistributedDataParallel wrapper): forward,
+// loss, zero_grad, backward, optimizer and per-step schedule; at most `max_steps` steps.
+// `images_per_step` scales the img/s shown (the global batch under DDP); `show` draws progress.
+EpochStats train_epoch(nn::Module& model, data::DataLoader& loader, optim::Optimizer& opt,
+                       optim::LRScheduler& schedule, const nn::CrossEntropyLoss& criterion,
+                       int64_t epoch, int64_t epochs, int64_t max_steps, int64_t images_per_step, bool show);
+
 // A one-line progress report, redrawn in place on a terminal and printed every 10% otherwise.
 class Progress {
  public:
