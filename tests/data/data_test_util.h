@@ -15,30 +15,12 @@
 #include <gtest/gtest.h>
 
 #include "tensor/error.h"
+#include "tests/common/error_matchers.h"
 
 namespace ember::data::testing {
 
-// Runs fn and succeeds only if it throws ember::Error whose message contains every needle.
-inline ::testing::AssertionResult throws_with(const std::function<void()>& fn,
-                                              std::initializer_list<std::string> needles) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const std::string& n : needles) {
-      if (msg.find(n) == std::string::npos) {
-        return ::testing::AssertionFailure() << "message \"" << msg << "\" lacks \"" << n << "\"";
-      }
-    }
-    return ::testing::AssertionSuccess();
-  } catch (const std::exception& e) {
-    return ::testing::AssertionFailure() << "threw a non-ember exception: " << e.what();
-  }
-  return ::testing::AssertionFailure() << "did not throw";
-}
+using ::ember::testing::throws_with;
 
-#define EXPECT_EMBER_ERROR(stmt, ...) \
-  EXPECT_TRUE(::ember::data::testing::throws_with([&] { (void)(stmt); }, {__VA_ARGS__}))
 
 using Bytes = std::vector<uint8_t>;
 

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/common/error_matchers.h"
+
 #include "optim/optim.h"
 #include "tensor/all.h"
 #include "tensor/sparse.h"
@@ -30,26 +32,8 @@ inline std::vector<double> vals(const Tensor& t) {
   return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
 }
 
-inline ::testing::AssertionResult throws_with(const std::function<void()>& fn,
-                                              std::initializer_list<std::string> needles) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const std::string& n : needles) {
-      if (msg.find(n) == std::string::npos) {
-        return ::testing::AssertionFailure() << "message \"" << msg << "\" lacks \"" << n << "\"";
-      }
-    }
-    return ::testing::AssertionSuccess();
-  } catch (const std::exception& e) {
-    return ::testing::AssertionFailure() << "threw a non-ember exception: " << e.what();
-  }
-  return ::testing::AssertionFailure() << "did not throw";
-}
+using ::ember::testing::throws_with;
 
-#define EXPECT_EMBER_ERROR(stmt, ...) \
-  EXPECT_TRUE(::ember::optim::testing::throws_with([&] { (void)(stmt); }, {__VA_ARGS__}))
 
 // Every element within tol of the expected values.
 #define EXPECT_VALUES_NEAR(tensor, expected, tol)                                 \

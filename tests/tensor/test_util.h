@@ -11,32 +11,11 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/common/error_matchers.h"
+
 #include "tensor/all.h"
 
 namespace ember::testing {
-
-// Runs fn and succeeds only if it throws ember::Error whose message contains every needle.
-inline ::testing::AssertionResult throws_with(const std::function<void()>& fn,
-                                              std::initializer_list<std::string> needles) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const std::string& n : needles) {
-      if (msg.find(n) == std::string::npos) {
-        return ::testing::AssertionFailure() << "message \"" << msg << "\" lacks \"" << n << "\"";
-      }
-    }
-    return ::testing::AssertionSuccess();
-  } catch (const std::exception& e) {
-    return ::testing::AssertionFailure() << "threw a non-ember exception: " << e.what();
-  }
-  return ::testing::AssertionFailure() << "did not throw";
-}
-
-// EXPECT_EMBER_ERROR(a.add(b), "add", "[2, 3]", "[4]"): throws ember::Error naming all of them.
-#define EXPECT_EMBER_ERROR(stmt, ...) \
-  EXPECT_TRUE(::ember::testing::throws_with([&] { (void)(stmt); }, {__VA_ARGS__}))
 
 // One element of t's storage at element index i, read with t's dtype.
 inline double storage_element(const Tensor& t, int64_t i) {
