@@ -17,28 +17,11 @@
 
 #include "tensor/all.h"
 #include "tensor/sparse.h"
+#include "tests/common/error_matchers.h"
 
 namespace ember::nn {
 namespace {
 
-::testing::AssertionResult throws_with(const std::function<void()>& fn,
-                                       std::initializer_list<std::string> needles) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const std::string& n : needles) {
-      if (msg.find(n) == std::string::npos) {
-        return ::testing::AssertionFailure() << "message \"" << msg << "\" lacks \"" << n << "\"";
-      }
-    }
-    return ::testing::AssertionSuccess();
-  } catch (const std::exception& e) {
-    return ::testing::AssertionFailure() << "threw a non-ember exception: " << e.what();
-  }
-  return ::testing::AssertionFailure() << "did not throw";
-}
-#define EXPECT_EMBER_ERROR(stmt, ...) EXPECT_TRUE(throws_with([&] { (void)(stmt); }, {__VA_ARGS__}))
 
 // A fresh directory per test, so listing it shows exactly what save left behind.
 class CheckpointTest : public ::testing::Test {
