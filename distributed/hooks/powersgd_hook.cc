@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
+#include <utility>
 
 #include "distributed/hooks/default_hooks.h"
 #include "tensor/factories.h"
@@ -67,6 +69,20 @@ void orthogonalize(const Tensor& matrix, double epsilon) {
   }
 }
 
+// Error feedback: adds bucket b's residual from the last iteration to `flat` (in place) and returns
+// a copy of the result (to measure this iteration's residual) and the residual buffer itself.
+// Both are undefined when error feedback is off.
+static std::pair<Tensor, Tensor> apply_error_feedback(PowerSGDState& state, size_t b, const Tensor& flat) {
+  if (!state.use_error_feedback) return {Tensor(), Tensor()};
+  auto it = state.error_dict.find(b);
+  if (it != state.error_dict.end() && it->second.numel() == flat.numel()) {
+    add_(flat, it->second);
+  } else {
+    state.error_dict[b] = zeros({flat.numel()}, flat.dtype());
+  }
+  return {flat.clone(), state.error_dict[b]};
+}
+
 FuturePtr powerSGD_hook(PowerSGDState& state, GradBucket& bucket) {
   ProcessGroup& group = state.process_group();
   if (state.iter < state.start_powerSGD_iter) {
@@ -83,17 +99,8 @@ FuturePtr powerSGD_hook(PowerSGDState& state, GradBucket& bucket) {
   state.total_numel_before_compression += total;
 
   // Error feedback: compress gradient + last iteration's local residual.
-  Tensor input_copy, error;
-  if (state.use_error_feedback) {
-    auto it = state.error_dict.find(b);
-    if (it != state.error_dict.end() && it->second.numel() == total) {
-      add_(input, it->second);
-    } else {
-      state.error_dict[b] = zeros({total}, dtype);
-    }
-    error = state.error_dict[b];
-    input_copy = input.clone();
-  }
+  Tensor input_copy, error;  // plain variables: lambdas below capture them
+  std::tie(input_copy, error) = apply_error_feedback(state, b, input);
 
   // Split: 2-d views worth compressing vs the rest (vectors, small matrices).
   std::vector<Tensor> to_compress, uncompressed;
@@ -211,17 +218,8 @@ FuturePtr batched_powerSGD_hook(PowerSGDState& state, GradBucket& bucket) {
   // ember tensors cannot be resized in place: the square matrix lives in a zero-padded copy.
   Tensor padded = zeros({padded_total}, dtype);
   copy_(padded.narrow(0, 0, total), input);
-  Tensor input_copy, error;
-  if (state.use_error_feedback) {
-    auto it = state.error_dict.find(b);
-    if (it != state.error_dict.end() && it->second.numel() == padded_total) {
-      add_(padded, it->second);
-    } else {
-      state.error_dict[b] = zeros({padded_total}, dtype);
-    }
-    error = state.error_dict[b];
-    input_copy = padded.clone();
-  }
+  Tensor input_copy, error;  // plain variables: lambdas below capture them
+  std::tie(input_copy, error) = apply_error_feedback(state, b, padded);
   Tensor matrix = padded.view({side, side});
 
   const bool have_memory = state.warm_start && state.p_memory_dict.count(b) &&
