@@ -36,15 +36,10 @@ int main(int argc, char** argv) {
     data::DataLoader loader(data.train, data::DataLoaderOptions{cfg.batch, false, cfg.seed + rank, true, true, 2},
                             examples::train_transforms(cfg), sampler);
     const int64_t steps = cfg.max_steps > 0 ? std::min(cfg.max_steps, loader.num_batches()) : loader.num_batches();
-    optim::SGD opt(ddp->parameters(),
-                   optim::SGDOptions(cfg.lr).momentum(cfg.momentum).weight_decay(cfg.weight_decay));
+    optim::SGD opt = examples::make_sgd(cfg, ddp->parameters());
     optim::CosineAnnealingLR schedule(opt, cfg.epochs * steps);
-    int64_t start_epoch = 0;
-    if (!cfg.resume.empty()) {
-      // Every rank loads the same file; DDP keeps them identical from there on.
-      start_epoch = examples::load_checkpoint(cfg.resume, *model, opt);
-      for (int64_t i = 0; i < start_epoch * steps; ++i) schedule.step();
-    }
+    // Every rank loads the same file; DDP keeps them identical from there on.
+    const int64_t start_epoch = examples::resume_if_requested(cfg, *model, opt, schedule, steps, rank == 0);
     nn::CrossEntropyLoss criterion(Reduction::Mean, cfg.label_smoothing);
     if (rank == 0) {
       auto d = ddp->get_ddp_logging_data();

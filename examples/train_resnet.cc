@@ -21,15 +21,9 @@ int main(int argc, char** argv) {
     data::DataLoader loader(data.train, data::DataLoaderOptions{cfg.batch, true, cfg.seed, true, true, 2},
                             examples::train_transforms(cfg));
     const int64_t steps = cfg.max_steps > 0 ? std::min(cfg.max_steps, loader.num_batches()) : loader.num_batches();
-    optim::SGD opt(model->parameters(),
-                   optim::SGDOptions(cfg.lr).momentum(cfg.momentum).weight_decay(cfg.weight_decay));
+    optim::SGD opt = examples::make_sgd(cfg, model->parameters());
     optim::CosineAnnealingLR schedule(opt, cfg.epochs * steps);
-    int64_t start_epoch = 0;
-    if (!cfg.resume.empty()) {
-      start_epoch = examples::load_checkpoint(cfg.resume, *model, opt);
-      for (int64_t i = 0; i < start_epoch * steps; ++i) schedule.step();
-      std::fprintf(stderr, "resumed from %s after epoch %lld\n", cfg.resume.c_str(), (long long)start_epoch);
-    }
+    const int64_t start_epoch = examples::resume_if_requested(cfg, *model, opt, schedule, steps, true);
     nn::CrossEntropyLoss criterion(Reduction::Mean, cfg.label_smoothing);
     std::fprintf(stderr, "ResNet-%lld (width %lld, %zu parameter tensors), batch %lld, %lld steps/epoch\n",
                  (long long)cfg.depth, (long long)cfg.width, model->parameters().size(),

@@ -199,4 +199,18 @@ int64_t load_checkpoint(const std::string& path, nn::Module& model, optim::Optim
   return std::stoll(it->second);
 }
 
+int64_t resume_if_requested(const TrainConfig& cfg, nn::Module& model, optim::Optimizer& opt,
+                            optim::LRScheduler& schedule, int64_t steps_per_epoch, bool verbose) {
+  if (cfg.resume.empty()) return 0;
+  const int64_t epoch = load_checkpoint(cfg.resume, model, opt);
+  for (int64_t i = 0; i < epoch * steps_per_epoch; ++i) schedule.step();
+  if (verbose) std::fprintf(stderr, "resumed from %s after epoch %lld\n", cfg.resume.c_str(), (long long)epoch);
+  return epoch;
+}
+
+optim::SGD make_sgd(const TrainConfig& cfg, std::vector<Tensor> params) {
+  return optim::SGD(std::move(params),
+                    optim::SGDOptions(cfg.lr).momentum(cfg.momentum).weight_decay(cfg.weight_decay));
+}
+
 }  // namespace ember::examples

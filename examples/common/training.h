@@ -78,6 +78,12 @@ class Progress {
 void save_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& opt, int64_t epoch);
 // Returns the epoch stored (training continues after it).
 int64_t load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& opt);
+// With --resume: loads the checkpoint and fast-forwards the per-step schedule; returns the epoch
+// to start from (0 without --resume).
+int64_t resume_if_requested(const TrainConfig& cfg, nn::Module& model, optim::Optimizer& opt,
+                            optim::LRScheduler& schedule, int64_t steps_per_epoch, bool verbose);
+// The trainers' optimizer: SGD with the configured lr, momentum and weight decay.
+optim::SGD make_sgd(const TrainConfig& cfg, std::vector<Tensor> params);
 
 using Clock = std::chrono::steady_clock;
 inline double seconds_since(Clock::time_point t) {
