@@ -221,21 +221,24 @@ void Reducer::mark_bucket_ready(size_t bucket_index) {
 }
 
 void Reducer::all_reduce_bucket(Bucket& bucket, size_t bucket_index) {
-  bucket.launch_us = Trace::now_us();
-  bucket.done_us = 0;
+  const double launch_us = Trace::now_us();
+  bucket.launch_us = launch_us;
+  bucket.done_us = std::make_shared<double>(0.0);
   GradBucket grad_bucket(bucket_index, buckets_.size(),
                          bucket.expect_sparse_gradient ? bucket.sparse_gradient : bucket.gradients,
                          bucket.offsets, bucket.lengths, bucket.sizes, bucket.variables);
-  bucket.future_work = run_comm_hook(grad_bucket);
   // Timestamp the completion on the communication thread (for the trace and overlap statistics).
-  Bucket* b = &bucket;
+  // Chained with then(), not add_callback(): finalize_backward waits on the chained future, so it
+  // never reads done_us while the worker is still writing it.
   const size_t n = bucket.variables.size();
-  bucket.future_work->add_callback([b, bucket_index, n](Future&) {
-    b->done_us = Trace::now_us();
-    Trace::get().span("allreduce bucket " + std::to_string(bucket_index), "ddp", b->launch_us,
-                      b->done_us - b->launch_us, 1,
-                      "{\"bucket\":" + std::to_string(bucket_index) + ",\"params\":" + std::to_string(n) + "}");
-  });
+  bucket.future_work =
+      run_comm_hook(grad_bucket)->then([done_us = bucket.done_us, launch_us, bucket_index, n](Future& reduced) {
+        *done_us = Trace::now_us();
+        Trace::get().span("allreduce bucket " + std::to_string(bucket_index), "ddp", launch_us,
+                          *done_us - launch_us, 1,
+                          "{\"bucket\":" + std::to_string(bucket_index) + ",\"params\":" + std::to_string(n) + "}");
+        return reduced.const_value();
+      });
 }
 
 FuturePtr Reducer::run_comm_hook(GradBucket& grad_bucket) {

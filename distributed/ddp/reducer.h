@@ -66,7 +66,10 @@ class Reducer {
     Tensor sparse_gradient;
     FuturePtr future_work;
     size_t size_limit = 0;
-    double launch_us = 0, done_us = 0;  // for the trace and overlap statistics
+    // For the trace and overlap statistics. done_us is written on the communication thread and
+    // shared with its callback, so a Bucket freed early (rebuild, destruction) is never written.
+    double launch_us = 0;
+    std::shared_ptr<double> done_us = std::make_shared<double>(0.0);
   };
   struct VariableLocator {
     size_t bucket_index = 0;

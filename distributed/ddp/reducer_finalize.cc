@@ -116,7 +116,7 @@ void Reducer::finalize_backward() {
   const double end_us = Trace::now_us();
   double comm = 0, overlapped = 0;
   for (const Bucket& b : buckets_) {
-    const double done = b.done_us > 0 ? b.done_us : end_us;
+    const double done = *b.done_us > 0 ? *b.done_us : end_us;
     comm += done - b.launch_us;
     overlapped += std::max(0.0, std::min(done, compute_end_us) - b.launch_us);
   }
