@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 scripts/bootstrap.sh || { echo "0 passed, 1 failed"; exit 1; }
 
 passed=0 failed=0 skipped=0
+failures=()  # "target: case, case" for the summary printed just before the closing line
 
 # Counts the test cases in one JUnit XML file written by GoogleTest (or by Bazel for non-gtest tests).
 count_xml() {
@@ -19,6 +20,16 @@ count_xml() {
     /<\/testcase>/        { close_case() }
     function close_case() { if (!open) return; if (bad) f++; else if (skip) s++; else p++; open = 0 }
     END { printf "%d %d %d\n", p, f, s }
+  ' "$1"
+}
+
+# The names of the failing test cases in one JUnit XML file, comma-separated.
+failed_cases() {
+  awk '
+    /<testcase / { match($0, /name="[^"]*"/); name = substr($0, RSTART + 6, RLENGTH - 7);
+                   match($0, /classname="[^"]*"/); cls = substr($0, RSTART + 11, RLENGTH - 12) }
+    /<failure|<error/ { if (!(cls "." name in seen)) { seen[cls "." name] = 1; out = out (out ? ", " : "") cls "." name } }
+    END { print out }
   ' "$1"
 }
 
@@ -36,12 +47,14 @@ run_suite() {
     if [[ "$status" == PASSED || "$status" == FAILED || "$status" == FLAKY ]] && [[ -f "$xml" ]]; then
       read -r p f s < <(count_xml "$xml")
       if [[ "$status" != PASSED && "$f" -eq 0 ]]; then f=1; fi  # crashed before writing a failure
+      if [[ "$f" -gt 0 ]]; then failures+=("${label}: ${target} ${status}: $(failed_cases "$xml")"); fi
       if [[ $((p + f + s)) -eq 0 ]]; then
         if [[ "$status" == PASSED ]]; then p=1; else f=1; fi
       fi
       passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
     else
       echo "   ${target}: ${status}" >&2
+      failures+=("${label}: ${target} ${status}")
       failed=$((failed + 1))
     fi
   done < <(awk '/^\/\/[^ ]+ +/ {
@@ -52,6 +65,7 @@ run_suite() {
       if (s != "") print $1, s }' "$log")
   if grep -qE '^(ERROR|FAILED): Build did NOT complete' "$log" && ! grep -qE '^//' "$log"; then
     echo "   ${label}: the build failed before any test ran" >&2
+    failures+=("${label}: the build failed before any test ran")
     failed=$((failed + 1))
   fi
   rm -f "$log"
@@ -62,5 +76,7 @@ if [[ "${EMBER_SKIP_ASAN:-0}" != "1" ]]; then
   run_suite "sanitizers" --config=asan --test_tag_filters=-mpi,-benchmark //tests/...
 fi
 
+# CI keeps only the tail of the output: name what failed right above the closing line.
+for f in "${failures[@]+"${failures[@]}"}"; do echo "FAILED ${f}"; done
 echo "${passed} passed, ${failed} failed, ${skipped} skipped"
 [[ "$failed" -eq 0 ]]
