@@ -8,10 +8,14 @@
 //   single  the bare model, no DDP: each rank an independent single-process run (launch it with
 //           -np 1 for "one process alone", -np 2 for "two independent processes side by side")
 // Models: resnet20 (nn::ResNet, 1x28x28 input) and mlp (--mlp_layers Linear layers of
-// --mlp_width x --mlp_width with ReLU: many small parameters, for the bucket-size experiment).
+// --mlp_width x --mlp_width with ReLU: many small parameters, for the bucket-size experiment; or
+// --mlp_sizes=784,4096,4096,10: the layer widths, e.g. the wide MLP of the comm-hook benchmark).
+// --comm_hook=none|allreduce|fp16|bf16|noop|powersgd|batched_powersgd (with --powersgd_rank and
+// --powersgd_start_iter) registers a communication hook on the DDP model.
 // Rank 0 prints one line (the step time is the slowest rank's median):
 //   RESULT impl=ember model=... mode=... world=2 bucket_cap_mb=... first_bucket_mb=... buckets=...
 //          ms_per_step=... mean_ms_per_step=... img_per_s=... comm_wait_ms=... overlap=... peak_rss_mb=...
+//          comm_hook=... bytes_per_step=...   (payload this rank handed to collectives per timed step)
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -26,6 +30,7 @@
 
 #include "distributed/ddp/distributed_data_parallel.h"
 #include "distributed/distributed.h"
+#include "distributed/hooks/comm_hook_by_name.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
 #include "tensor/all.h"
@@ -41,7 +46,21 @@ struct Flags {
   double bucket_cap_mb = 25;
   double first_bucket_mb = 1.0;  // PyTorch's _DEFAULT_FIRST_BUCKET_BYTES
   long long steps = 30, warmup = 5, batch = 64, mlp_layers = 200, mlp_width = 64, seed = 0;
+  std::vector<int64_t> mlp_sizes;  // overrides mlp_layers / mlp_width when given
+  distributed::CommHookSpec hook{"none", 1, 2};
 };
+
+std::vector<int64_t> parse_sizes(const std::string& v) {
+  std::vector<int64_t> out;
+  size_t start = 0;
+  while (start <= v.size()) {
+    const size_t comma = v.find(',', start);
+    out.push_back(std::atoll(v.substr(start, comma - start).c_str()));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
 
 bool parse(const std::string& arg, Flags* f) {
   const auto eq = arg.find('=');
@@ -57,6 +76,10 @@ bool parse(const std::string& arg, Flags* f) {
   else if (name == "mlp_layers") f->mlp_layers = std::atoll(v.c_str());
   else if (name == "mlp_width") f->mlp_width = std::atoll(v.c_str());
   else if (name == "seed") f->seed = std::atoll(v.c_str());
+  else if (name == "mlp_sizes") f->mlp_sizes = parse_sizes(v);
+  else if (name == "comm_hook") f->hook.name = v;
+  else if (name == "powersgd_rank") f->hook.powersgd_rank = std::atoll(v.c_str());
+  else if (name == "powersgd_start_iter") f->hook.powersgd_start_iter = std::atoll(v.c_str());
   else return false;
   return true;
 }
@@ -85,7 +108,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: %s [--model=resnet20|mlp] [--mode=ddp|nosync|single] [--bucket_cap_mb=25] "
                    "[--first_bucket_mb=1] [--steps=30] [--warmup=5] [--batch=64] [--mlp_layers=200] "
-                   "[--mlp_width=64] [--seed=0]\n",
+                   "[--mlp_width=64] [--mlp_sizes=784,4096,4096,10] [--seed=0] [--comm_hook=none] "
+                   "[--powersgd_rank=1] [--powersgd_start_iter=2]\n",
                    argv[0]);
       return 2;
     }
@@ -94,6 +118,7 @@ int main(int argc, char** argv) {
   try {
     EMBER_CHECK(f.mode == "ddp" || f.mode == "nosync" || f.mode == "single", "ddp_bench: unknown --mode=", f.mode);
     EMBER_CHECK(f.model == "resnet20" || f.model == "mlp", "ddp_bench: unknown --model=", f.model);
+    EMBER_CHECK(f.hook.name == "none" || f.mode == "ddp", "ddp_bench: --comm_hook needs --mode=ddp");
     auto pg = distributed::init_process_group("mpi");
     rank = pg->rank();
     const int world = pg->size();
@@ -105,10 +130,14 @@ int main(int argc, char** argv) {
       model = std::make_shared<nn::ResNet>(nn::ResNetOptions{20, 16, 1, 10}, &model_gen);
       x = randn({f.batch, 1, 28, 28}, &data_gen);
     } else {
-      std::vector<int64_t> sizes(f.mlp_layers, f.mlp_width);
-      sizes.push_back(10);
+      std::vector<int64_t> sizes = f.mlp_sizes;
+      if (sizes.empty()) {
+        sizes.assign(f.mlp_layers, f.mlp_width);
+        sizes.push_back(10);
+      }
+      EMBER_CHECK(sizes.size() >= 2 && sizes.back() == 10, "ddp_bench: --mlp_sizes needs >= 2 widths ending in 10");
       model = nn::make_mlp(sizes, &model_gen);
-      x = randn({f.batch, f.mlp_width}, &data_gen);
+      x = randn({f.batch, sizes.front()}, &data_gen);
     }
     Tensor y = randint(0, 10, {f.batch}, &data_gen);
     model->train();
@@ -119,6 +148,7 @@ int main(int argc, char** argv) {
       o.bucket_cap_mb = f.bucket_cap_mb;
       o.first_bucket_mb = f.first_bucket_mb;
       ddp = std::make_shared<distributed::DistributedDataParallel>(model, o);
+      distributed::register_comm_hook_by_name(*ddp, pg, f.hook);
       net = ddp.get();
     }
     optim::SGD opt(net->parameters(), optim::SGDOptions(0.01).momentum(0.9));
@@ -127,8 +157,12 @@ int main(int argc, char** argv) {
     std::vector<double> times, comm_wait, overlap;
     pg->barrier()->wait();
     Clock::time_point timed_start;
+    uint64_t timed_bytes = 0;
     for (long long s = 0; s < f.warmup + f.steps; ++s) {
-      if (s == f.warmup) timed_start = Clock::now();
+      if (s == f.warmup) {
+        timed_start = Clock::now();
+        timed_bytes = pg->payload_bytes();
+      }
       const auto t0 = Clock::now();
       {
         std::unique_ptr<distributed::DistributedDataParallel::NoSyncGuard> guard;
@@ -148,6 +182,7 @@ int main(int argc, char** argv) {
         }
       }
     }
+    const double bytes_per_step = f.steps > 0 ? static_cast<double>(pg->payload_bytes() - timed_bytes) / f.steps : 0;
     const double mean_ms =
         f.steps > 0 ? std::chrono::duration<double, std::milli>(Clock::now() - timed_start).count() / f.steps : 0;
     struct rusage ru;
@@ -162,10 +197,11 @@ int main(int argc, char** argv) {
       std::printf(
           "RESULT impl=ember model=%s mode=%s world=%d batch=%lld steps=%lld bucket_cap_mb=%g first_bucket_mb=%g "
           "buckets=%lld params=%zu ms_per_step=%.2f mean_ms_per_step=%.2f img_per_s=%.1f comm_wait_ms=%.2f "
-          "overlap=%.2f peak_rss_mb=%.1f\n",
+          "overlap=%.2f peak_rss_mb=%.1f comm_hook=%s bytes_per_step=%.0f\n",
           f.model.c_str(), f.mode.c_str(), world, f.batch, f.steps, f.bucket_cap_mb, f.first_bucket_mb,
           (long long)buckets, model->parameters().size(), step_ms, mean_step_ms,
-          step_ms > 0 ? 1000.0 * world * f.batch / step_ms : 0.0, wait_ms, median(overlap), rss_mb);
+          step_ms > 0 ? 1000.0 * world * f.batch / step_ms : 0.0, wait_ms, median(overlap), rss_mb,
+          f.hook.name.c_str(), bytes_per_step);
       std::fflush(stdout);
     }
     ddp.reset();

@@ -2,10 +2,14 @@
 
 Usage: /usr/bin/python3 bench/ddp_bench_torch.py --world 2 --model resnet20|mlp --mode ddp|nosync|single
            [--bucket_cap_mb 25] [--first_bucket_mb 1] [--steps 30] [--warmup 5] [--batch 64]
+           [--mlp_sizes 784,4096,4096,10] [--comm_hook none|allreduce|fp16|bf16|noop|powersgd|batched_powersgd]
+           [--powersgd_rank 1] [--powersgd_start_iter 2]
 Spawns `world` processes (torch.multiprocessing, MASTER_ADDR=127.0.0.1, gloo, one thread each),
 same models (torch_models.py), same modes and the same RESULT line as ddp_bench.cc: the step time
 is the slowest rank's median. --first_bucket_mb sets dist._DEFAULT_FIRST_BUCKET_BYTES (PyTorch's
-first-bucket size, 1 MiB by default) before DDP is built.
+first-bucket size, 1 MiB by default) before DDP is built. --comm_hook registers PyTorch's own hook
+(torch.distributed.algorithms.ddp_comm_hooks); bytes_per_step is the size of the buffers handed to
+gloo, counted by wrapping dist.all_reduce / all_gather for the timed steps.
 """
 import argparse
 import faulthandler
@@ -31,6 +35,47 @@ def max_over_ranks(x):
     return t.item()
 
 
+class PayloadCounter:
+    """Counts the bytes of the tensors this rank hands to collectives (like ember's payload_bytes).
+    PyTorch's hooks call torch.distributed.all_reduce, the default path calls the C++ reducer,
+    whose bucket sizes are added from the model's gradients instead (see run())."""
+
+    def __init__(self):
+        self.bytes = 0
+        self._all_reduce = dist.all_reduce
+
+    def install(self):
+        def counted(tensor, *args, **kwargs):
+            self.bytes += tensor.numel() * tensor.element_size()
+            return self._all_reduce(tensor, *args, **kwargs)
+        # The hooks look dist.all_reduce up at call time (default_hooks.py, powerSGD_hook.py).
+        dist.all_reduce = counted
+
+
+def register_hook(ddp, a):
+    if a.comm_hook == "none":
+        return
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks as dh
+    from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as ps
+    if a.comm_hook == "allreduce":
+        ddp.register_comm_hook(None, dh.allreduce_hook)
+    elif a.comm_hook == "fp16":
+        ddp.register_comm_hook(None, dh.fp16_compress_hook)
+    elif a.comm_hook == "bf16":
+        ddp.register_comm_hook(None, dh.bf16_compress_hook)
+    elif a.comm_hook == "noop":
+        def noop_hook(_, bucket):
+            fut = torch.futures.Future()
+            fut.set_result(bucket.buffer())
+            return fut
+        ddp.register_comm_hook(None, noop_hook)
+    else:
+        state = ps.PowerSGDState(process_group=None, matrix_approximation_rank=a.powersgd_rank,
+                                 start_powerSGD_iter=a.powersgd_start_iter)
+        hook = ps.powerSGD_hook if a.comm_hook == "powersgd" else ps.batched_powerSGD_hook
+        ddp.register_comm_hook(state, hook)
+
+
 def run(rank, a, port):
     # A hang guard: dump every thread's stack and exit instead of waiting forever.
     faulthandler.dump_traceback_later(a.timeout, exit=True)
@@ -39,13 +84,16 @@ def run(rank, a, port):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=a.world)
     torch.manual_seed(a.seed)
+    sizes = [int(v) for v in a.mlp_sizes.split(",")] if a.mlp_sizes else None
     if a.model == "resnet20":
         model = torch_models.resnet(20, 16)
+    elif sizes:
+        model = torch_models.mlp_sizes(sizes)
     else:
         model = torch_models.mlp(a.mlp_layers, a.mlp_width)
     model.train()
     g = torch.Generator().manual_seed(a.seed + 1000 + rank)
-    shape = (a.batch, 1, 28, 28) if a.model == "resnet20" else (a.batch, a.mlp_width)
+    shape = (a.batch, 1, 28, 28) if a.model == "resnet20" else (a.batch, sizes[0] if sizes else a.mlp_width)
     x = torch.randn(*shape, generator=g)
     y = torch.randint(0, 10, (a.batch,), generator=g)
     net = model
@@ -53,15 +101,20 @@ def run(rank, a, port):
     if a.mode != "single":
         dist._DEFAULT_FIRST_BUCKET_BYTES = int(a.first_bucket_mb * 1024 * 1024)
         ddp = DDP(model, bucket_cap_mb=a.bucket_cap_mb)
+        register_hook(ddp, a)
         net = ddp
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
     criterion = nn.CrossEntropyLoss()
     times = []
+    counter = PayloadCounter()
+    counter.install()
+    grad_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     dist.barrier()
     start = time.perf_counter()
     for s in range(a.warmup + a.steps):
         if s == a.warmup:
             start = time.perf_counter()
+            counter.bytes = 0
         t0 = time.perf_counter()
         if a.mode == "nosync":
             with ddp.no_sync():
@@ -77,6 +130,10 @@ def run(rank, a, port):
         if s >= a.warmup:
             times.append(1e3 * (t1 - t0))
     mean_ms = 1e3 * (time.perf_counter() - start) / max(1, a.steps)
+    # Without a hook the C++ reducer allreduces every bucket itself (not through dist.all_reduce).
+    bytes_per_step = counter.bytes / max(1, a.steps)
+    if a.mode == "ddp" and a.comm_hook == "none":
+        bytes_per_step = grad_bytes
     step_ms = max_over_ranks(statistics.median(times))
     mean_ms = max_over_ranks(mean_ms)
     rss = max_over_ranks(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0)
@@ -95,7 +152,7 @@ def run(rank, a, port):
               f"steps={a.steps} bucket_cap_mb={a.bucket_cap_mb:g} first_bucket_mb={a.first_bucket_mb:g} "
               f"buckets={buckets} params={len(list(model.parameters()))} ms_per_step={step_ms:.2f} "
               f"mean_ms_per_step={mean_ms:.2f} img_per_s={1000.0 * a.world * a.batch / step_ms:.1f} "
-              f"peak_rss_mb={rss:.1f}", flush=True)
+              f"peak_rss_mb={rss:.1f} comm_hook={a.comm_hook} bytes_per_step={bytes_per_step:.0f}", flush=True)
     dist.destroy_process_group()
     # Skip interpreter teardown: on this machine a gloo rank sometimes hung forever in C++
     # destructors after run() returned (seen with 2 ranks; faulthandler showed no Python frame).
@@ -116,6 +173,11 @@ def main():
     ap.add_argument("--mlp_layers", type=int, default=200)
     ap.add_argument("--mlp_width", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--mlp_sizes", default="", help="layer widths, e.g. 784,4096,4096,10")
+    ap.add_argument("--comm_hook", default="none",
+                    choices=["none", "allreduce", "fp16", "bf16", "noop", "powersgd", "batched_powersgd"])
+    ap.add_argument("--powersgd_rank", type=int, default=1)
+    ap.add_argument("--powersgd_start_iter", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=600, help="seconds before a rank dumps its stacks and exits")
     a = ap.parse_args()
     port = 29500 + os.getpid() % 1000

@@ -3,6 +3,7 @@
 resnet(depth, width): CIFAR-style ResNet of depth 6n+2 -- a 3x3 stem (no bias) + BN + ReLU, three
 stages of n BasicBlocks with widths w, 2w, 4w (stride 2 at stages 2 and 3, 1x1 projection + BN
 shortcuts where the shape changes), global average pooling and a Linear classifier.
+mlp_sizes(sizes): Linear layers through the given widths (e.g. the wide 784-4096-4096-10 MLP).
 mlp(layers, width): `layers` Linear layers of width x width with ReLU between them, the last one
 to 10 classes -- the "many small parameters" model of the bucket-size experiment (ddp_bench.cc).
 """
@@ -64,5 +65,15 @@ def mlp(layers=200, width=64, num_classes=10):
     for i in range(layers):
         mods.append(nn.Linear(width, num_classes if i == layers - 1 else width))
         if i + 1 < layers:
+            mods.append(nn.ReLU())
+    return nn.Sequential(*mods)
+
+
+def mlp_sizes(sizes):
+    """Linear layers sizes[0] -> sizes[1] -> ... with ReLU between them (nn::make_mlp's twin)."""
+    mods = []
+    for i in range(len(sizes) - 1):
+        mods.append(nn.Linear(sizes[i], sizes[i + 1]))
+        if i + 2 < len(sizes):
             mods.append(nn.ReLU())
     return nn.Sequential(*mods)

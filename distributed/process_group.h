@@ -3,6 +3,7 @@
 // get_rank, new_group, ...). Backends (backends/mpi, later backends/nccl) register a factory by name.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -131,6 +132,10 @@ class ProcessGroup {
   virtual std::shared_ptr<ProcessGroup> new_subgroup(const std::vector<int>& ranks,
                                                      Options options);
 
+  // Bytes this rank has handed to collectives so far (the inputs' payload, not the algorithm's
+  // traffic): what a comm hook's compression saves shows here. Backends count in their enqueue.
+  uint64_t payload_bytes() const { return payload_bytes_.load(std::memory_order_relaxed); }
+
  protected:
   [[noreturn]] void throw_unsupported(const char* what) const;
   // The timeout a collective runs under: its own when set, else the group's.
@@ -138,9 +143,18 @@ class ProcessGroup {
     return t.count() >= 0 ? t : options_.timeout;
   }
 
+  void count_payload(const std::vector<Tensor>& inputs) {
+    uint64_t n = 0;
+    for (const Tensor& t : inputs) {
+      if (t.defined()) n += static_cast<uint64_t>(t.numel()) * element_size(t.dtype());
+    }
+    payload_bytes_.fetch_add(n, std::memory_order_relaxed);
+  }
+
   const int rank_;
   const int size_;
   Options options_;
+  std::atomic<uint64_t> payload_bytes_{0};
 };
 using ProcessGroupPtr = std::shared_ptr<ProcessGroup>;
 

@@ -13,13 +13,10 @@
 
 namespace ember::examples {
 
-TrainConfig parse_flags(int argc, char** argv, const std::string& program, bool* help) {
+TrainConfig parse_flags(int argc, char** argv, const std::string& program, bool* help,
+                        const std::map<std::string, Flag>& extra) {
   TrainConfig c;
   *help = false;
-  struct Flag {
-    std::string help;
-    std::function<void(const std::string&)> set;
-  };
   auto i64 = [](int64_t* p) { return [p](const std::string& v) { *p = std::stoll(v); }; };
   auto f64 = [](double* p) { return [p](const std::string& v) { *p = std::stod(v); }; };
   auto str = [](std::string* p) { return [p](const std::string& v) { *p = v; }; };
@@ -41,6 +38,7 @@ TrainConfig parse_flags(int argc, char** argv, const std::string& program, bool*
       {"checkpoint", {"write a checkpoint here after every epoch", str(&c.checkpoint)}},
       {"resume", {"continue from this checkpoint", str(&c.resume)}},
   };
+  flags.insert(extra.begin(), extra.end());
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--help" || a == "-h") {

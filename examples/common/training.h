@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -32,8 +34,16 @@ struct TrainConfig {
   std::string resume;        // a checkpoint to continue from
 };
 
-// --name=value flags; --help prints them. Throws ember::Error on an unknown or malformed flag.
-TrainConfig parse_flags(int argc, char** argv, const std::string& program, bool* help);
+// A program's own flag beyond TrainConfig's: its --help line and how to store its value.
+struct Flag {
+  std::string help;
+  std::function<void(const std::string&)> set;
+};
+
+// --name=value flags (TrainConfig's plus `extra`); --help prints them. Throws ember::Error on an
+// unknown or malformed flag.
+TrainConfig parse_flags(int argc, char** argv, const std::string& program, bool* help,
+                        const std::map<std::string, Flag>& extra = {});
 
 struct FashionMnist {
   std::shared_ptr<data::TensorDataset> train, test;

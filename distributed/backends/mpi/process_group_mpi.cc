@@ -136,6 +136,7 @@ WorkPtr ProcessGroupMPI::enqueue(OpType op, const std::vector<Tensor>& inputs,
                                  int reduce_op, int root, bool sizes_may_differ,
                                  std::function<void(std::vector<MPI_Request>&)> start,
                                  std::function<void()> finish) {
+  count_payload(inputs);
   auto entry = std::make_unique<Entry>();
   entry->timeout = effective_timeout(timeout);
   entry->start = std::move(start);

@@ -1,0 +1,48 @@
+#include "distributed/hooks/comm_hook_by_name.h"
+
+#include "distributed/hooks/default_hooks.h"
+#include "distributed/hooks/powersgd_hook.h"
+
+namespace ember::distributed {
+
+const std::vector<std::string>& comm_hook_names() {
+  static const std::vector<std::string> names{"none", "allreduce", "fp16", "bf16",
+                                              "noop", "powersgd", "batched_powersgd"};
+  return names;
+}
+
+std::shared_ptr<PowerSGDState> register_comm_hook_by_name(DistributedDataParallel& ddp, ProcessGroupPtr group,
+                                                          const CommHookSpec& spec) {
+  const std::string& name = spec.name;
+  if (name == "none") return nullptr;
+  if (name == "allreduce") {
+    ddp.register_builtin_comm_hook(BuiltinCommHookType::ALLREDUCE);
+    return nullptr;
+  }
+  if (name == "fp16") {
+    ddp.register_builtin_comm_hook(BuiltinCommHookType::FP16_COMPRESS);
+    return nullptr;
+  }
+  if (name == "bf16") {
+    ddp.register_builtin_comm_hook(BuiltinCommHookType::BF16_COMPRESS);
+    return nullptr;
+  }
+  if (name == "noop") {
+    ddp.register_builtin_comm_hook(BuiltinCommHookType::NOOP);
+    return nullptr;
+  }
+  if (name == "powersgd" || name == "batched_powersgd") {
+    auto state = std::make_shared<PowerSGDState>(std::move(group), spec.powersgd_rank, spec.powersgd_start_iter);
+    if (name == "powersgd") {
+      ddp.register_comm_hook<PowerSGDState>(state, powerSGD_hook, "powerSGD_hook");
+    } else {
+      ddp.register_comm_hook<PowerSGDState>(state, batched_powerSGD_hook, "batched_powerSGD_hook");
+    }
+    return state;
+  }
+  std::string known;
+  for (const std::string& n : comm_hook_names()) known += (known.empty() ? "" : ", ") + n;
+  EMBER_THROW("unknown comm hook '", name, "' (known: ", known, ")");
+}
+
+}  // namespace ember::distributed

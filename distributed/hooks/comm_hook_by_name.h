@@ -1,0 +1,31 @@
+// Chooses a DDP communication hook by name, for command-line tools (examples/ddp_resnet,
+// bench/ddp_bench): --comm_hook=none|allreduce|fp16|bf16|noop|powersgd|batched_powersgd.
+// DESIGN.md step 10.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "distributed/ddp/distributed_data_parallel.h"
+#include "distributed/hooks/powersgd_state.h"
+
+namespace ember::distributed {
+
+struct CommHookSpec {
+  std::string name = "none";            // "none": DDP's default sum-allreduce of pre-divided grads
+  int64_t powersgd_rank = 1;            // matrix_approximation_rank
+  int64_t powersgd_start_iter = 1000;   // start_powerSGD_iter
+};
+
+// The names register_comm_hook_by_name accepts, in the order tools list them.
+const std::vector<std::string>& comm_hook_names();
+
+// Registers the named hook on `ddp` over `group` (the DDP's process group). Returns the
+// PowerSGDState for the PowerSGD hooks (statistics, checkpoints), nullptr otherwise. Throws on an
+// unknown name, listing the known ones.
+std::shared_ptr<PowerSGDState> register_comm_hook_by_name(DistributedDataParallel& ddp, ProcessGroupPtr group,
+                                                          const CommHookSpec& spec);
+
+}  // namespace ember::distributed
