@@ -222,6 +222,18 @@ TEST_F(ProcessGroupMPITest, NonContiguousTensorsAreStagedAndWrittenBack) {
   EXPECT_TRUE(close_to(base, expected_reduction(ReduceOp::SUM, world_, {4, 6})));
 }
 
+TEST_F(ProcessGroupMPITest, PayloadBytesCountWhatThisRankHandsToCollectives) {
+  const uint64_t before = pg_->payload_bytes();
+  std::vector<Tensor> f{zeros({1000}, kFloat32)};
+  pg_->allreduce(f)->wait();
+  EXPECT_EQ(pg_->payload_bytes() - before, 4000u);
+  std::vector<Tensor> h{zeros({10}, kFloat16), zeros({6}, kFloat16)};
+  pg_->allreduce_coalesced(h)->wait();
+  EXPECT_EQ(pg_->payload_bytes() - before, 4000u + 32u);
+  pg_->barrier()->wait();
+  EXPECT_EQ(pg_->payload_bytes() - before, 4032u);
+}
+
 TEST_F(ProcessGroupMPITest, AlltoallBaseWithSplitSizes) {
   // Rank r sends j + 1 rows of width 3 to rank j, each row filled with 10 r + j.
   std::vector<int64_t> in_splits, out_splits;
