@@ -6,6 +6,10 @@
 #include <cstring>
 #include <limits>
 
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
+
 namespace ember {
 namespace detail {
 inline uint32_t float_bits(float f) {
@@ -20,8 +24,10 @@ inline float bits_float(uint32_t u) {
 }
 
 // Float -> binary16 with round-to-nearest-even; overflow goes to inf, NaN stays NaN.
+// With F16C (part of -march=x86-64-v3) one vcvtps2ph instruction does it; the portable version
+// below is the fallback (and the reference the tests compare the two against, bit for bit).
 // The scaling trick lets the FPU do the rounding (after Maratyszcza's FP16 library).
-inline uint16_t float_to_half_bits(float f) {
+inline uint16_t float_to_half_bits_portable(float f) {
   const float scale_to_inf = bits_float(0x77800000u);   // 2^112
   const float scale_to_zero = bits_float(0x08800000u);  // 2^-110
   float af = f < 0 ? -f : f;
@@ -39,7 +45,7 @@ inline uint16_t float_to_half_bits(float f) {
   return static_cast<uint16_t>((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
 }
 
-inline float half_bits_to_float(uint16_t h) {
+inline float half_bits_to_float_portable(uint16_t h) {
   const uint32_t w = static_cast<uint32_t>(h) << 16;
   const uint32_t sign = w & 0x80000000u;
   const uint32_t two_w = w + w;
@@ -53,6 +59,18 @@ inline float half_bits_to_float(uint16_t h) {
       sign | (two_w < denormalized_cutoff ? float_bits(denormalized) : float_bits(normalized));
   return bits_float(result);
 }
+
+#if defined(__F16C__)
+inline uint16_t float_to_half_bits(float f) {
+  // A NaN's payload is not kept by vcvtps2ph either way; canonicalise it like the portable path.
+  if (f != f) return static_cast<uint16_t>((float_bits(f) >> 16 & 0x8000u) | 0x7E00u);
+  return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
+}
+inline float half_bits_to_float(uint16_t h) { return _cvtsh_ss(h); }
+#else
+inline uint16_t float_to_half_bits(float f) { return float_to_half_bits_portable(f); }
+inline float half_bits_to_float(uint16_t h) { return half_bits_to_float_portable(h); }
+#endif
 
 // Float -> bfloat16 keeps the top 16 bits, rounding to nearest even; NaN is kept quiet.
 inline uint16_t float_to_bfloat16_bits(float f) {
