@@ -9,7 +9,10 @@
 #   comm_ms = step time with the hook - step time with noop_hook (no communication), same framework.
 # vs_none = this hook's comm_ms / the default path's comm_ms (lower is cheaper). bytes/step is the
 # payload each rank hands to collectives per step. PowerSGD starts at iteration 2, so every timed
-# step compresses. Environment: HOOKS (name[:rank] list), TORCH=0 skips PyTorch, NO_BUILD=1.
+# step compresses. Environment: HOOKS (name[:rank] list), TORCH=0 skips PyTorch, NO_BUILD=1,
+# BUCKET_MB=100 puts the whole model in one bucket (bucket_cap_mb and first bucket, both
+# frameworks): PyTorch 1.13's PowerSGD aborts in gloo with two or more buckets (its Q-round
+# allreduces are issued from callbacks, so ranks can issue collectives in different orders).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steps="${1:-10}"
@@ -21,6 +24,7 @@ if ! "$py" -c "import torch.distributed" 2>/dev/null; then torch=0; fi
 if [[ "${NO_BUILD:-0}" != 1 ]]; then bazel build //bench:ddp_bench >&2; fi
 bin="$PWD/bazel-out/k8-fastbuild/bin/bench/ddp_bench"
 model=(--model=mlp --mlp_sizes=784,4096,4096,10 --batch=32 --steps="$steps" --warmup="$warmup")
+if [[ -n "${BUCKET_MB:-}" ]]; then model+=(--bucket_cap_mb="$BUCKET_MB" --first_bucket_mb="$BUCKET_MB"); fi
 export OMPI_MCA_btl=self,vader
 field() { local v; v=$(tr ' ' '\n' <<<"$2" | sed -n "s/^$1=//p"); echo "${v:--}"; }
 run_ember() {  # run_ember NAME RANK
@@ -33,7 +37,7 @@ run_torch() {  # run_torch NAME RANK
     grep '^RESULT' || echo "RESULT failed"
 }
 
-echo "== wide MLP 784-4096-4096-10, 2 ranks x 1 thread, batch 32 per rank, steps=$steps warmup=$warmup ($(uptime | sed 's/.*load/load/'))"
+echo "== wide MLP 784-4096-4096-10, 2 ranks x 1 thread, batch 32 per rank, buckets ${BUCKET_MB:-25 (default)} MB, steps=$steps warmup=$warmup ($(uptime | sed 's/.*load/load/'))"
 declare -A ms bytes
 impls=(ember)
 [[ "$torch" == 1 ]] && impls+=(torch)
