@@ -6,7 +6,7 @@
 # starts at 10% of the steps, so the last epoch is all PowerSGD); compression = the model's fp32
 # gradient bytes / bytes_per_step. Target (issue 7): PowerSGD rank 4 within 1 point of "none".
 #   bench/comm_hooks_convergence.sh [epochs]        (default 5; ~12 minutes per hook here)
-# Environment: HOOKS="none fp16 bf16 powersgd:1 powersgd:2 powersgd:4" (name[:rank]), NO_BUILD=1,
+# Environment: HOOKS="none fp16 bf16 powersgd:1 powersgd:2 powersgd:4" (name[:rank]), NO_BUILD=1, BIN=path,
 # LOGS=dir (default /tmp/ember_comm_hooks: one log per run, kept for the RESULT lines).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +15,7 @@ hooks="${HOOKS:-none fp16 bf16 powersgd:1 powersgd:2 powersgd:4}"
 logs="${LOGS:-/tmp/ember_comm_hooks}"
 mkdir -p "$logs"
 if [[ "${NO_BUILD:-0}" != 1 ]]; then scripts/bootstrap.sh >&2; bazel build //examples:ddp_resnet >&2; fi
-bin="$PWD/bazel-out/k8-fastbuild/bin/examples/ddp_resnet"
+bin="${BIN:-$PWD/bazel-out/k8-fastbuild/bin/examples/ddp_resnet}"
 field() { local v; v=$(tr ' ' '\n' <<<"$2" | sed -n "s/^$1=//p"); echo "${v:--}"; }
 
 echo "== ResNet-20, Fashion-MNIST, 2 ranks, $epochs epochs, per comm hook ($(nproc) cores, $(uptime | sed 's/.*load/load/'))"
