@@ -58,10 +58,11 @@ int main(int argc, char** argv) {
     optim::CosineAnnealingLR schedule(opt, cfg.epochs * steps);
     // Every rank loads the same file; DDP keeps them identical from there on.
     const int64_t start_epoch = examples::resume_if_requested(cfg, *model, opt, schedule, steps, rank == 0);
-    const std::string hook_file = cfg.checkpoint + ".powersgd.rank" + std::to_string(rank);
-    if (powersgd && !cfg.resume.empty()) {
-      powersgd->load_state_dict(nn::load(cfg.resume + ".powersgd.rank" + std::to_string(rank)), pg);
-    }
+    // Error feedback is per rank: each rank keeps its PowerSGD state next to the checkpoint.
+    auto powersgd_file = [rank](const std::string& checkpoint) {
+      return checkpoint + ".powersgd.rank" + std::to_string(rank);
+    };
+    if (powersgd && !cfg.resume.empty()) powersgd->load_state_dict(nn::load(powersgd_file(cfg.resume)), pg);
     int64_t grad_bytes = 0;
     for (const Tensor& p : ddp->parameters()) grad_bytes += p.numel() * static_cast<int64_t>(element_size(p.dtype()));
     nn::CrossEntropyLoss criterion(Reduction::Mean, cfg.label_smoothing);
@@ -96,7 +97,7 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
         if (!cfg.checkpoint.empty()) examples::save_checkpoint(cfg.checkpoint, *model, opt, epoch + 1);
       }
-      if (powersgd && !cfg.checkpoint.empty()) nn::save(powersgd->state_dict(), hook_file);
+      if (powersgd && !cfg.checkpoint.empty()) nn::save(powersgd->state_dict(), powersgd_file(cfg.checkpoint));
     }
     if (rank == 0) {
       std::printf("RESULT test_acc=%.4f img_per_s=%.1f ms_per_step=%.2f comm_hook=%s bytes_per_step=%.0f "

@@ -223,7 +223,7 @@ void Reducer::mark_bucket_ready(size_t bucket_index) {
 void Reducer::all_reduce_bucket(Bucket& bucket, size_t bucket_index) {
   const double launch_us = Trace::now_us();
   bucket.launch_us = launch_us;
-  bucket.done_us = std::make_shared<double>(0.0);
+  *bucket.done_us = 0;
   GradBucket grad_bucket(bucket_index, buckets_.size(),
                          bucket.expect_sparse_gradient ? bucket.sparse_gradient : bucket.gradients,
                          bucket.offsets, bucket.lengths, bucket.sizes, bucket.variables);

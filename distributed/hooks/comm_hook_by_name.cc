@@ -1,5 +1,7 @@
 #include "distributed/hooks/comm_hook_by_name.h"
 
+#include <map>
+
 #include "distributed/hooks/default_hooks.h"
 #include "distributed/hooks/powersgd_hook.h"
 
@@ -15,20 +17,14 @@ std::shared_ptr<PowerSGDState> register_comm_hook_by_name(DistributedDataParalle
                                                           const CommHookSpec& spec) {
   const std::string& name = spec.name;
   if (name == "none") return nullptr;
-  if (name == "allreduce") {
-    ddp.register_builtin_comm_hook(BuiltinCommHookType::ALLREDUCE);
-    return nullptr;
-  }
-  if (name == "fp16") {
-    ddp.register_builtin_comm_hook(BuiltinCommHookType::FP16_COMPRESS);
-    return nullptr;
-  }
-  if (name == "bf16") {
-    ddp.register_builtin_comm_hook(BuiltinCommHookType::BF16_COMPRESS);
-    return nullptr;
-  }
-  if (name == "noop") {
-    ddp.register_builtin_comm_hook(BuiltinCommHookType::NOOP);
+  static const std::map<std::string, BuiltinCommHookType> builtin{
+      {"allreduce", BuiltinCommHookType::ALLREDUCE},
+      {"fp16", BuiltinCommHookType::FP16_COMPRESS},
+      {"bf16", BuiltinCommHookType::BF16_COMPRESS},
+      {"noop", BuiltinCommHookType::NOOP},
+  };
+  if (auto it = builtin.find(name); it != builtin.end()) {
+    ddp.register_builtin_comm_hook(it->second);
     return nullptr;
   }
   if (name == "powersgd" || name == "batched_powersgd") {
