@@ -31,9 +31,8 @@ void orthogonalize_impl(T* a, int64_t n, int64_t r, int64_t rs, double epsilon) 
 void check_bucket(const GradBucket& bucket, const char* hook) {
   const Tensor& b = bucket.buffer();
   EMBER_CHECK(!b.is_sparse(), hook, ": bucket ", bucket.index(), " is sparse; PowerSGD supports dense buckets only");
-  EMBER_CHECK(b.dtype() == kFloat32 || b.dtype() == kFloat64, hook, ": bucket ", bucket.index(), " has dtype ",
-              dtype_name(b.dtype()), "; PowerSGD needs float32 or float64 (it cannot run under "
-              "fp16/bf16_compress_wrapper in ember)");
+  EMBER_CHECK(is_floating_point(b.dtype()), hook, ": bucket ", bucket.index(), " has dtype ",
+              dtype_name(b.dtype()), "; PowerSGD needs a floating-point bucket");
   EMBER_CHECK(b.is_contiguous(), hook, ": bucket ", bucket.index(), " buffer is not contiguous");
 }
 
@@ -62,7 +61,12 @@ void orthogonalize(const Tensor& matrix, double epsilon) {
   EMBER_CHECK(matrix.dim() == 2 && matrix.stride(1) == 1, "orthogonalize: expected a row-major 2-d matrix, got ",
               matrix.describe());
   const int64_t n = matrix.size(0), r = matrix.size(1), rs = matrix.stride(0);
-  if (matrix.dtype() == kFloat64) {
+  if (matrix.dtype() == kFloat16 || matrix.dtype() == kBFloat16) {
+    // Under fp16/bf16_compress_wrapper: Gram-Schmidt in float, rounded once on the way back.
+    Tensor wide = matrix.to(kFloat32, /*copy=*/true);
+    orthogonalize_impl(wide.data_ptr<float>(), n, r, r, epsilon);
+    copy_(matrix, wide);
+  } else if (matrix.dtype() == kFloat64) {
     orthogonalize_impl(matrix.data_ptr<double>(), n, r, rs, epsilon);
   } else {
     orthogonalize_impl(matrix.data_ptr<float>(), n, r, rs, epsilon);

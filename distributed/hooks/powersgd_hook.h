@@ -26,7 +26,8 @@ namespace ember::distributed {
 // rank min(n, m, r) via one power iteration (P = MQ, allreduce P, orthogonalise, Q = M^T P,
 // allreduce Q, M ~ P Q^T / world); the rest (vectors, small matrices) are allreduced as one flat
 // buffer. With error feedback the local residual is added to the next iteration's gradient; with
-// warm start Q is reused across iterations.
+// warm start Q is reused across iterations. Under fp16/bf16_compress_wrapper (as in PyTorch) the
+// bucket arrives in half precision, and P, Q, the residual and the allreduces stay in that format.
 FuturePtr powerSGD_hook(PowerSGDState& state, GradBucket& bucket);
 
 // The whole flat bucket as one ceil(sqrt(numel))^2 matrix padded with zeros, compressed with rank
@@ -38,8 +39,9 @@ FuturePtr batched_powerSGD_hook(PowerSGDState& state, GradBucket& bucket);
 std::tuple<bool, int64_t, int64_t> should_compress(int64_t n, int64_t m, int64_t rank,
                                                    double min_compression_rate);
 
-// Gram-Schmidt on the columns of a row-major (n x r) float32/float64 matrix, in place. A column of
-// zero norm with epsilon == 0 becomes zeros (PyTorch would produce NaN there).
+// Gram-Schmidt on the columns of a row-major (n x r) floating-point matrix, in place (float16 and
+// bfloat16 through float). A column of zero norm with epsilon == 0 becomes zeros (PyTorch would
+// produce NaN there).
 void orthogonalize(const Tensor& matrix, double epsilon = 0);
 
 }  // namespace ember::distributed

@@ -1,8 +1,11 @@
 // PowerSGD under mpirun: exact reconstruction of rank <= r gradients, vanilla allreduce before
 // start_powerSGD_iter (bit-identical to allreduce_hook through DDP), error feedback bounding the
-// accumulated error, the uncompressed path, state save/restore continuing bit-identically, and the
-// batched hook on a zero-padded bucket.
+// accumulated error, the uncompressed path, state save/restore continuing bit-identically, the
+// batched hook on a zero-padded bucket, and both hooks under the fp16/bf16 compression wrappers.
 #include "distributed/hooks/powersgd_hook.h"
+
+#include <functional>
+#include <string>
 
 #include "distributed/hooks/default_hooks.h"
 #include "tests/distributed/ddp/ddp_test_util.h"
@@ -246,6 +249,48 @@ TEST_F(PowerSGD, BatchedOnAPaddedBucket) {
   EXPECT_EQ(std::get<2>(big.compression_stats()), 6 * 6 * 2);
 }
 
+TEST_F(PowerSGD, RunsUnderCompressWrappers) {
+  // As PyTorch's fp16_compress_wrapper(powerSGD_hook): the hook sees a half-precision bucket, so P,
+  // Q, the residual and every allreduce are in that format (half the bytes), and a rank-1 gradient
+  // is still reconstructed, to the format's precision, with error feedback and warm start on.
+  using AnyHook = std::function<FuturePtr(PowerSGDState&, GradBucket&)>;
+  struct Case {
+    const char* name;
+    AnyHook wrapped;
+    ScalarType dtype;
+    double tolerance;
+  };
+  const std::vector<Case> cases = {
+      {"fp16", fp16_compress_wrapper(powerSGD_hook), kFloat16, 1e-2},
+      {"bf16", bf16_compress_wrapper(powerSGD_hook), kBFloat16, 5e-2},
+      {"fp16 batched", fp16_compress_wrapper(batched_powerSGD_hook), kFloat16, 1e-2},
+  };
+  const Tensor want = average(world_, [](int r) { return low_rank_grads(r, 1); });
+  for (const Case& c : cases) {
+    const bool batched = std::string(c.name).find("batched") != std::string::npos;
+    PowerSGDState plain(pg_, 1, 2), wrapped(pg_, 1, 2);
+    for (int step = 0; step < 5; ++step) {
+      GradBucket bucket = make_bucket(low_rank_grads(rank_, 1));
+      const uint64_t before = pg_->payload_bytes();
+      Tensor got = c.wrapped(wrapped, bucket)->value().at(0);
+      const uint64_t wrapped_bytes = pg_->payload_bytes() - before;
+      EXPECT_EQ(got.dtype(), kFloat32) << c.name;
+      // The batched hook pads the 197-element bucket to 15x15; rank 1 of that is not exact.
+      if (!batched) {
+        EXPECT_LT(rel_error(got, want), c.tolerance) << c.name << " step " << step;
+      }
+      const uint64_t mark = pg_->payload_bytes();
+      Tensor full = run(batched ? batched_powerSGD_hook : powerSGD_hook, plain, low_rank_grads(rank_, 1));
+      EXPECT_EQ(2 * wrapped_bytes, pg_->payload_bytes() - mark) << c.name << " step " << step;
+      // Same seed, same random Q: the wrapped run tracks the float32 one.
+      EXPECT_LT(rel_error(got, full), c.tolerance) << c.name << " step " << step;
+    }
+    EXPECT_EQ(wrapped.error_dict.at(0).dtype(), c.dtype) << c.name;
+    EXPECT_EQ(wrapped.q_memory_dict.at(0).dtype(), c.dtype) << c.name;
+    EXPECT_EQ(wrapped.compression_stats(), plain.compression_stats()) << c.name;
+  }
+}
+
 TEST_F(PowerSGD, TrainsThroughDdpAndKeepsRanksInSync) {
   Scenario sc;
   sc.make_model = [](uint64_t seed) {
@@ -254,7 +299,9 @@ TEST_F(PowerSGD, TrainsThroughDdpAndKeepsRanksInSync) {
   };
   sc.make_batch = random_batches({6}, 4);
   sc.steps = 6;
-  for (Hook hook : {powerSGD_hook, batched_powerSGD_hook}) {
+  const std::vector<std::function<FuturePtr(PowerSGDState&, GradBucket&)>> hooks = {
+      powerSGD_hook, batched_powerSGD_hook, fp16_compress_wrapper(powerSGD_hook)};
+  for (const auto& hook : hooks) {
     auto state = std::make_shared<PowerSGDState>(pg_, 1, 2);
     sc.setup = [state, hook](DistributedDataParallel& ddp) {
       ddp.register_comm_hook<PowerSGDState>(state, hook, "powerSGD");
