@@ -58,6 +58,12 @@ bool is_pointwise(const cpu::ConvGeometry& g) {
   return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
 }
 
+// Uninitialised working memory from the caching allocator (a std::vector would zero it first).
+template <typename T>
+Tensor scratch(int64_t numel) {
+  return empty({numel}, dtype_of<T>());
+}
+
 // One image's column matrix [C*kh*kw, Ho*Wo]: im2col into `buffer`, or the plane itself.
 template <typename T>
 const T* image_columns(const T* image, const cpu::ConvGeometry& g, T* buffer) {
@@ -79,9 +85,9 @@ void conv_forward_impl(const Tensor& input, const Tensor& weight, const Tensor& 
   const T* w = weight.data_ptr<T>();
   const T* b = bias.defined() ? bias.data_ptr<T>() : nullptr;
   T* o = out.data_ptr<T>();
-  std::vector<T> buffer(is_pointwise(g) ? 0 : static_cast<size_t>(g.C * g.kh * g.kw * P));
+  Tensor buffer = scratch<T>(is_pointwise(g) ? 0 : g.C * g.kh * g.kw * P);
   for (int64_t n = 0; n < g.N; ++n) {
-    const T* cols = image_columns(in + n * g.C * g.H * g.W, g, buffer.data());
+    const T* cols = image_columns(in + n * g.C * g.H * g.W, g, buffer.data_ptr<T>());
     for (int64_t gi = 0; gi < G; ++gi) {
       MapMatrix<T> dst(o + (n * O + gi * Og) * P, Og, P);
       dst.noalias() = ConstMapMatrix<T>(w + gi * Og * K, Og, K) * ConstMapMatrix<T>(cols + gi * K * P, K, P);
@@ -139,8 +145,8 @@ void conv_backward_impl(const Tensor& grad_out, const Tensor& input, const Tenso
   const T* w = weight.data_ptr<T>();
   const T* go = grad_out.data_ptr<T>();
   const int64_t cols_size = g.C * g.kh * g.kw * P;
-  std::vector<T> buffer(grad_weight.defined() && !is_pointwise(g) ? cols_size : 0);
-  std::vector<T> gcols(grad_input.defined() && !input_grad_by_conv ? cols_size : 0);
+  Tensor buffer = scratch<T>(grad_weight.defined() && !is_pointwise(g) ? cols_size : 0);
+  Tensor gcols = scratch<T>(grad_input.defined() && !input_grad_by_conv ? cols_size : 0);
   T* gw = grad_weight.defined() ? grad_weight.data_ptr<T>() : nullptr;
   if (gw) std::fill(gw, gw + O * K, T(0));
   cpu::ConvGeometry one = g;
@@ -148,7 +154,7 @@ void conv_backward_impl(const Tensor& grad_out, const Tensor& input, const Tenso
   for (int64_t n = 0; n < g.N; ++n) {
     const T* go_n = go + n * O * P;
     if (gw) {
-      const T* cols = image_columns(in + n * g.C * g.H * g.W, g, buffer.data());
+      const T* cols = image_columns(in + n * g.C * g.H * g.W, g, buffer.data_ptr<T>());
       for (int64_t gi = 0; gi < G; ++gi) {
         MapMatrix<T>(gw + gi * Og * K, Og, K).noalias() +=
             ConstMapMatrix<T>(go_n + gi * Og * P, Og, P) *
@@ -157,7 +163,7 @@ void conv_backward_impl(const Tensor& grad_out, const Tensor& input, const Tenso
     }
     if (grad_input.defined() && !input_grad_by_conv) {
       T* gi_n = grad_input.data_ptr<T>() + n * g.C * g.H * g.W;
-      T* target = is_pointwise(g) ? gi_n : gcols.data();
+      T* target = is_pointwise(g) ? gi_n : gcols.data_ptr<T>();
       for (int64_t gi = 0; gi < G; ++gi) {
         MapMatrix<T>(target + gi * K * P, K, P).noalias() =
             ConstMapMatrix<T>(w + gi * Og * K, Og, K).transpose() *
@@ -165,7 +171,7 @@ void conv_backward_impl(const Tensor& grad_out, const Tensor& input, const Tenso
       }
       if (!is_pointwise(g)) {
         std::fill(gi_n, gi_n + g.C * g.H * g.W, T(0));
-        cpu::col2im(gcols.data(), one, gi_n);
+        cpu::col2im(gcols.data_ptr<T>(), one, gi_n);
       }
     }
   }

@@ -49,12 +49,13 @@ void im2col_same_width(const T* in, const ConvGeometry& g, T* cols) {
           for (int64_t k = k0; k < k1; ++k) d[k] = plane[k + shift];
           for (int64_t k = std::max(k1, k0); k < end; ++k) d[k] = T(0);
           for (int64_t k = end; k < plane_out; ++k) d[k] = T(0);
-          if (w_lo > 0 || w_hi < g.Wo) {
-            for (int64_t oh = h_lo; oh < h_hi; ++oh) {
-              T* r = d + oh * g.Wo;
-              for (int64_t ow = 0; ow < w_lo; ++ow) r[ow] = T(0);
-              for (int64_t ow = w_hi; ow < g.Wo; ++ow) r[ow] = T(0);
-            }
+          // Column by column: a strided loop of stores, where a row-by-row loop of 1-element
+          // runs becomes one memset call per output row.
+          for (int64_t ow = 0; ow < w_lo; ++ow) {
+            for (int64_t oh = h_lo; oh < h_hi; ++oh) d[oh * g.Wo + ow] = T(0);
+          }
+          for (int64_t ow = w_hi; ow < g.Wo; ++ow) {
+            for (int64_t oh = h_lo; oh < h_hi; ++oh) d[oh * g.Wo + ow] = T(0);
           }
         }
       }
