@@ -1,4 +1,7 @@
 // copy_, dtype and device conversion, clone/contiguous, fill_/zero_.
+#include <cstdint>
+#include <type_traits>
+
 #include "tensor/autograd_dispatch.h"
 #include "tensor/cpu/convert.h"
 #include "tensor/cpu/loops.h"
@@ -26,7 +29,13 @@ void copy_cpu(const Tensor& dst, const Tensor& src) {
     using dst_t = scalar_t;
     EMBER_DISPATCH_ALL_TYPES(src.dtype(), "copy_", [&] {
       using src_t = scalar_t;
-      cpu::unary_loop<dst_t, src_t>(dst, src, [](src_t v) { return cpu::convert<dst_t>(v); });
+      if constexpr (std::is_same_v<src_t, bool>) {
+        // Bools read as their bytes (0 or 1): the loop then vectorises, which bool loads do not
+        // (masks such as ReLU's backward go through here).
+        cpu::unary_loop<dst_t, uint8_t>(dst, src, [](uint8_t v) { return cpu::convert<dst_t>(v); });
+      } else {
+        cpu::unary_loop<dst_t, src_t>(dst, src, [](src_t v) { return cpu::convert<dst_t>(v); });
+      }
     });
   });
 }
