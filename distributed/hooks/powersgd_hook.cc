@@ -73,6 +73,58 @@ void orthogonalize(const Tensor& matrix, double epsilon) {
   }
 }
 
+namespace {
+
+// One batched matmul's worth of matrices to compress: a single [1, n, m] view of the bucket, or,
+// with batch_tensors_with_same_shape, every n x m matrix of the bucket stacked into [b, n, m].
+struct CompressionUnit {
+  Tensor matrices;               // [b, n, m]
+  std::vector<Tensor> sources;   // the bucket's views behind a stacked batch (empty for a view)
+  int64_t b, n, m, r;
+
+  // Writes the decompressed [b, n, m] approximation back into the bucket.
+  void write_back(const Tensor& approx) const {
+    if (sources.empty()) {
+      copy_(matrices, approx);
+      return;
+    }
+    for (size_t i = 0; i < sources.size(); ++i) copy_(sources[i], approx.select(0, static_cast<int64_t>(i)));
+  }
+};
+
+// As PyTorch: the matrices are visited grouped by shape (first-seen order), which fixes the layout
+// of the P and Q memory and the order random Qs are drawn in, batched or not.
+std::vector<CompressionUnit> compression_units(const std::vector<Tensor>& to_compress, const PowerSGDState& state) {
+  std::vector<std::vector<Tensor>> groups;
+  for (const Tensor& t : to_compress) {
+    auto same = std::find_if(groups.begin(), groups.end(),
+                             [&](const std::vector<Tensor>& g) { return g.front().sizes() == t.sizes(); });
+    if (same == groups.end()) {
+      groups.push_back({t});
+    } else {
+      same->push_back(t);
+    }
+  }
+  std::vector<CompressionUnit> units;
+  for (const std::vector<Tensor>& g : groups) {
+    const int64_t n = g.front().size(0), m = g.front().size(1);
+    const int64_t r = std::min({n, m, state.matrix_approximation_rank});
+    if (state.batch_tensors_with_same_shape && g.size() > 1) {
+      units.push_back({stack(g, 0), g, static_cast<int64_t>(g.size()), n, m, r});
+    } else {
+      for (const Tensor& t : g) units.push_back({t.view({1, n, m}), {}, 1, n, m, r});
+    }
+  }
+  return units;
+}
+
+// Gram-Schmidt on each [n, r] matrix of a [b, n, r] batch.
+void orthogonalize_batch(const Tensor& batch, double epsilon) {
+  for (int64_t i = 0; i < batch.size(0); ++i) orthogonalize(batch.select(0, i), epsilon);
+}
+
+}  // namespace
+
 // Error feedback: adds bucket b's residual from the last iteration to `flat` (in place) and returns
 // a copy of the result (to measure this iteration's residual) and the residual buffer itself.
 // Both are undefined when error feedback is off.
@@ -108,8 +160,6 @@ FuturePtr powerSGD_hook(PowerSGDState& state, GradBucket& bucket) {
 
   // Split: 2-d views worth compressing vs the rest (vectors, small matrices).
   std::vector<Tensor> to_compress, uncompressed;
-  std::vector<int64_t> ranks;
-  int64_t ps_size = 0, qs_size = 0;
   for (const Tensor& t : bucket.gradients()) {
     const int64_t n = t.dim() == 0 ? 1 : t.size(0);
     const int64_t m = n == 0 ? 0 : t.numel() / n;
@@ -117,9 +167,6 @@ FuturePtr powerSGD_hook(PowerSGDState& state, GradBucket& bucket) {
     auto [compress, plain_numel, compressed_numel] = should_compress(n, m, r, state.min_compression_rate);
     if (compress) {
       to_compress.push_back(t.view({n, m}));
-      ranks.push_back(r);
-      ps_size += n * r;
-      qs_size += m * r;
       state.total_numel_after_compression += compressed_numel;
     } else {
       uncompressed.push_back(t);
@@ -127,6 +174,12 @@ FuturePtr powerSGD_hook(PowerSGDState& state, GradBucket& bucket) {
     }
   }
   state.maybe_report_compression_stats(bucket);
+  std::vector<CompressionUnit> units = compression_units(to_compress, state);
+  int64_t ps_size = 0, qs_size = 0;
+  for (const CompressionUnit& u : units) {
+    ps_size += u.b * u.n * u.r;
+    qs_size += u.b * u.m * u.r;
+  }
 
   // P and Q memory: kept per bucket for warm start, fresh (and random) otherwise.
   const bool have_memory = state.warm_start && state.p_memory_dict.count(b) &&
@@ -137,20 +190,20 @@ FuturePtr powerSGD_hook(PowerSGDState& state, GradBucket& bucket) {
     state.p_memory_dict[b] = p_memory;
     state.q_memory_dict[b] = q_memory;
   }
-  std::vector<Tensor> ps, qs;
-  for (size_t i = 0, p_idx = 0, q_idx = 0; i < to_compress.size(); ++i) {
-    const int64_t n = to_compress[i].size(0), m = to_compress[i].size(1), r = ranks[i];
-    ps.push_back(p_memory.narrow(0, static_cast<int64_t>(p_idx), n * r).view({n, r}));
-    qs.push_back(q_memory.narrow(0, static_cast<int64_t>(q_idx), m * r).view({m, r}));
-    p_idx += static_cast<size_t>(n * r);
-    q_idx += static_cast<size_t>(m * r);
+  std::vector<Tensor> ps, qs;  // [b, n, r] and [b, m, r] views of the memory, one per unit
+  for (size_t i = 0, p_idx = 0, q_idx = 0; i < units.size(); ++i) {
+    const CompressionUnit& u = units[i];
+    ps.push_back(p_memory.narrow(0, static_cast<int64_t>(p_idx), u.b * u.n * u.r).view({u.b, u.n, u.r}));
+    qs.push_back(q_memory.narrow(0, static_cast<int64_t>(q_idx), u.b * u.m * u.r).view({u.b, u.m, u.r}));
+    p_idx += static_cast<size_t>(u.b * u.n * u.r);
+    q_idx += static_cast<size_t>(u.b * u.m * u.r);
   }
   if (!have_memory) randomize(qs, state, dtype);
-  for (Tensor& q : qs) orthogonalize(q, state.orthogonalization_epsilon);
+  for (Tensor& q : qs) orthogonalize_batch(q, state.orthogonalization_epsilon);
 
   // P = M Q. The uncompressed tensors and the Ps go out back to back; see the header for why the
   // caller's thread waits here instead of chaining callbacks.
-  for (size_t i = 0; i < to_compress.size(); ++i) copy_(ps[i], mm(to_compress[i], qs[i]));
+  for (size_t i = 0; i < units.size(); ++i) copy_(ps[i], bmm(units[i].matrices, qs[i]));
   Tensor flat_uncompressed;
   WorkPtr uncompressed_work, p_work;
   if (!uncompressed.empty()) {
@@ -178,9 +231,9 @@ FuturePtr powerSGD_hook(PowerSGDState& state, GradBucket& bucket) {
   if (p_work) {
     p_work->wait();
     // Q = M^T P with P orthogonalised (identical on every rank after the allreduce).
-    for (size_t i = 0; i < to_compress.size(); ++i) {
-      orthogonalize(ps[i], state.orthogonalization_epsilon);
-      copy_(qs[i], mm(transpose(to_compress[i], 0, 1), ps[i]));
+    for (size_t i = 0; i < units.size(); ++i) {
+      orthogonalize_batch(ps[i], state.orthogonalization_epsilon);
+      copy_(qs[i], bmm(transpose(units[i].matrices, 1, 2), ps[i]));
     }
     std::vector<Tensor> tensors{q_memory};
     done = group.allreduce(tensors)->get_future();
@@ -190,10 +243,10 @@ FuturePtr powerSGD_hook(PowerSGDState& state, GradBucket& bucket) {
   }
   state.maybe_increase_iter(bucket);
   // The callback touches only captured tensors (never the state's maps): M ~ P Q^T / world.
-  return done->then([input, input_copy, error, to_compress, ps, qs, q_memory, world](Future&) {
+  return done->then([input, input_copy, error, units, ps, qs, q_memory, world](Future&) {
     NoGradGuard guard;
     if (q_memory.numel() > 0) div_(q_memory, world);
-    for (size_t i = 0; i < to_compress.size(); ++i) copy_(to_compress[i], mm(ps[i], transpose(qs[i], 0, 1)));
+    for (size_t i = 0; i < units.size(); ++i) units[i].write_back(bmm(ps[i], transpose(qs[i], 1, 2)));
     if (error.defined()) copy_(error, sub(input_copy, input));
     return std::vector<Tensor>{input};
   });

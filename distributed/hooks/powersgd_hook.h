@@ -26,7 +26,9 @@ namespace ember::distributed {
 // rank min(n, m, r) via one power iteration (P = MQ, allreduce P, orthogonalise, Q = M^T P,
 // allreduce Q, M ~ P Q^T / world); the rest (vectors, small matrices) are allreduced as one flat
 // buffer. With error feedback the local residual is added to the next iteration's gradient; with
-// warm start Q is reused across iterations. Under fp16/bf16_compress_wrapper (as in PyTorch) the
+// warm start Q is reused across iterations. As PyTorch, the matrices are visited grouped by shape
+// (first-seen order), which lays out the P/Q memory; with batch_tensors_with_same_shape each group
+// is stacked and runs as one batched matmul. Under fp16/bf16_compress_wrapper (as in PyTorch) the
 // bucket arrives in half precision, and P, Q, the residual and the allreduces stay in that format.
 FuturePtr powerSGD_hook(PowerSGDState& state, GradBucket& bucket);
 

@@ -49,8 +49,8 @@ class PowerSGDState {
   bool warm_start;
   double orthogonalization_epsilon;
   int64_t compression_stats_logging_frequency;
-  // Kept, saved and restored for API compatibility; PyTorch uses it only to batch same-shape
-  // matmuls on GPUs, and ember's per-tensor mm gives the same results, so it changes nothing here.
+  // Compress and decompress same-shape matrices of a bucket in one batched matmul ([b, n, m])
+  // instead of one by one. Same results: only the number of (larger) matmuls changes.
   bool batch_tensors_with_same_shape;
 
   // Per-bucket memory, keyed by bucket index. Entries are created by the hook on the calling

@@ -4,6 +4,7 @@
 // batched hook on a zero-padded bucket, and both hooks under the fp16/bf16 compression wrappers.
 #include "distributed/hooks/powersgd_hook.h"
 
+#include <cmath>
 #include <functional>
 #include <string>
 
@@ -247,6 +248,52 @@ TEST_F(PowerSGD, BatchedOnAPaddedBucket) {
   PowerSGDState big(pg_, 8, 0, 2, false, false);
   run(batched_powerSGD_hook, big, random(rank_));
   EXPECT_EQ(std::get<2>(big.compression_stats()), 6 * 6 * 2);
+}
+
+TEST_F(PowerSGD, GroupsMatricesByShapeAndBatchesThem) {
+  // Three 8x6 matrices around a 5x7 one and a vector. As PyTorch, P and Q memory is laid out by
+  // shape group in first-seen order (8x6: a, c, d; then 5x7: b), batched or not, so
+  // batch_tensors_with_same_shape changes how the matmuls run, not what they compute.
+  auto grads = [](int rank) {
+    Generator g(600 + rank);
+    return std::vector<Tensor>{randn({8, 6}, &g), randn({5, 7}, &g), randn({8, 6}, &g), randn({4}, &g),
+                               randn({8, 6}, &g)};
+  };
+  PowerSGDState one_by_one(pg_, 1, 2, 2, true, true, 0, /*random_seed=*/3);
+  PowerSGDState batched(pg_, 1, 2, 2, true, true, 0, /*random_seed=*/3, 10000,
+                        /*batch_tensors_with_same_shape=*/true);
+  for (int step = 0; step < 4; ++step) {
+    Tensor a = run(powerSGD_hook, one_by_one, grads(rank_));
+    Tensor b = run(powerSGD_hook, batched, grads(rank_));
+    EXPECT_LT(rel_error(b, a), 1e-5) << "step " << step;  // full-rank inputs: same random Qs needed
+  }
+  EXPECT_TRUE(allclose(batched.p_memory_dict.at(0), one_by_one.p_memory_dict.at(0), 1e-5, 1e-6));
+  EXPECT_TRUE(allclose(batched.q_memory_dict.at(0), one_by_one.q_memory_dict.at(0), 1e-5, 1e-6));
+  EXPECT_EQ(one_by_one.compression_stats(), batched.compression_stats());
+
+  // The layout: rank-1 matrices u_i v_i^T (u_i shared by the ranks) leave P_i = +-u_i / |u_i|.
+  Generator gu(77);
+  const std::vector<Tensor> us = {randn({8, 1}, &gu), randn({5, 1}, &gu), randn({8, 1}, &gu), randn({8, 1}, &gu)};
+  auto rank_one = [&us](int rank) {
+    Generator gv(700 + rank);
+    auto outer = [&](const Tensor& u, int64_t m) { return mm(u, randn({1, m}, &gv)); };
+    return std::vector<Tensor>{outer(us[0], 6), outer(us[1], 7), outer(us[2], 6), randn({4}, &gv),
+                               outer(us[3], 6)};
+  };
+  for (bool batch : {false, true}) {
+    // Warm start keeps P; it needs start_powerSGD_iter >= 2, so two vanilla steps come first.
+    PowerSGDState state(pg_, 1, 2, 2, false, true, 0, 0, 10000, batch);
+    for (int step = 0; step < 3; ++step) run(powerSGD_hook, state, rank_one(rank_));
+    const Tensor p = state.p_memory_dict.at(0);
+    ASSERT_EQ(p.numel(), 8 + 8 + 8 + 5);
+    const int64_t offsets[] = {0, 24, 8, 16};  // a, b, c, d
+    for (size_t i = 0; i < us.size(); ++i) {
+      const int64_t n = us[i].size(0);
+      Tensor u = div(us[i].reshape({-1}), std::sqrt(sum(mul(us[i], us[i])).item<double>()));
+      const double cosine = sum(mul(p.narrow(0, offsets[i], n), u)).item<double>();
+      EXPECT_NEAR(std::abs(cosine), 1.0, 1e-4) << "matrix " << i << " batch " << batch;
+    }
+  }
 }
 
 TEST_F(PowerSGD, RunsUnderCompressWrappers) {
