@@ -1,11 +1,13 @@
 // conv2d forward and backward on the CPU: image by image, im2col into a reused buffer and one
 // Eigen GEMM per group straight into NCHW. Backward recomputes the columns rather than keeping
 // them alive between forward and backward.
+#include <type_traits>
 #include <vector>
 
 #include <Eigen/Core>
 
 #include "tensor/autograd_dispatch.h"
+#include "tensor/cpu/direct_conv.h"
 #include "tensor/cpu/im2col.h"
 #include "tensor/factories.h"
 #include "tensor/nn_ops.h"
@@ -85,12 +87,19 @@ void conv_forward_impl(const Tensor& input, const Tensor& weight, const Tensor& 
   const T* w = weight.data_ptr<T>();
   const T* b = bias.defined() ? bias.data_ptr<T>() : nullptr;
   T* o = out.data_ptr<T>();
-  Tensor buffer = scratch<T>(is_pointwise(g) ? 0 : g.C * g.kh * g.kw * P);
+  const bool direct = std::is_same_v<T, float> && G == 1 && cpu::direct_conv_applies(g, O);
+  Tensor buffer = scratch<T>(direct ? cpu::direct_conv_scratch_size(g, O)
+                                    : is_pointwise(g) ? 0 : g.C * g.kh * g.kw * P);
   for (int64_t n = 0; n < g.N; ++n) {
-    const T* cols = image_columns(in + n * g.C * g.H * g.W, g, buffer.data_ptr<T>());
-    for (int64_t gi = 0; gi < G; ++gi) {
-      MapMatrix<T> dst(o + (n * O + gi * Og) * P, Og, P);
-      dst.noalias() = ConstMapMatrix<T>(w + gi * Og * K, Og, K) * ConstMapMatrix<T>(cols + gi * K * P, K, P);
+    if constexpr (std::is_same_v<T, float>) {
+      if (direct) cpu::direct_conv(in + n * g.C * g.H * g.W, w, g, O, o + n * O * P, buffer.data_ptr<T>());
+    }
+    if (!direct) {
+      const T* cols = image_columns(in + n * g.C * g.H * g.W, g, buffer.data_ptr<T>());
+      for (int64_t gi = 0; gi < G; ++gi) {
+        MapMatrix<T> dst(o + (n * O + gi * Og) * P, Og, P);
+        dst.noalias() = ConstMapMatrix<T>(w + gi * Og * K, Og, K) * ConstMapMatrix<T>(cols + gi * K * P, K, P);
+      }
     }
     if (b) {
       for (int64_t c = 0; c < O; ++c) {

@@ -63,6 +63,36 @@ TEST(Conv2d, MatchesDirectConvolution) {
   }
 }
 
+TEST(Conv2d, DirectFloatPathMatchesReference) {
+  // Stride 1, no dilation, one group, >= 4 input and a multiple of 4 output channels, float32:
+  // the direct kernel (tensor/cpu/direct_conv.cc) runs the forward and the input gradient. Odd
+  // widths leave partial 24-column blocks; big padding reads only zeros at the edges.
+  std::vector<ConvCase> cases = {
+      {{2, 16, 28, 28}, {16, 16, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},  // ResNet layer 1
+      {{2, 32, 14, 14}, {32, 32, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},  // layer 2
+      {{1, 4, 5, 9}, {8, 4, 2, 3}, {{1, 1}, {0, 1}, {1, 1}, 1}},       // asymmetric kernel and padding
+      {{3, 8, 7, 7}, {4, 8, 5, 5}, {{1, 1}, {2, 2}, {1, 1}, 1}},
+      {{1, 4, 3, 3}, {4, 4, 3, 3}, {{1, 1}, {0, 0}, {1, 1}, 1}},       // one output pixel
+      {{1, 5, 6, 6}, {12, 5, 1, 3}, {{1, 1}, {0, 1}, {1, 1}, 1}},
+      {{1, 4, 4, 4}, {4, 4, 3, 3}, {{1, 1}, {3, 3}, {1, 1}, 1}},       // padding beyond the kernel
+  };
+  Generator gen(6);
+  for (const auto& c : cases) {
+    const std::string name = "x " + shape_to_string(c.x) + " w " + shape_to_string(c.w);
+    Tensor x = randn(c.x, &gen), w = randn(c.w, &gen), b = randn({c.w[0]}, &gen);
+    Tensor got = conv2d(x, w, b, c.p);
+    EXPECT_TRUE(allclose(got.to(kFloat64), reference_conv(x, w, b, c.p), 1e-4, 1e-4)) << name;
+    // Gradients against the float64 path (im2col + GEMM, checked by gradcheck).
+    Tensor go = randn(got.sizes(), &gen);
+    auto [gi, gw, gb] = conv2d_backward(go, x, w, c.p, {true, true, true});
+    auto [gi64, gw64, gb64] =
+        conv2d_backward(go.to(kFloat64), x.to(kFloat64), w.to(kFloat64), c.p, {true, true, true});
+    EXPECT_TRUE(allclose(gi.to(kFloat64), gi64, 1e-4, 1e-3)) << name;
+    EXPECT_TRUE(allclose(gw.to(kFloat64), gw64, 1e-4, 1e-3)) << name;
+    EXPECT_TRUE(allclose(gb.to(kFloat64), gb64, 1e-4, 1e-3)) << name;
+  }
+}
+
 TEST(Conv2d, ErrorsNameShapes) {
   try {
     conv2d(ones({1, 3, 5, 5}), ones({4, 2, 3, 3}), Tensor());

@@ -1,0 +1,138 @@
+#include "tensor/cpu/direct_conv.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define EMBER_DIRECT_CONV 1
+#endif
+
+namespace ember::cpu {
+namespace {
+
+constexpr int64_t kColumns = 24;  // output positions per block: three 8-float vectors
+constexpr int64_t kRows = 4;      // output channels per block
+
+struct Layout {
+  int64_t Hp, Wp, plane;  // padded input
+  int64_t Q, Qpad;        // outputs on the padded-width grid, rounded up to whole blocks
+  int64_t padded_size;    // padded input + slack read by the last block's taps
+};
+
+Layout layout(const ConvGeometry& g) {
+  Layout l;
+  l.Hp = g.H + 2 * g.ph;
+  l.Wp = g.W + 2 * g.pw;
+  l.plane = l.Hp * l.Wp;
+  l.Q = g.Ho * l.Wp;
+  l.Qpad = (l.Q + kColumns - 1) / kColumns * kColumns;
+  // The last block's taps read up to Qpad - Q + kw - 2 floats past the padded planes.
+  l.padded_size = g.C * l.plane + (l.Qpad - l.Q) + kColumns + g.kw;
+  return l;
+}
+
+}  // namespace
+
+bool direct_conv_applies(const ConvGeometry& g, int64_t O) {
+#ifdef EMBER_DIRECT_CONV
+  // Small channel counts are where im2col costs as much as the product; one input channel (the
+  // stem) leaves too little work per tap to pay for the padded copy.
+  return g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && O % kRows == 0 && g.C >= 4 &&
+         g.kh * g.kw > 1 && g.Ho > 0 && g.Wo > 0;
+#else
+  (void)g;
+  (void)O;
+  return false;
+#endif
+}
+
+int64_t direct_conv_scratch_size(const ConvGeometry& g, int64_t O) {
+  const Layout l = layout(g);
+  return 2 * g.C * g.kh * g.kw + l.padded_size + O * l.Qpad;
+}
+
+void direct_conv(const float* in, const float* weight, const ConvGeometry& g, int64_t O, float* out,
+                 float* scratch) {
+#ifdef EMBER_DIRECT_CONV
+  const Layout l = layout(g);
+  const int64_t K = g.C * g.kh * g.kw;
+  // Scratch: the offset of each (c, i, j) row first (8-byte aligned), the padded image, the grid.
+  auto* taps = reinterpret_cast<int64_t*>(scratch);
+  float* padded = scratch + 2 * K;
+  float* grid = padded + l.padded_size;  // [O, Qpad]
+
+  std::memset(padded, 0, sizeof(float) * static_cast<size_t>(l.padded_size));
+  for (int64_t c = 0; c < g.C; ++c) {
+    for (int64_t h = 0; h < g.H; ++h) {
+      std::memcpy(padded + c * l.plane + (h + g.ph) * l.Wp + g.pw, in + (c * g.H + h) * g.W,
+                  sizeof(float) * static_cast<size_t>(g.W));
+    }
+  }
+  for (int64_t c = 0, k = 0; c < g.C; ++c) {
+    for (int64_t i = 0; i < g.kh; ++i) {
+      for (int64_t j = 0; j < g.kw; ++j) taps[k++] = c * l.plane + i * l.Wp + j;
+    }
+  }
+
+  // Column block outermost: its K input rows (K x 24 floats) stay in L1 across the channel blocks.
+  for (int64_t q = 0; q < l.Qpad; q += kColumns) {
+    const float* base = padded + q;
+    for (int64_t o = 0; o < O; o += kRows) {
+      const float* w0 = weight + (o + 0) * K;
+      const float* w1 = weight + (o + 1) * K;
+      const float* w2 = weight + (o + 2) * K;
+      const float* w3 = weight + (o + 3) * K;
+      __m256 a00 = _mm256_setzero_ps(), a01 = a00, a02 = a00, a10 = a00, a11 = a00, a12 = a00;
+      __m256 a20 = a00, a21 = a00, a22 = a00, a30 = a00, a31 = a00, a32 = a00;
+      for (int64_t k = 0; k < K; ++k) {
+        const float* x = base + taps[k];
+        const __m256 x0 = _mm256_loadu_ps(x), x1 = _mm256_loadu_ps(x + 8), x2 = _mm256_loadu_ps(x + 16);
+        __m256 w = _mm256_broadcast_ss(w0 + k);
+        a00 = _mm256_fmadd_ps(w, x0, a00);
+        a01 = _mm256_fmadd_ps(w, x1, a01);
+        a02 = _mm256_fmadd_ps(w, x2, a02);
+        w = _mm256_broadcast_ss(w1 + k);
+        a10 = _mm256_fmadd_ps(w, x0, a10);
+        a11 = _mm256_fmadd_ps(w, x1, a11);
+        a12 = _mm256_fmadd_ps(w, x2, a12);
+        w = _mm256_broadcast_ss(w2 + k);
+        a20 = _mm256_fmadd_ps(w, x0, a20);
+        a21 = _mm256_fmadd_ps(w, x1, a21);
+        a22 = _mm256_fmadd_ps(w, x2, a22);
+        w = _mm256_broadcast_ss(w3 + k);
+        a30 = _mm256_fmadd_ps(w, x0, a30);
+        a31 = _mm256_fmadd_ps(w, x1, a31);
+        a32 = _mm256_fmadd_ps(w, x2, a32);
+      }
+      float* r = grid + o * l.Qpad + q;
+      _mm256_storeu_ps(r, a00);
+      _mm256_storeu_ps(r + 8, a01);
+      _mm256_storeu_ps(r + 16, a02);
+      r += l.Qpad;
+      _mm256_storeu_ps(r, a10);
+      _mm256_storeu_ps(r + 8, a11);
+      _mm256_storeu_ps(r + 16, a12);
+      r += l.Qpad;
+      _mm256_storeu_ps(r, a20);
+      _mm256_storeu_ps(r + 8, a21);
+      _mm256_storeu_ps(r + 16, a22);
+      r += l.Qpad;
+      _mm256_storeu_ps(r, a30);
+      _mm256_storeu_ps(r + 8, a31);
+      _mm256_storeu_ps(r + 16, a32);
+    }
+  }
+  for (int64_t o = 0; o < O; ++o) {
+    for (int64_t oh = 0; oh < g.Ho; ++oh) {
+      std::memcpy(out + (o * g.Ho + oh) * g.Wo, grid + o * l.Qpad + oh * l.Wp,
+                  sizeof(float) * static_cast<size_t>(g.Wo));
+    }
+  }
+#else
+  (void)in, (void)weight, (void)g, (void)O, (void)out, (void)scratch;
+#endif
+}
+
+}  // namespace ember::cpu
