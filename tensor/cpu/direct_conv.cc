@@ -38,9 +38,13 @@ Layout layout(const ConvGeometry& g) {
 bool direct_conv_applies(const ConvGeometry& g, int64_t O) {
 #ifdef EMBER_DIRECT_CONV
   // Small channel counts are where im2col costs as much as the product; one input channel (the
-  // stem) leaves too little work per tap to pay for the padded copy.
-  return g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && O % kRows == 0 && g.C >= 4 &&
-         g.kh * g.kw > 1 && g.Ho > 0 && g.Wo > 0;
+  // stem) leaves too little work per tap to pay for the padded copy. The padded-width grid computes
+  // Qpad outputs for Ho * Wo real ones: past 25% waste (7x7 maps: 72 for 49) im2col + GEMM wins.
+  if (!(g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && O % kRows == 0 && g.C >= 4 &&
+        g.kh * g.kw > 1 && g.Ho > 0 && g.Wo > 0)) {
+    return false;
+  }
+  return layout(g).Qpad * 4 <= g.Ho * g.Wo * 5;
 #else
   (void)g;
   (void)O;

@@ -64,17 +64,18 @@ TEST(Conv2d, MatchesDirectConvolution) {
 }
 
 TEST(Conv2d, DirectFloatPathMatchesReference) {
-  // Stride 1, no dilation, one group, >= 4 input and a multiple of 4 output channels, float32:
-  // the direct kernel (tensor/cpu/direct_conv.cc) runs the forward and the input gradient. Odd
-  // widths leave partial 24-column blocks; big padding reads only zeros at the edges.
+  // Stride 1, no dilation, one group, >= 4 input and a multiple of 4 output channels, float32,
+  // maps wide enough that the padded-width grid wastes <= 25%: the direct kernel
+  // (tensor/cpu/direct_conv.cc) runs the forward and the input gradient. Widths whose grid is not
+  // a whole number of 24-column blocks leave a partial last block; big padding reads only zeros.
   std::vector<ConvCase> cases = {
       {{2, 16, 28, 28}, {16, 16, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},  // ResNet layer 1
-      {{2, 32, 14, 14}, {32, 32, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},  // layer 2
-      {{1, 4, 5, 9}, {8, 4, 2, 3}, {{1, 1}, {0, 1}, {1, 1}, 1}},       // asymmetric kernel and padding
-      {{3, 8, 7, 7}, {4, 8, 5, 5}, {{1, 1}, {2, 2}, {1, 1}, 1}},
-      {{1, 4, 3, 3}, {4, 4, 3, 3}, {{1, 1}, {0, 0}, {1, 1}, 1}},       // one output pixel
-      {{1, 5, 6, 6}, {12, 5, 1, 3}, {{1, 1}, {0, 1}, {1, 1}, 1}},
-      {{1, 4, 4, 4}, {4, 4, 3, 3}, {{1, 1}, {3, 3}, {1, 1}, 1}},       // padding beyond the kernel
+      {{2, 32, 14, 14}, {32, 32, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},  // layer 2 (input grad too)
+      {{1, 4, 5, 21}, {8, 4, 2, 3}, {{1, 1}, {0, 1}, {1, 1}, 1}},      // asymmetric; 92 of 96 columns
+      {{2, 8, 20, 20}, {4, 8, 5, 5}, {{1, 1}, {2, 2}, {1, 1}, 1}},
+      {{1, 5, 6, 30}, {12, 5, 1, 3}, {{1, 1}, {0, 1}, {1, 1}, 1}},
+      {{1, 4, 16, 16}, {4, 4, 3, 3}, {{1, 1}, {3, 3}, {1, 1}, 1}},     // padding beyond the kernel
+      {{2, 64, 7, 7}, {64, 64, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},    // 7x7: im2col + GEMM instead
   };
   Generator gen(6);
   for (const auto& c : cases) {
