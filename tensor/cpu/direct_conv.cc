@@ -84,48 +84,28 @@ void direct_conv(const float* in, const float* weight, const ConvGeometry& g, in
   for (int64_t q = 0; q < l.Qpad; q += kColumns) {
     const float* base = padded + q;
     for (int64_t o = 0; o < O; o += kRows) {
-      const float* w0 = weight + (o + 0) * K;
-      const float* w1 = weight + (o + 1) * K;
-      const float* w2 = weight + (o + 2) * K;
-      const float* w3 = weight + (o + 3) * K;
-      __m256 a00 = _mm256_setzero_ps(), a01 = a00, a02 = a00, a10 = a00, a11 = a00, a12 = a00;
-      __m256 a20 = a00, a21 = a00, a22 = a00, a30 = a00, a31 = a00, a32 = a00;
+      // A 4 x 24 tile of outputs in twelve registers (the loops unroll fully).
+      const float* w = weight + o * K;
+      __m256 acc[kRows][3];
+#pragma GCC unroll 4
+      for (int r = 0; r < kRows; ++r) {
+        for (int v = 0; v < 3; ++v) acc[r][v] = _mm256_setzero_ps();
+      }
       for (int64_t k = 0; k < K; ++k) {
         const float* x = base + taps[k];
-        const __m256 x0 = _mm256_loadu_ps(x), x1 = _mm256_loadu_ps(x + 8), x2 = _mm256_loadu_ps(x + 16);
-        __m256 w = _mm256_broadcast_ss(w0 + k);
-        a00 = _mm256_fmadd_ps(w, x0, a00);
-        a01 = _mm256_fmadd_ps(w, x1, a01);
-        a02 = _mm256_fmadd_ps(w, x2, a02);
-        w = _mm256_broadcast_ss(w1 + k);
-        a10 = _mm256_fmadd_ps(w, x0, a10);
-        a11 = _mm256_fmadd_ps(w, x1, a11);
-        a12 = _mm256_fmadd_ps(w, x2, a12);
-        w = _mm256_broadcast_ss(w2 + k);
-        a20 = _mm256_fmadd_ps(w, x0, a20);
-        a21 = _mm256_fmadd_ps(w, x1, a21);
-        a22 = _mm256_fmadd_ps(w, x2, a22);
-        w = _mm256_broadcast_ss(w3 + k);
-        a30 = _mm256_fmadd_ps(w, x0, a30);
-        a31 = _mm256_fmadd_ps(w, x1, a31);
-        a32 = _mm256_fmadd_ps(w, x2, a32);
+        const __m256 xs[3] = {_mm256_loadu_ps(x), _mm256_loadu_ps(x + 8), _mm256_loadu_ps(x + 16)};
+#pragma GCC unroll 4
+        for (int r = 0; r < kRows; ++r) {
+          const __m256 wv = _mm256_broadcast_ss(w + r * K + k);
+#pragma GCC unroll 3
+          for (int v = 0; v < 3; ++v) acc[r][v] = _mm256_fmadd_ps(wv, xs[v], acc[r][v]);
+        }
       }
-      float* r = grid + o * l.Qpad + q;
-      _mm256_storeu_ps(r, a00);
-      _mm256_storeu_ps(r + 8, a01);
-      _mm256_storeu_ps(r + 16, a02);
-      r += l.Qpad;
-      _mm256_storeu_ps(r, a10);
-      _mm256_storeu_ps(r + 8, a11);
-      _mm256_storeu_ps(r + 16, a12);
-      r += l.Qpad;
-      _mm256_storeu_ps(r, a20);
-      _mm256_storeu_ps(r + 8, a21);
-      _mm256_storeu_ps(r + 16, a22);
-      r += l.Qpad;
-      _mm256_storeu_ps(r, a30);
-      _mm256_storeu_ps(r + 8, a31);
-      _mm256_storeu_ps(r + 16, a32);
+#pragma GCC unroll 4
+      for (int r = 0; r < kRows; ++r) {
+        float* row = grid + (o + r) * l.Qpad + q;
+        for (int v = 0; v < 3; ++v) _mm256_storeu_ps(row + 8 * v, acc[r][v]);
+      }
     }
   }
   for (int64_t o = 0; o < O; ++o) {

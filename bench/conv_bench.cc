@@ -1,0 +1,87 @@
+// 3x3 convolution forward, float32, one thread, ResNet-20's three layer shapes on 28x28 input
+// (batch 64, C = O = 16 / 32 / 64 at 28 / 14 / 7 pixels): ember::conv2d (its direct kernel where
+// that wins, else im2col + GEMM) against im2col + Eigen GEMM written out here, image by image, on
+// the same buffers. The size argument is the feature map's side.
+#include <Eigen/Core>
+
+#include <vector>
+
+#include "bench/ratio_report.h"
+#include "tensor/all.h"
+#include "tensor/nn_ops.h"
+
+namespace {
+
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+constexpr const char* kRate = "GFLOP";
+constexpr int64_t kBatch = 64;
+
+int64_t channels(int64_t side) { return side == 28 ? 16 : side == 14 ? 32 : 64; }
+
+struct Layer {
+  ember::Tensor x, w;
+  int64_t C, S;
+  explicit Layer(int64_t side) : C(channels(side)), S(side) {
+    ember::Generator gen(0);
+    x = ember::randn({kBatch, C, S, S}, &gen);
+    w = ember::randn({C, C, 3, 3}, &gen);
+  }
+  double flops() const { return 2.0 * kBatch * C * C * 9 * S * S; }
+};
+
+void conv_ember(benchmark::State& state) {
+  Layer l(state.range(0));
+  ember::Conv2dParams p;
+  p.padding = {1, 1};
+  for (auto _ : state) {
+    ember::Tensor y = ember::conv2d(l.x, l.w, ember::Tensor(), p);
+    benchmark::DoNotOptimize(y.data_ptr());
+  }
+  ember::bench::set_rate(state, kRate, l.flops());
+}
+
+// The textbook lowering: columns [C*9, S*S] of one image (zero padding 1), then W [C, C*9] x cols.
+void conv_im2col_eigen(benchmark::State& state) {
+  Layer l(state.range(0));
+  const int64_t C = l.C, S = l.S, K = C * 9, P = S * S;
+  std::vector<float> cols(static_cast<size_t>(K * P)), out(static_cast<size_t>(kBatch * C * P));
+  const float* x = l.x.data_ptr<float>();
+  Eigen::Map<const RowMat> w(l.w.data_ptr<float>(), C, K);
+  for (auto _ : state) {
+    for (int64_t n = 0; n < kBatch; ++n) {
+      for (int64_t c = 0; c < C; ++c) {
+        for (int64_t i = 0; i < 3; ++i) {
+          for (int64_t j = 0; j < 3; ++j) {
+            float* row = cols.data() + ((c * 3 + i) * 3 + j) * P;
+            for (int64_t h = 0; h < S; ++h) {
+              const int64_t ih = h + i - 1;
+              for (int64_t v = 0; v < S; ++v) {
+                const int64_t iv = v + j - 1;
+                row[h * S + v] = ih < 0 || ih >= S || iv < 0 || iv >= S ? 0.f : x[((n * C + c) * S + ih) * S + iv];
+              }
+            }
+          }
+        }
+      }
+      Eigen::Map<RowMat>(out.data() + n * C * P, C, P).noalias() = w * Eigen::Map<const RowMat>(cols.data(), K, P);
+    }
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  ember::bench::set_rate(state, kRate, l.flops());
+}
+
+void register_all() {
+  for (int64_t side : {28, 14, 7}) {
+    benchmark::RegisterBenchmark("conv3x3_f32/ember", conv_ember)->Arg(side)->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("conv3x3_f32/im2col_eigen", conv_im2col_eigen)->Arg(side)->Unit(benchmark::kMillisecond);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Eigen::setNbThreads(1);
+  register_all();
+  return ember::bench::run_with_ratio_table(argc, argv, kRate);
+}
