@@ -5,9 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds="${1:-5}"
-bazel build //bench:allreduce_bench >&2
+source bench/lib.sh
+bin=$(bench_binary bench:allreduce_bench)
 echo "== ember vs raw MPI (mpirun -np 2)"
-bin="$(bazel info bazel-bin 2>/dev/null)/bench/allreduce_bench"
 OMPI_MCA_btl=self,vader mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 \
   "$bin" "$rounds"
 if /usr/bin/python3 -c "import torch.distributed" 2>/dev/null; then

@@ -21,12 +21,11 @@ hooks="${HOOKS:-none allreduce fp16 bf16 powersgd:1 powersgd:4 batched_powersgd:
 torch="${TORCH:-1}"
 py=/usr/bin/python3
 if ! "$py" -c "import torch.distributed" 2>/dev/null; then torch=0; fi
-if [[ "${NO_BUILD:-0}" != 1 ]]; then bazel build //bench:ddp_bench >&2; fi
-bin="$PWD/bazel-out/k8-fastbuild/bin/bench/ddp_bench"
+source bench/lib.sh
+bin=$(bench_binary bench:ddp_bench)
 model=(--model=mlp --mlp_sizes=784,4096,4096,10 --batch=32 --steps="$steps" --warmup="$warmup")
 if [[ -n "${BUCKET_MB:-}" ]]; then model+=(--bucket_cap_mb="$BUCKET_MB" --first_bucket_mb="$BUCKET_MB"); fi
 export OMPI_MCA_btl=self,vader
-field() { local v; v=$(tr ' ' '\n' <<<"$2" | sed -n "s/^$1=//p"); echo "${v:--}"; }
 run_ember() {  # run_ember NAME RANK
   timeout 900 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 "$bin" "${model[@]}" \
     --mode=ddp --comm_hook="$1" --powersgd_rank="$2" | grep '^RESULT' || echo "RESULT failed"

@@ -14,9 +14,9 @@ epochs="${1:-5}"
 hooks="${HOOKS:-none fp16 bf16 powersgd:1 powersgd:2 powersgd:4}"
 logs="${LOGS:-/tmp/ember_comm_hooks}"
 mkdir -p "$logs"
-if [[ "${NO_BUILD:-0}" != 1 ]]; then scripts/bootstrap.sh >&2; bazel build //examples:ddp_resnet >&2; fi
-bin="${BIN:-$PWD/bazel-out/k8-fastbuild/bin/examples/ddp_resnet}"
-field() { local v; v=$(tr ' ' '\n' <<<"$2" | sed -n "s/^$1=//p"); echo "${v:--}"; }
+source bench/lib.sh
+if [[ "${NO_BUILD:-0}" != 1 ]]; then scripts/bootstrap.sh >&2; fi
+bin="${BIN:-$(bench_binary examples:ddp_resnet)}"
 
 echo "== ResNet-20, Fashion-MNIST, 2 ranks, $epochs epochs, per comm hook ($(nproc) cores, $(uptime | sed 's/.*load/load/'))"
 results=()

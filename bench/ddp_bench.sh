@@ -38,14 +38,8 @@ first_bucket="${FIRST_BUCKET:-cap}"
 py=/usr/bin/python3
 if ! "$py" -c "import torch.distributed" 2>/dev/null; then torch=0; fi
 
-# NO_BUILD=1 uses the default-config binary in bazel-out/k8-fastbuild as it is (Bazel's lock can be
-# held by a long build elsewhere, and bazel-bin/ follows whichever config was built last).
-if [[ "${NO_BUILD:-0}" == 1 ]]; then
-  bin="$PWD/bazel-out/k8-fastbuild/bin/bench/ddp_bench"
-else
-  bazel build //bench:ddp_bench >&2
-  bin="$(bazel info bazel-bin 2>/dev/null)/bench/ddp_bench"
-fi
+source bench/lib.sh
+bin=$(bench_binary bench:ddp_bench)  # NO_BUILD=1: use it as built
 export OMPI_MCA_btl=self,vader
 mpi() {  # mpi NP ARGS...
   local np="$1"; shift
@@ -56,7 +50,6 @@ tpy() {
   timeout 900 "$py" bench/ddp_bench_torch.py --steps "$steps" --warmup "$warmup" --timeout 600 "$@" |
     grep '^RESULT' || echo "RESULT failed"
 }
-field() { local v; v=$(tr ' ' '\n' <<<"$2" | sed -n "s/^$1=//p"); echo "${v:--}"; }
 load() { uptime | sed 's/.*load average/load average/'; }
 
 echo "== machine: $(nproc) cores, $(load); steps=$steps warmup=$warmup"

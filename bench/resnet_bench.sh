@@ -11,19 +11,9 @@
 # libtorch). Run on a quiet machine: the script prints `uptime` so a loaded run can be recognised.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# NO_BUILD=1 uses the default-config binary in bazel-out/k8-fastbuild as it is (Bazel's lock can be
-# held by a long build elsewhere, and bazel-bin/ follows whichever config was built last).
-if [[ "${NO_BUILD:-0}" == 1 ]]; then
-  bin="$PWD/bazel-out/k8-fastbuild/bin/bench/resnet_train_bench"
-else
-  bazel build //bench:resnet_train_bench >&2
-  bin="$(bazel info bazel-bin 2>/dev/null)/bench/resnet_train_bench"
-fi
+source bench/lib.sh
+bin=$(bench_binary bench:resnet_train_bench)  # NO_BUILD=1: use it as built
 py=/usr/bin/python3
-
-field() {  # field NAME LINE -> the value of NAME=... in a RESULT line
-  tr ' ' '\n' <<<"$2" | sed -n "s/^$1=//p"
-}
 
 if [[ "${1:-}" == "profile" ]]; then
   steps="${2:-2}"

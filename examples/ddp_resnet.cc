@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
     distributed::CommHookSpec hook;
     hook.powersgd_start_iter = -1;
     std::map<std::string, examples::Flag> ddp_flags = {
-        {"comm_hook", {"none|allreduce|fp16|bf16|noop|powersgd|batched_powersgd (none)",
+        {"comm_hook", {distributed::comm_hook_names("|") + " (none)",
                        [&](const std::string& v) { hook.name = v; }}},
         {"powersgd_rank", {"PowerSGD matrix_approximation_rank (1)",
                            [&](const std::string& v) { hook.powersgd_rank = std::stoll(v); }}},

@@ -7,10 +7,11 @@
 
 namespace ember::distributed {
 
-const std::vector<std::string>& comm_hook_names() {
-  static const std::vector<std::string> names{"none", "allreduce", "fp16", "bf16",
-                                              "noop", "powersgd", "batched_powersgd"};
-  return names;
+std::string comm_hook_names(const std::string& separator) {
+  static const char* const names[] = {"none", "allreduce", "fp16", "bf16", "noop", "powersgd", "batched_powersgd"};
+  std::string out;
+  for (const char* n : names) out += (out.empty() ? "" : separator) + n;
+  return out;
 }
 
 std::shared_ptr<PowerSGDState> register_comm_hook_by_name(DistributedDataParallel& ddp, ProcessGroupPtr group,
@@ -36,9 +37,7 @@ std::shared_ptr<PowerSGDState> register_comm_hook_by_name(DistributedDataParalle
     }
     return state;
   }
-  std::string known;
-  for (const std::string& n : comm_hook_names()) known += (known.empty() ? "" : ", ") + n;
-  EMBER_THROW("unknown comm hook '", name, "' (known: ", known, ")");
+  EMBER_THROW("unknown comm hook '", name, "' (known: ", comm_hook_names(", "), ")");
 }
 
 }  // namespace ember::distributed

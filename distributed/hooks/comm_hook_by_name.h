@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "distributed/ddp/distributed_data_parallel.h"
 #include "distributed/hooks/powersgd_state.h"
@@ -19,8 +18,8 @@ struct CommHookSpec {
   int64_t powersgd_start_iter = 1000;   // start_powerSGD_iter
 };
 
-// The names register_comm_hook_by_name accepts, in the order tools list them.
-const std::vector<std::string>& comm_hook_names();
+// The names register_comm_hook_by_name accepts, joined by `separator` (for help and errors).
+std::string comm_hook_names(const std::string& separator);
 
 // Registers the named hook on `ddp` over `group` (the DDP's process group). Returns the
 // PowerSGDState for the PowerSGD hooks (statistics, checkpoints), nullptr otherwise. Throws on an

@@ -1,0 +1,16 @@
+# Helpers shared by the bench/*.sh scripts (sourced, not run; they cd to the repository root first).
+
+# field NAME LINE -> the value of NAME=... in a RESULT line, "-" when the line has none.
+field() {
+  local v
+  v=$(tr ' ' '\n' <<<"$2" | sed -n "s/^$1=//p")
+  echo "${v:--}"
+}
+
+# bench_binary PACKAGE:TARGET -> the path of the default-config binary, built first unless
+# NO_BUILD=1. Always bazel-out/k8-fastbuild, never bazel-bin/, which follows whichever config
+# (cuda, asan) was built last; NO_BUILD=1 also avoids waiting on Bazel's lock held by a long build.
+bench_binary() {
+  if [[ "${NO_BUILD:-0}" != 1 ]]; then bazel build "//$1" >&2; fi
+  echo "$PWD/bazel-out/k8-fastbuild/bin/${1/://}"
+}
