@@ -53,7 +53,12 @@ void AccumulateGrad::accumulate(const Tensor& variable, Tensor&& new_grad) {
 
 variable_list AccumulateGrad::apply(variable_list&& grads) {
   EMBER_INTERNAL_ASSERT(grads.size() == 1);
-  if (!grads[0].defined()) return {};
+  // Node post hooks run even when no gradient arrived (as PyTorch's engine runs them): DDP's
+  // Reducer must hear about every parameter the backward graph reaches (DESIGN.md step 8).
+  if (!grads[0].defined()) {
+    for (const PostHook& h : post_hooks_) h.fn(variable_);
+    return {};
+  }
   accumulate(variable_, std::move(grads[0]));
   for (const PostHook& h : post_hooks_) h.fn(variable_);
   // Copy: a hook may register or remove hooks while we iterate.

@@ -1,7 +1,8 @@
 // AccumulateGrad: the sink node of a leaf tensor. It adds the incoming gradient into the leaf's
 // .grad (stealing the buffer when nobody else holds it, copying otherwise, adding in place after
-// that) and then runs its post-accumulate hooks in registration order. DDP's Reducer registers
-// its autograd_hook here (DESIGN.md step 5 and 8).
+// that) and then runs its post hooks in registration order, also when the incoming gradient is
+// undefined (the tensor-level post-accumulate hooks run only after a real accumulation). DDP's
+// Reducer registers its autograd_hook here (DESIGN.md step 5 and 8).
 #pragma once
 
 #include <functional>

@@ -12,6 +12,12 @@ Tensor Module::forward(const Tensor&) {
   EMBER_THROW(type_name_, " has no forward(); call its children directly");
 }
 
+std::vector<Tensor> Module::forward_many(const std::vector<Tensor>& inputs) {
+  EMBER_CHECK(inputs.size() == 1, type_name_, "::forward_many: got ", inputs.size(),
+              " inputs, but this module only has the single-tensor forward(); override forward_many");
+  return {forward(inputs[0])};
+}
+
 std::string Module::repr() const {
   std::ostringstream os;
   os << type_name_ << "(" << extra_repr();

@@ -23,6 +23,9 @@ class Module : public std::enable_shared_from_this<Module> {
   // The computation; single tensor in and out (containers without one throw).
   virtual Tensor forward(const Tensor& input);
   Tensor operator()(const Tensor& input) { return forward(input); }
+  // Several tensors in and out, for models with more than one input or output (PyTorch's forward
+  // takes and returns any structure). The default runs forward() on exactly one input.
+  virtual std::vector<Tensor> forward_many(const std::vector<Tensor>& inputs);
 
   const std::string& type_name() const { return type_name_; }
   // One-line description, e.g. "Linear(in_features=4, out_features=2, bias=true)".

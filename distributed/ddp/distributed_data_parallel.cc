@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 
 #include "distributed/collective_helpers.h"
+#include "distributed/ddp/ddp_sink.h"
 #include "distributed/trace.h"
 #include "nn/layers/simple.h"
 
@@ -27,20 +29,30 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   // Step 3: every rank starts from rank 0's parameters and buffers.
   if (options_.init_sync) sync_module_states();
   // Step 4: buckets by size in parameter order, then reversed: gradients arrive roughly in the
-  // reverse of the order parameters were used in forward.
+  // reverse of the order parameters were used in forward. Note [First-iteration buckets]: unless
+  // find_unused_parameters is on without static_graph, the first iteration uses one bucket per
+  // dtype, as PyTorch does (limit sys.maxsize): parameter order is not execution order, and a
+  // bucket launched early on one rank could pair with a different collective (another part of
+  // the backward, or a rank whose unused parameters made a bucket ready sooner) on another. The
+  // rebuild after the first iteration then uses [first_bucket_mb, bucket_cap_mb] in the order
+  // gradients were observed.
   const size_t cap = static_cast<size_t>(options_.bucket_cap_mb * 1024 * 1024);
   const size_t first = static_cast<size_t>(options_.first_bucket_mb * 1024 * 1024);
   EMBER_CHECK(cap > 0 && first > 0, "DistributedDataParallel: bucket_cap_mb (", options_.bucket_cap_mb,
               ") and first_bucket_mb (", options_.first_bucket_mb, ") must be positive");
-  BucketAssignment a = compute_bucket_assignment_with_limits(params_, {first, cap},
-                                                             expect_sparse_gradient_);
+  const bool one_bucket_first = options_.static_graph || !options_.find_unused_parameters;
+  const std::vector<size_t> limits =
+      one_bucket_first ? std::vector<size_t>{std::numeric_limits<size_t>::max()} : std::vector<size_t>{first, cap};
+  BucketAssignment a = compute_bucket_assignment_with_limits(params_, limits, expect_sparse_gradient_);
   std::reverse(a.bucket_indices.begin(), a.bucket_indices.end());
-  std::reverse(a.per_bucket_size_limits.begin(), a.per_bucket_size_limits.end());
   // Step 5.
-  ReducerOptions ro{options_.find_unused_parameters, options_.gradient_as_bucket_view,
-                    options_.static_graph, first, cap};
-  reducer_ = std::make_unique<Reducer>(params_, param_names_, std::move(a.bucket_indices),
-                                       std::move(a.per_bucket_size_limits), process_group_,
+  ReducerOptions ro;
+  ro.find_unused_parameters = options_.find_unused_parameters;
+  ro.gradient_as_bucket_view = options_.gradient_as_bucket_view;
+  ro.static_graph = options_.static_graph;
+  ro.first_bucket_bytes = first;
+  ro.bucket_bytes_cap = cap;
+  reducer_ = std::make_unique<Reducer>(params_, param_names_, std::move(a.bucket_indices), process_group_,
                                        expect_sparse_gradient_, ro);
 }
 
@@ -66,37 +78,72 @@ void DistributedDataParallel::build_params_for_reducer() {
               "parameter that requires a gradient (rank ", process_group_->rank(), ")");
 }
 
+// Step 3: every parameter (trainable or frozen) and every buffer, except the ignored ones, as
+// PyTorch's _sync_module_states: a frozen layer must not keep each rank's own initialisation.
 void DistributedDataParallel::sync_module_states() {
   NoGradGuard no_grad;
-  std::vector<Tensor> tensors = params_;
-  for (const Tensor& b : module_->buffers()) tensors.push_back(b);
+  std::vector<Tensor> tensors;
+  for (auto& [name, p] : module_->named_parameters()) {
+    if (!options_.parameters_to_ignore.count(name)) tensors.push_back(p);
+  }
+  for (const Tensor& b : buffers_to_sync()) tensors.push_back(b);
   broadcast_coalesced(*process_group_, tensors, kDefaultBroadcastBucketBytes, 0);
+}
+
+// Looked up at every sync: a module may replace its buffers (PyTorch's _assign_modules_buffers).
+std::vector<Tensor> DistributedDataParallel::buffers_to_sync() const {
+  std::vector<Tensor> buffers;
+  for (auto& [name, b] : module_->named_buffers()) {
+    if (!options_.parameters_to_ignore.count(name)) buffers.push_back(b);
+  }
+  return buffers;
 }
 
 // Step 6: rank 0's buffers (e.g. BatchNorm running statistics) overwrite everyone's.
 void DistributedDataParallel::sync_buffers() {
-  std::vector<Tensor> buffers = module_->buffers();
+  std::vector<Tensor> buffers = buffers_to_sync();
   if (buffers.empty()) return;
   NoGradGuard no_grad;
   broadcast_coalesced(*process_group_, buffers, kDefaultBroadcastBucketBytes, 0);
 }
 
 Tensor DistributedDataParallel::forward(const Tensor& input) {
-  const double start = Trace::now_us();
-  TraceScope scope("DDP forward", "ddp");
-  const bool sync = GradMode::is_enabled() && require_backward_grad_sync_;
-  if (sync && reducer_->rebuild_buckets() && Trace::get().enabled()) {
+  return call([&] { return module_->forward(input); });
+}
+
+std::vector<Tensor> DistributedDataParallel::forward_many(const std::vector<Tensor>& inputs) {
+  return call([&] { return module_->forward_many(inputs); });
+}
+
+// Step 6, PyTorch's _pre_forward.
+void DistributedDataParallel::pre_forward() {
+  forward_start_us_ = Trace::now_us();
+  const bool grad_enabled = GradMode::is_enabled();
+  if (grad_enabled && require_backward_grad_sync_) reducer_->prepare_for_forward();
+  // Step 13 happens here, before the forward's activations raise the memory peak.
+  if (grad_enabled && reducer_->rebuild_buckets() && Trace::get().enabled()) {
     Trace::get().instant("buckets rebuilt", "ddp");
   }
-  if (options_.broadcast_buffers) sync_buffers();
-  Tensor output = module_->forward(input);
+  if (require_forward_param_sync_ && options_.broadcast_buffers) sync_buffers();
+}
+
+// Step 7, PyTorch's _post_forward: prepare the Reducer, and route the outputs through the sink
+// (ddp_sink.h) when some parameters may get no gradient.
+std::vector<Tensor> DistributedDataParallel::post_forward(std::vector<Tensor> outputs) {
+  const bool sync = GradMode::is_enabled() && require_backward_grad_sync_;
+  require_forward_param_sync_ = sync;
+  const bool dynamic_find_unused = reducer_->dynamic_graph_find_unused();
   if (sync) {
-    const bool traverse = options_.find_unused_parameters ||
-                          (options_.static_graph && reducer_->num_iterations() == 0);
-    reducer_->prepare_for_backward(traverse ? std::vector<Tensor>{output} : std::vector<Tensor>{});
+    TraceScope scope("prepare_for_backward", "ddp");
+    reducer_->prepare_for_backward(dynamic_find_unused ? outputs : std::vector<Tensor>{});
   }
-  last_forward_ms_ = (Trace::now_us() - start) / 1000.0;
-  return output;
+  const bool static_first = sync && reducer_->static_graph_first_iteration();
+  if (dynamic_find_unused || static_first) {
+    outputs = pass_through_ddp_sink(outputs, *reducer_, /*delay_all_reduce=*/static_first);
+  }
+  last_forward_ms_ = (Trace::now_us() - forward_start_us_) / 1000.0;
+  if (Trace::get().enabled()) Trace::get().span("DDP forward", "ddp", forward_start_us_, last_forward_ms_ * 1000.0);
+  return outputs;
 }
 
 DistributedDataParallel::NoSyncGuard::NoSyncGuard(DistributedDataParallel& ddp)

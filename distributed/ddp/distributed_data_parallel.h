@@ -5,9 +5,13 @@
 // Reducer's autograd hooks do the rest.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "distributed/ddp/logging.h"
 #include "distributed/ddp/reducer.h"
@@ -27,7 +31,9 @@ struct DDPOptions {
   bool find_unused_parameters = false;
   bool gradient_as_bucket_view = false;
   bool static_graph = false;
-  std::set<std::string> parameters_to_ignore;  // names as in module.named_parameters()
+  // Names as in module.named_parameters() / named_buffers(): neither reduced nor broadcast, at
+  // construction or in forward (PyTorch's _ddp_params_and_buffers_to_ignore).
+  std::set<std::string> parameters_to_ignore;
   bool init_sync = true;
   std::string trace_dir;               // write a Chrome trace per rank here (or EMBER_DDP_TRACE)
 };
@@ -38,6 +44,17 @@ class DistributedDataParallel : public nn::Module {
   ~DistributedDataParallel() override;
 
   Tensor forward(const Tensor& input) override;
+  // A module with several inputs or outputs (nn::Module::forward_many). With
+  // find_unused_parameters the unused-parameter search starts from every output, and outputs the
+  // loss does not use are fine.
+  std::vector<Tensor> forward_many(const std::vector<Tensor>& inputs) override;
+  // Any forward: `run` calls the wrapped module however it likes and returns a Tensor, a
+  // std::vector<Tensor>, a std::map<std::string, Tensor>, or a struct of named tensors with a
+  // member `template <class F> void for_each_tensor(F f)` calling f(Tensor&) on each field.
+  // DDP does around it what forward() does (buffers, rebuild, unused-parameter search).
+  //   auto out = ddp.call([&] { return net->heads(x); });   // out.logits, out.aux
+  template <typename Fn>
+  auto call(Fn&& run);
   std::shared_ptr<nn::Module> module() const { return module_; }
 
   // Inside the guard's scope gradients accumulate locally without communication; the first
@@ -77,6 +94,10 @@ class DistributedDataParallel : public nn::Module {
   void sync_module_states();
   // Step 6.
   void sync_buffers();
+  std::vector<Tensor> buffers_to_sync() const;
+  // Around the wrapped module's forward (PyTorch's _pre_forward / _post_forward).
+  void pre_forward();
+  std::vector<Tensor> post_forward(std::vector<Tensor> outputs);
 
   std::shared_ptr<nn::Module> module_;
   DDPOptions options_;
@@ -86,8 +107,40 @@ class DistributedDataParallel : public nn::Module {
   std::vector<bool> expect_sparse_gradient_;
   std::unique_ptr<Reducer> reducer_;
   bool require_backward_grad_sync_ = true;
+  // Whether the next forward broadcasts buffers: set by each forward to "grad enabled and
+  // synchronising" (PyTorch's require_forward_param_sync), so a validation pass under no_grad or a
+  // no_sync micro-batch does not make the forward after it broadcast.
+  bool require_forward_param_sync_ = true;
+  double forward_start_us_ = 0;
   double last_forward_ms_ = 0;
 };
 
+namespace detail {
+// The tensors of a forward's output, as pointers so the output sink can replace them in place.
+inline void output_tensors(Tensor& t, std::vector<Tensor*>& out) { out.push_back(&t); }
+inline void output_tensors(std::vector<Tensor>& ts, std::vector<Tensor*>& out) {
+  for (Tensor& t : ts) out.push_back(&t);
+}
+inline void output_tensors(std::map<std::string, Tensor>& ts, std::vector<Tensor*>& out) {
+  for (auto& kv : ts) out.push_back(&kv.second);
+}
+template <typename T, typename = decltype(std::declval<T&>().for_each_tensor(std::declval<void (*)(Tensor&)>()))>
+void output_tensors(T& value, std::vector<Tensor*>& out) {
+  value.for_each_tensor([&out](Tensor& t) { out.push_back(&t); });
+}
+}  // namespace detail
+
+template <typename Fn>
+auto DistributedDataParallel::call(Fn&& run) {
+  pre_forward();
+  auto output = run();
+  std::vector<Tensor*> slots;
+  detail::output_tensors(output, slots);
+  std::vector<Tensor> tensors;
+  for (Tensor* t : slots) tensors.push_back(*t);
+  tensors = post_forward(std::move(tensors));
+  for (size_t i = 0; i < slots.size(); ++i) *slots[i] = tensors[i];
+  return output;
+}
 
 }  // namespace ember::distributed

@@ -34,10 +34,16 @@ struct DDPLoggingData {
   bool broadcast_buffers = true;
   int64_t num_parameters = 0;
   int64_t num_buckets = 0;
-  std::vector<int64_t> bucket_sizes;               // bytes per bucket, launch order
-  std::vector<std::vector<size_t>> bucket_indices;  // parameter indices per bucket, launch order
+  // The layout now (after the rebuild, once it happened): bytes and parameter indices per bucket,
+  // in launch order.
+  std::vector<int64_t> bucket_sizes;
+  std::vector<std::vector<size_t>> bucket_indices;
+  // The layout DDP's constructor built, used until the rebuild: one bucket per dtype unless
+  // find_unused_parameters is on without static_graph (see distributed_data_parallel.cc).
+  std::vector<int64_t> initial_bucket_sizes;
+  std::vector<std::vector<size_t>> initial_bucket_indices;
   bool has_rebuilt_buckets = false;
-  int64_t num_iterations = 0;
+  int64_t num_iterations = 0;                      // forwards that synchronised gradients
   int64_t unused_parameter_count = 0;               // in the last iteration
   std::vector<std::string> unused_parameter_names;
   IterationStats last;

@@ -2,6 +2,7 @@
 // buckets ready, and launching each bucket's reduction through the comm hook.
 #include "distributed/ddp/reducer.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "autograd/engine.h"
@@ -14,9 +15,8 @@
 namespace ember::distributed {
 
 Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> param_names,
-                 std::vector<std::vector<size_t>> bucket_indices, std::vector<size_t> per_bucket_size_limits,
-                 ProcessGroupPtr process_group, std::vector<bool> expect_sparse_gradient,
-                 ReducerOptions options)
+                 std::vector<std::vector<size_t>> bucket_indices, ProcessGroupPtr process_group,
+                 std::vector<bool> expect_sparse_gradient, ReducerOptions options)
     : params_(std::move(params)),
       param_names_(std::move(param_names)),
       expect_sparse_gradient_(std::move(expect_sparse_gradient)),
@@ -28,7 +28,10 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> param_name
   div_factor_ = static_cast<double>(process_group_->size());
   ready_this_iteration_.assign(params_.size(), false);
   local_used_map_ = zeros({static_cast<int64_t>(params_.size())}, kInt32);
-  initialize_buckets(std::move(bucket_indices), std::move(per_bucket_size_limits));
+  num_grad_hooks_triggered_.assign(params_.size(), 0);
+  initialize_buckets(std::move(bucket_indices));
+  initial_bucket_indices_ = bucket_indices_;
+  initial_bucket_sizes_ = bucket_sizes_in_bytes();
   register_autograd_hooks();
 }
 
@@ -45,8 +48,7 @@ std::string Reducer::param_name(size_t index) const {
 
 // Step 5: one flat, zero-filled buffer per dense bucket and a view per parameter; with
 // gradient_as_bucket_view, existing .grad tensors are moved into (and replaced by) their views.
-void Reducer::initialize_buckets(std::vector<std::vector<size_t>> bucket_indices,
-                                 std::vector<size_t> limits) {
+void Reducer::initialize_buckets(std::vector<std::vector<size_t>> bucket_indices) {
   NoGradGuard no_grad;
   buckets_.clear();
   variable_locators_.assign(params_.size(), VariableLocator{});
@@ -55,7 +57,6 @@ void Reducer::initialize_buckets(std::vector<std::vector<size_t>> bucket_indices
     const auto& indices = bucket_indices[b];
     EMBER_CHECK(!indices.empty(), "Reducer: bucket ", b, " is empty");
     Bucket bucket;
-    bucket.size_limit = b < limits.size() ? limits[b] : 0;
     if (indices.size() == 1 && expect_sparse_gradient_[indices[0]]) {
       bucket.expect_sparse_gradient = true;
     }
@@ -116,11 +117,21 @@ void Reducer::register_autograd_hooks() {
   }
 }
 
-// Step 8: runs after parameter `index`'s gradient has been accumulated into .grad.
+// Step 8: runs after parameter `index`'s AccumulateGrad, also when the incoming gradient was
+// undefined (an output that did not reach the loss, see ddp_sink.h): then .grad is left as it was
+// and the parameter counts as unused here, but its bucket still gets its slot (zeros).
 void Reducer::autograd_hook(size_t index) {
   std::lock_guard<std::mutex> lock(mutex_);
-  // A parameter that produced a gradient was used; remembered across no_sync iterations too.
-  if (tracks_local_use()) local_used_map_.data_ptr<int32_t>()[index] = 1;
+  // A parameter with a gradient was used; remembered across no_sync iterations too. As PyTorch,
+  // .grad is what counts (an undefined incoming gradient leaves it undefined after zero_grad).
+  if (tracks_local_use() && params_[index].grad().defined()) {
+    local_used_map_.data_ptr<int32_t>()[index] = 1;
+  }
+  // static_graph, first iteration: only count; delay_all_reduce reduces everything at the end.
+  if (static_graph_first_iteration()) {
+    ++num_grad_hooks_triggered_[index];
+    return;
+  }
   // Outside a synchronising DDP forward (no_sync, or backward without DDP's forward) gradients
   // simply accumulate locally.
   if (!expect_autograd_hooks_) return;
@@ -135,6 +146,18 @@ void Reducer::autograd_hook(size_t index) {
     has_marked_unused_parameters_ = true;
     for (size_t unused : unused_parameters_) mark_variable_ready(unused);
   }
+  if (static_graph_after_first_iteration()) {
+    // A parameter is ready once its hook fired as often as in the first iteration (reentrant
+    // backward, as activation checkpointing does, fires it more than once).
+    EMBER_CHECK(num_grad_hooks_this_iteration_[index] > 0, "DistributedDataParallel (rank ",
+                process_group_->rank(), "): the gradient hook of parameter '", param_name(index),
+                "' (index ", index, ") fired more often in this iteration than in the first (",
+                num_grad_hooks_triggered_[index], " times). Your training graph has changed in this "
+                "iteration, e.g. a parameter unused in the first iteration got used, which is not "
+                "compatible with static_graph=true; construct DDP with static_graph=false (and "
+                "find_unused_parameters=true if some parameters are unused)");
+    if (--num_grad_hooks_this_iteration_[index] > 0) return;
+  }
   if (should_rebuild_buckets()) push_rebuilt_params(index);
   mark_variable_ready(index);
 }
@@ -148,6 +171,8 @@ void Reducer::push_rebuilt_params(size_t index) {
 void Reducer::mark_variable_ready(size_t index) {
   if (ready_this_iteration_[index]) fail_marked_twice(index);
   ready_this_iteration_[index] = true;
+  // From here on the iteration must reach finalize_backward before the next one starts.
+  require_finalize_ = true;
   const VariableLocator& loc = variable_locators_[index];
   Bucket& bucket = buckets_[loc.bucket_index];
   if (bucket.expect_sparse_gradient) {
@@ -158,8 +183,11 @@ void Reducer::mark_variable_ready(size_t index) {
   if (--bucket.pending == 0) mark_bucket_ready(loc.bucket_index);
   // Step 11: once the last bucket is launched, finalize after the whole graph has run.
   if (next_bucket_ == buckets_.size()) {
-    if (tracks_local_use()) all_reduce_local_used_map();
-    autograd::Engine::get_default_engine().queue_callback([this] { finalize_backward(); });
+    if (dynamic_graph_find_unused()) all_reduce_local_used_map();
+    autograd::Engine::get_default_engine().queue_callback([this] {
+      std::lock_guard<std::mutex> lock(mutex_);
+      finalize_backward();
+    });
   }
 }
 
@@ -189,7 +217,7 @@ void Reducer::mark_variable_ready_dense(size_t index) {
                  rank, param_name(index).c_str(), shape_to_string(grad.strides()).c_str(),
                  shape_to_string(view.strides()).c_str());
   }
-  // Without a user hook the allreduce only sums, so gradients are pre-divided by the world size.
+  // See Note [Who divides gradients by the world size].
   const bool scale = comm_hook_->expects_prescaled_gradients() && div_factor_ != 1.0;
   if (options_.gradient_as_bucket_view && grad.data_ptr() == view.data_ptr()) {
     if (scale) div_(view, div_factor_);
@@ -203,10 +231,22 @@ void Reducer::mark_variable_ready_dense(size_t index) {
 void Reducer::mark_variable_ready_sparse(size_t index) {
   NoGradGuard no_grad;
   Bucket& bucket = buckets_[variable_locators_[index].bucket_index];
-  const Tensor& grad = params_[index].grad();
-  EMBER_CHECK(grad.defined() && grad.is_sparse(), "DistributedDataParallel (rank ",
-              process_group_->rank(), "): parameter '", param_name(index), "' (index ", index,
+  const Tensor& param = params_[index];
+  const Tensor& grad = param.grad();
+  if (!grad.defined()) {
+    // Unused on this rank (find_unused_parameters): contribute no rows. PyTorch throws here, but
+    // then the other ranks' allgather would wait for this one until the timeout.
+    const int64_t sparse_dim = 1;
+    Shape value_shape = param.sizes();
+    value_shape[0] = 0;
+    bucket.sparse_gradient = sparse_coo_tensor(empty({sparse_dim, 0}, kInt64),
+                                               empty(value_shape, param.dtype()), param.sizes());
+    return;
+  }
+  EMBER_CHECK(grad.is_sparse(), "DistributedDataParallel (rank ", process_group_->rank(),
+              "): parameter '", param_name(index), "' (index ", index,
               ") expects a sparse gradient but got ", grad.describe());
+  // See Note [Who divides gradients by the world size].
   const bool scale = comm_hook_->expects_prescaled_gradients() && div_factor_ != 1.0;
   bucket.sparse_gradient = scale ? sparse_mul_scalar(grad, 1.0 / div_factor_) : grad;
 }
@@ -256,19 +296,35 @@ void Reducer::all_reduce_local_used_map() {
   local_used_work_ = process_group_->allreduce(t);
 }
 
+// The causes PyTorch lists, narrowed to those that can apply here: static_graph is suggested only
+// while it is off (under it, a parameter firing too often fails earlier, in autograd_hook), and
+// the unused-parameter cause only when the traversal did mark this parameter unused.
 void Reducer::fail_marked_twice(size_t index) {
-  EMBER_THROW(
-      "DistributedDataParallel (rank ", process_group_->rank(),
-      "): Expected to mark a variable ready only once. This error is caused by one of the following "
-      "reasons: 1) Use of a module parameter outside the forward function: make sure model "
-      "parameters are not shared across multiple concurrent forward-backward passes, or try "
-      "static_graph=true as a workaround if the module graph does not change during training. "
-      "2) Reused parameters in multiple reentrant backward passes: e.g. a backward run from inside "
-      "a hook over the same parameters marks them ready twice; DDP does not support this by default. "
-      "3) Incorrect unused-parameter detection: a parameter found unused by the graph traversal "
-      "received a gradient anyway. Parameter at index ", index, " with name '", param_name(index),
-      "' has been marked as ready twice. This means that multiple autograd engine hooks have fired "
-      "for this particular parameter during this iteration.");
+  const bool found_unused = has_marked_unused_parameters_ &&
+                            std::find(unused_parameters_.begin(), unused_parameters_.end(), index) !=
+                                unused_parameters_.end();
+  const std::string static_graph_hint =
+      options_.static_graph ? ""
+                            : " If the graph does not change between iterations, static_graph=true "
+                              "supports this.";
+  std::string causes =
+      "1) Use of a module parameter outside the forward function: make sure model parameters are not "
+      "shared across multiple concurrent forward-backward passes." + static_graph_hint +
+      " 2) Reused parameters in multiple reentrant backward passes: e.g. activation checkpointing "
+      "that wraps the same part of the model several times, or a backward run from inside a hook "
+      "over the same parameters, marks them ready twice; DDP does not support this by default." +
+      static_graph_hint;
+  if (found_unused) {
+    causes += " 3) Incorrect unused-parameter detection: the graph traversal from the forward outputs "
+              "found this parameter unused, but a gradient showed up anyway (e.g. from a reentrant "
+              "backward). If every parameter takes part in the loss, construct DDP with "
+              "find_unused_parameters=false.";
+  }
+  EMBER_THROW("DistributedDataParallel (rank ", process_group_->rank(),
+              "): Expected to mark a variable ready only once. This error is caused by one of the "
+              "following reasons: ", causes, " Parameter at index ", index, " with name '",
+              param_name(index), "' has been marked as ready twice. This means that multiple autograd "
+              "engine hooks have fired for this particular parameter during this iteration.");
 }
 
 void Reducer::register_comm_hook(std::unique_ptr<CommHookInterface> hook) {

@@ -5,9 +5,9 @@
 // queues finalize_backward on the autograd engine. See PyTorch's torch/csrc/distributed/c10d/reducer.cpp.
 #pragma once
 
+#include <exception>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -23,6 +23,7 @@ struct ReducerOptions {
   bool find_unused_parameters = false;
   bool gradient_as_bucket_view = false;
   bool static_graph = false;
+  // The limits the bucket rebuild (step 13) uses: [first_bucket_bytes, bucket_bytes_cap].
   size_t first_bucket_bytes = kDefaultFirstBucketBytes;
   size_t bucket_bytes_cap = 25 * 1024 * 1024;
 };
@@ -31,26 +32,35 @@ class Reducer {
  public:
   // `bucket_indices`: the assignment in launch order (already reversed by DDP).
   Reducer(std::vector<Tensor> params, std::vector<std::string> param_names,
-          std::vector<std::vector<size_t>> bucket_indices, std::vector<size_t> per_bucket_size_limits,
-          ProcessGroupPtr process_group, std::vector<bool> expect_sparse_gradient, ReducerOptions options);
+          std::vector<std::vector<size_t>> bucket_indices, ProcessGroupPtr process_group,
+          std::vector<bool> expect_sparse_gradient, ReducerOptions options);
   ~Reducer();
   Reducer(const Reducer&) = delete;
   Reducer& operator=(const Reducer&) = delete;
 
-  // Step 7: called by DDP's forward; with find_unused_parameters, walks the graph from `outputs`.
+  // Called by DDP's forward when this iteration will synchronise gradients: counts iterations
+  // (static_graph's "first iteration" is the first such forward, as in PyTorch).
+  void prepare_for_forward();
+  // Step 7: called by DDP's forward after the module ran; with find_unused_parameters (and no
+  // static_graph), walks the graph from `outputs` to find the parameters that will get no gradient.
   void prepare_for_backward(const std::vector<Tensor>& outputs);
-  // Step 13: rebuilds buckets in the observed gradient order once, before the second iteration's
-  // backward. Returns true when it rebuilt.
+  // Step 13: rebuilds buckets in the observed gradient order once, before the first forward after
+  // the order was recorded. Returns true when it rebuilt. Fails if the last iteration that marked
+  // gradients ready did not finish its reduction.
   bool rebuild_buckets();
+  // static_graph, first iteration: the hooks only counted; reduce everything now, in one go
+  // (queued on the engine by DDP's output sink, runs after the whole backward).
+  void delay_all_reduce();
   // Replaces the default allreduce (issue: comm hooks). Only before the first backward.
   void register_comm_hook(std::unique_ptr<CommHookInterface> hook);
   const CommHookInterface& comm_hook() const { return *comm_hook_; }
-  // Gradients accumulate locally (no_sync) while false.
-  void set_sync_enabled(bool on) { sync_enabled_ = on; }
 
   DDPLoggingData logging_data() const;
-  const std::vector<std::vector<size_t>>& bucket_indices() const { return bucket_indices_; }
   int64_t num_iterations() const { return num_iterations_; }
+  bool static_graph_first_iteration() const { return options_.static_graph && num_iterations_ == 1; }
+  bool dynamic_graph_find_unused() const {
+    return !options_.static_graph && options_.find_unused_parameters;
+  }
 
  private:
   struct Bucket {
@@ -65,7 +75,6 @@ class Reducer {
     bool expect_sparse_gradient = false;
     Tensor sparse_gradient;
     FuturePtr future_work;
-    size_t size_limit = 0;
     // For the trace and overlap statistics. done_us is written on the communication thread and
     // shared with its callback, so a Bucket freed early (rebuild, destruction) is never written.
     double launch_us = 0;
@@ -77,7 +86,7 @@ class Reducer {
   };
 
   // Step 5.
-  void initialize_buckets(std::vector<std::vector<size_t>> bucket_indices, std::vector<size_t> limits);
+  void initialize_buckets(std::vector<std::vector<size_t>> bucket_indices);
   void register_autograd_hooks();
   // Steps 8-11.
   void autograd_hook(size_t index);
@@ -88,12 +97,17 @@ class Reducer {
   void all_reduce_bucket(Bucket& bucket, size_t bucket_index);
   FuturePtr run_comm_hook(GradBucket& grad_bucket);
   void all_reduce_local_used_map();
-  // Step 12.
+  // Step 12 (reducer_finalize.cc).
   void finalize_backward();
+  std::exception_ptr wait_for_bucket_reductions(std::vector<Tensor>& results);
+  std::exception_ptr wait_for_local_used_map();
+  void write_back_bucket(Bucket& bucket, size_t bucket_index, const Tensor& result);
   void finalize_bucket_dense(Bucket& bucket, size_t bucket_index);
-  bool is_globally_unused(size_t variable_index);
+  bool is_globally_unused(size_t variable_index) const;
   void copy_bucket_to_grad(const Tensor& variable, Bucket& bucket, size_t intra_bucket_index,
                            bool global_unused);
+  void reset_after_iteration();
+  void record_iteration_stats(double compute_end_us);
   // Errors users hit.
   void ensure_prior_reduction_finished();
   [[noreturn]] void fail_marked_twice(size_t index);
@@ -104,12 +118,10 @@ class Reducer {
     return (options_.static_graph || !options_.find_unused_parameters) && !has_rebuilt_bucket_;
   }
   std::vector<std::vector<size_t>> sync_bucket_indices(std::vector<std::vector<size_t>> indices);
-  bool dynamic_graph_find_unused() const {
-    return !options_.static_graph && options_.find_unused_parameters;
-  }
-  bool static_graph_first_iteration() const { return options_.static_graph && num_iterations_ == 0; }
+  bool static_graph_after_first_iteration() const { return options_.static_graph && num_iterations_ > 1; }
   bool tracks_local_use() const { return dynamic_graph_find_unused() || static_graph_first_iteration(); }
   std::string param_name(size_t index) const;
+  std::vector<int64_t> bucket_sizes_in_bytes() const;
 
   std::vector<Tensor> params_;
   std::vector<std::string> param_names_;
@@ -125,16 +137,22 @@ class Reducer {
   std::vector<std::shared_ptr<autograd::AccumulateGrad>> grad_accumulators_;
   std::vector<uint64_t> hook_handles_;
 
-  // Per-iteration state.
+  // Per-iteration state. Everything below is touched by the autograd thread only (hooks, DDP's
+  // forward, the engine's final callback); the mutex guards against hooks fired from another
+  // thread's backward, as PyTorch's does.
   std::mutex mutex_;
   size_t next_bucket_ = 0;
   bool expect_autograd_hooks_ = false;
+  // Set when a variable is marked ready, cleared by finalize: a forward with no backward leaves
+  // it false, so it is legal (PyTorch's require_finalize_).
   bool require_finalize_ = false;
   bool has_marked_unused_parameters_ = false;
-  bool sync_enabled_ = true;
   std::vector<bool> ready_this_iteration_;
   std::vector<size_t> unused_parameters_;
-  std::vector<size_t> static_unused_parameters_;  // static_graph: found in the first iteration
+  // static_graph: how many times each parameter's hook fired in the first iteration, and the
+  // countdown for the current one (a parameter is ready when its count reaches zero).
+  std::vector<int> num_grad_hooks_triggered_;
+  std::vector<int> num_grad_hooks_this_iteration_;
   Tensor local_used_map_;      // int32 [num params], 1 where this rank produced a gradient
   Tensor local_used_map_dev_;  // what goes over the wire
   WorkPtr local_used_work_;
@@ -145,6 +163,8 @@ class Reducer {
   std::vector<Tensor> rebuilt_params_;
   std::vector<int64_t> rebuilt_param_indices_;
   bool has_rebuilt_bucket_ = false;
+  std::vector<std::vector<size_t>> initial_bucket_indices_;
+  std::vector<int64_t> initial_bucket_sizes_;
 
   // Statistics for logging_data().
   int64_t num_iterations_ = 0;

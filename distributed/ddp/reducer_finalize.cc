@@ -12,25 +12,29 @@
 
 namespace ember::distributed {
 
-// Step 7.
+void Reducer::prepare_for_forward() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++num_iterations_;
+}
+
+// Step 7. Nothing here checks the previous iteration: a forward that was never followed by a
+// backward (validation with grad enabled, a skipped step) is legal; rebuild_buckets, called at
+// every forward with grad enabled, reports an iteration whose reduction started but never ended.
 void Reducer::prepare_for_backward(const std::vector<Tensor>& outputs) {
   std::lock_guard<std::mutex> lock(mutex_);
-  ensure_prior_reduction_finished();
   expect_autograd_hooks_ = true;
-  require_finalize_ = true;
   next_bucket_ = 0;
   for (Bucket& b : buckets_) b.pending = b.variables.size();
+  if (options_.static_graph) num_grad_hooks_this_iteration_ = num_grad_hooks_triggered_;
   std::fill(ready_this_iteration_.begin(), ready_this_iteration_.end(), false);
   has_marked_unused_parameters_ = false;
-  unused_parameters_.clear();
   backward_start_us_ = 0;
-  if (options_.static_graph && num_iterations_ > 0) {
-    // The graph is known not to change: reuse the first iteration's findings, no traversal.
-    unused_parameters_ = static_unused_parameters_;
-    return;
+  // Under static_graph the unused set is found once, from the first iteration's hook counts
+  // (delay_all_reduce), and kept.
+  if (dynamic_graph_find_unused()) {
+    unused_parameters_.clear();
+    search_unused_parameters(outputs);
   }
-  if (!options_.find_unused_parameters && !options_.static_graph) return;
-  search_unused_parameters(outputs);
 }
 
 void Reducer::search_unused_parameters(const std::vector<Tensor>& outputs) {
@@ -39,7 +43,7 @@ void Reducer::search_unused_parameters(const std::vector<Tensor>& outputs) {
   for (size_t i = 0; i < params_.size(); ++i) {
     if (!graph.reaches(grad_accumulators_[i].get())) unused_parameters_.push_back(i);
   }
-  if (unused_parameters_.empty() && dynamic_graph_find_unused() && !warned_no_unused_) {
+  if (unused_parameters_.empty() && !warned_no_unused_) {
     warned_no_unused_ = true;
     std::fprintf(stderr,
                  "[rank %d] DistributedDataParallel warning: find_unused_parameters=true was specified, "
@@ -65,54 +69,142 @@ void Reducer::ensure_prior_reduction_finished() {
       "iteration before starting a new one. This error indicates that your module has parameters "
       "that were not used in producing loss. You can enable unused parameter detection by setting "
       "find_unused_parameters=true in DDPOptions, and by making sure all forward outputs "
-      "participate in calculating loss. (Running forward twice without a backward in between also "
-      "triggers this.) Parameter indices which did not receive grad for rank ", r, ": ", indices,
-      ". Parameters which did not receive grad for rank ", r, ": ", names);
+      "participate in calculating loss. Parameter indices which did not receive grad for rank ", r,
+      ": ", indices, ". Parameters which did not receive grad for rank ", r, ": ", names);
 }
 
-// Step 12: the engine's final callback.
+// static_graph, first iteration (queued by DDP's output sink): every parameter whose hook never
+// fired is unused for good; all gradients go into their buckets and every bucket is reduced now.
+// PyTorch's delay_all_reduce: the first iteration gives no overlap, and needs no parameter order.
+void Reducer::delay_all_reduce() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  TraceScope scope("delay_all_reduce", "ddp");
+  all_reduce_local_used_map();
+  unused_parameters_.clear();
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (num_grad_hooks_triggered_[i] == 0) unused_parameters_.push_back(i);
+    ready_this_iteration_[i] = true;
+    require_finalize_ = true;
+    if (expect_sparse_gradient_[i]) {
+      mark_variable_ready_sparse(i);
+    } else {
+      mark_variable_ready_dense(i);
+    }
+  }
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    buckets_[b].pending = 0;
+    all_reduce_bucket(buckets_[b], b);
+  }
+  next_bucket_ = buckets_.size();
+  finalize_backward();
+}
+
+// Step 12: the engine's final callback (the caller holds mutex_). In DESIGN.md's order: wait for
+// every bucket, write the results back into .grad (parameters unused on every rank keep theirs),
+// reset the per-iteration state. Every bucket is waited for and the state is reset even when a
+// reduction failed, so the error reaches the caller and the next iteration starts clean.
 void Reducer::finalize_backward() {
   TraceScope scope("finalize_backward", "ddp");
-  std::lock_guard<std::mutex> lock(mutex_);
   NoGradGuard no_grad;
   const double compute_end_us = Trace::now_us();
   expect_autograd_hooks_ = false;
   require_finalize_ = false;
+  std::vector<Tensor> results;
+  std::exception_ptr error = wait_for_bucket_reductions(results);
+  std::exception_ptr used_map_error = wait_for_local_used_map();
+  if (!error) error = used_map_error;
+  if (!error) {
+    try {
+      for (size_t i = 0; i < buckets_.size(); ++i) write_back_bucket(buckets_[i], i, results[i]);
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  reset_after_iteration();
+  record_iteration_stats(compute_end_us);
+  if (error) std::rethrow_exception(error);
+}
+
+// Waits for every bucket (also after one failed: none may still be writing into its buffer when
+// the next iteration starts) and returns the first failure, named by bucket and parameters.
+std::exception_ptr Reducer::wait_for_bucket_reductions(std::vector<Tensor>& results) {
+  std::exception_ptr first;
+  results.assign(buckets_.size(), Tensor());
   for (size_t i = 0; i < buckets_.size(); ++i) {
     Bucket& bucket = buckets_[i];
-    Tensor result;
     try {
       bucket.future_work->wait();
-      result = comm_hook_->parse_hook_result(*bucket.future_work);
+      results[i] = comm_hook_->parse_hook_result(*bucket.future_work);
     } catch (const std::exception& e) {
+      if (first) continue;
       std::string names;
       for (size_t idx : bucket.variable_indices) names += (names.empty() ? "" : ", ") + param_name(idx);
-      EMBER_THROW("DistributedDataParallel (rank ", process_group_->rank(), "): the reduction of bucket ",
-                  i, " of ", buckets_.size(), " (", bucket.variables.size(), " parameters: ", names,
-                  ") did not complete: ", e.what(),
-                  ". If ranks ran different numbers of iterations (uneven inputs), every rank must "
-                  "call forward/backward the same number of times.");
+      first = std::make_exception_ptr(Error(detail::str_cat(
+          "DistributedDataParallel (rank ", process_group_->rank(), "): the reduction of bucket ", i,
+          " of ", buckets_.size(), " (", bucket.variables.size(), " parameters: ", names,
+          ") did not complete: ", e.what(),
+          ". If ranks ran different numbers of iterations (uneven inputs), every rank must call "
+          "forward/backward the same number of times. No gradient was written back in this "
+          "iteration; skip this optimizer step.")));
     }
-    if (bucket.expect_sparse_gradient) {
-      if (!is_globally_unused(bucket.variable_indices[0])) params_[bucket.variable_indices[0]].mutable_grad() = result;
-      continue;
-    }
-    EMBER_CHECK(result.defined() && result.numel() == bucket.gradients.numel(),
-                "DistributedDataParallel: comm hook '", comm_hook_->name(), "' returned ",
-                result.describe(), " for bucket ", i, ", expected ", bucket.gradients.numel(), " elements");
-    if (!result.is_same(bucket.gradients)) {
-      // The hook produced a new buffer: read the results through views into it.
-      Tensor flat = result.to(bucket.gradients.dtype()).reshape({-1});
-      for (size_t j = 0; j < bucket.variables.size(); ++j) {
-        bucket.bucket_views_out[j] = flat.narrow(0, static_cast<int64_t>(bucket.offsets[j]),
-                                                 static_cast<int64_t>(bucket.lengths[j]))
-                                         .view(bucket.sizes[j]);
-      }
-    }
-    finalize_bucket_dense(bucket, i);
-    bucket.bucket_views_out = bucket.bucket_views_in;
   }
-  // Statistics for logging_data() and the trace.
+  return first;
+}
+
+// The used map's allreduce (find_unused_parameters, static_graph's first iteration) is always
+// waited for, so its failure is reported instead of dropped.
+std::exception_ptr Reducer::wait_for_local_used_map() {
+  if (!local_used_work_ || local_used_map_reduced_) return nullptr;
+  try {
+    local_used_work_->wait();
+    copy_(local_used_map_, local_used_map_dev_);
+    local_used_map_reduced_ = true;
+    return nullptr;
+  } catch (const std::exception& e) {
+    return std::make_exception_ptr(Error(detail::str_cat(
+        "DistributedDataParallel (rank ", process_group_->rank(),
+        "): the allreduce of the used-parameter map (find_unused_parameters) failed: ", e.what())));
+  }
+}
+
+void Reducer::write_back_bucket(Bucket& bucket, size_t bucket_index, const Tensor& result) {
+  if (bucket.expect_sparse_gradient) {
+    const size_t index = bucket.variable_indices[0];
+    if (!is_globally_unused(index)) params_[index].mutable_grad() = result;
+    return;
+  }
+  EMBER_CHECK(result.defined() && result.numel() == bucket.gradients.numel(),
+              "DistributedDataParallel: comm hook '", comm_hook_->name(), "' returned ",
+              result.describe(), " for bucket ", bucket_index, ", expected ",
+              bucket.gradients.numel(), " elements");
+  if (!result.is_same(bucket.gradients)) {
+    // The hook produced a new buffer: read the results through views into it.
+    Tensor flat = result.to(bucket.gradients.dtype()).reshape({-1});
+    for (size_t j = 0; j < bucket.variables.size(); ++j) {
+      bucket.bucket_views_out[j] = flat.narrow(0, static_cast<int64_t>(bucket.offsets[j]),
+                                               static_cast<int64_t>(bucket.lengths[j]))
+                                       .view(bucket.sizes[j]);
+    }
+  }
+  finalize_bucket_dense(bucket, bucket_index);
+}
+
+// Ready for the next iteration, whatever happened in this one. A static graph keeps its first
+// iteration's (reduced) used map for good; a dynamic one starts from zero.
+void Reducer::reset_after_iteration() {
+  for (Bucket& bucket : buckets_) {
+    bucket.bucket_views_out = bucket.bucket_views_in;
+    bucket.sparse_gradient = Tensor();
+  }
+  if (dynamic_graph_find_unused()) {
+    zero_(local_used_map_);
+    local_used_map_reduced_ = false;
+  }
+  local_used_work_.reset();
+}
+
+// Statistics for logging_data() and the trace.
+void Reducer::record_iteration_stats(double compute_end_us) {
   const double end_us = Trace::now_us();
   double comm = 0, overlapped = 0;
   for (const Bucket& b : buckets_) {
@@ -126,20 +218,6 @@ void Reducer::finalize_backward() {
   last_stats_.overlap_fraction = comm > 0 ? overlapped / comm : 0.0;
   last_stats_.first_launch_us = buckets_.empty() ? 0.0 : buckets_[0].launch_us;
   last_stats_.last_hook_us = last_hook_us_;
-  // Reset for the next iteration. A static graph keeps its first-iteration used map for good.
-  if (static_graph_first_iteration()) {
-    static_unused_parameters_ = unused_parameters_;
-    if (local_used_work_ && !local_used_map_reduced_) {
-      local_used_work_->wait();
-      copy_(local_used_map_, local_used_map_dev_);
-    }
-    local_used_map_reduced_ = true;
-  } else if (dynamic_graph_find_unused()) {
-    zero_(local_used_map_);
-    local_used_map_reduced_ = false;
-  }
-  local_used_work_.reset();
-  ++num_iterations_;
 }
 
 void Reducer::finalize_bucket_dense(Bucket& bucket, size_t bucket_index) {
@@ -166,17 +244,10 @@ void Reducer::finalize_bucket_dense(Bucket& bucket, size_t bucket_index) {
 }
 
 // A parameter no rank produced a gradient for keeps its .grad untouched (undefined stays
-// undefined, so optimizers skip it). The used map's allreduce is waited for only when needed.
-bool Reducer::is_globally_unused(size_t index) {
+// undefined, so optimizers skip it). finalize_backward has waited for the used map's allreduce.
+bool Reducer::is_globally_unused(size_t index) const {
   if (!options_.static_graph && !options_.find_unused_parameters) return false;
-  bool unused = local_used_map_.data_ptr<int32_t>()[index] == 0;
-  if (unused && !local_used_map_reduced_ && local_used_work_) {
-    local_used_work_->wait();
-    copy_(local_used_map_, local_used_map_dev_);
-    local_used_map_reduced_ = true;
-    unused = local_used_map_.data_ptr<int32_t>()[index] == 0;
-  }
-  return unused;
+  return local_used_map_.data_ptr<int32_t>()[index] == 0;
 }
 
 void Reducer::copy_bucket_to_grad(const Tensor& variable, Bucket& bucket, size_t intra_bucket_index,
@@ -195,8 +266,8 @@ void Reducer::copy_bucket_to_grad(const Tensor& variable, Bucket& bucket, size_t
 bool Reducer::rebuild_buckets() {
   std::lock_guard<std::mutex> lock(mutex_);
   // As in PyTorch: an unfinished reduction (unused parameters without find_unused_parameters) is
-  // reported here, before the rebuild would discard the pending buckets and broadcast a layout
-  // built from an incomplete gradient order.
+  // reported here, at the next forward, before the rebuild would discard the pending buckets and
+  // broadcast a layout built from an incomplete gradient order.
   ensure_prior_reduction_finished();
   if (!should_rebuild_buckets() || rebuilt_params_.empty()) return false;
   // Parameters that produced no gradient in the first iteration (unused under static_graph) go
@@ -209,9 +280,7 @@ bool Reducer::rebuild_buckets() {
   BucketAssignment a = compute_bucket_assignment_with_limits(
       rebuilt_params_, {options_.first_bucket_bytes, options_.bucket_bytes_cap}, expect_sparse_gradient_,
       rebuilt_param_indices_);
-  std::vector<std::vector<size_t>> indices = sync_bucket_indices(std::move(a.bucket_indices));
-  a.per_bucket_size_limits.resize(indices.size(), options_.bucket_bytes_cap);
-  initialize_buckets(std::move(indices), std::move(a.per_bucket_size_limits));
+  initialize_buckets(sync_bucket_indices(std::move(a.bucket_indices)));
   has_rebuilt_bucket_ = true;
   rebuilt_params_.clear();
   rebuilt_param_indices_.clear();
@@ -244,6 +313,16 @@ std::vector<std::vector<size_t>> Reducer::sync_bucket_indices(std::vector<std::v
   return out;
 }
 
+std::vector<int64_t> Reducer::bucket_sizes_in_bytes() const {
+  std::vector<int64_t> sizes;
+  for (const Bucket& b : buckets_) {
+    int64_t bytes = 0;
+    for (const Tensor& v : b.variables) bytes += v.numel() * static_cast<int64_t>(v.element_size());
+    sizes.push_back(bytes);
+  }
+  return sizes;
+}
+
 DDPLoggingData Reducer::logging_data() const {
   DDPLoggingData d;
   d.rank = process_group_->rank();
@@ -257,12 +336,10 @@ DDPLoggingData Reducer::logging_data() const {
   d.static_graph = options_.static_graph;
   d.num_parameters = static_cast<int64_t>(params_.size());
   d.num_buckets = static_cast<int64_t>(buckets_.size());
-  for (const Bucket& b : buckets_) {
-    int64_t bytes = 0;
-    for (const Tensor& v : b.variables) bytes += v.numel() * static_cast<int64_t>(v.element_size());
-    d.bucket_sizes.push_back(bytes);
-  }
+  d.bucket_sizes = bucket_sizes_in_bytes();
   d.bucket_indices = bucket_indices_;
+  d.initial_bucket_sizes = initial_bucket_sizes_;
+  d.initial_bucket_indices = initial_bucket_indices_;
   d.has_rebuilt_buckets = has_rebuilt_bucket_;
   d.num_iterations = num_iterations_;
   d.unused_parameter_count = static_cast<int64_t>(unused_parameters_.size());

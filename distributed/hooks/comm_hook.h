@@ -1,7 +1,6 @@
 // The communication-hook seam of the Reducer (DESIGN.md step 10): every bucket, the default one
-// included, is reduced through a CommHookInterface. The default is AllReduceBySumCommHook — the
-// Reducer pre-divides gradients by the world size when it copies them into the bucket, as PyTorch
-// does when no hook is registered. User hooks (distributed/hooks/default_hooks.h) divide themselves.
+// included, is reduced through a CommHookInterface. The default is AllReduceBySumCommHook; who
+// divides by the world size is Note [Who divides gradients by the world size] below.
 #pragma once
 
 #include <functional>
@@ -14,6 +13,17 @@
 
 namespace ember::distributed {
 
+// Note [Who divides gradients by the world size]
+// DDP averages gradients: each rank's bucket must end up holding sum_over_ranks(grad) / world.
+// Exactly one party divides, once:
+// - no hook registered (AllReduceBySumCommHook, expects_prescaled_gradients() == true): the
+//   Reducer divides each gradient while copying it into its bucket view (mark_variable_ready_*),
+//   then the hook only sums -- PyTorch's Reducer does the same when comm_hook_ is null;
+// - any other hook (the built-ins in default_hooks.h, PowerSGD, a user's): the bucket arrives
+//   un-divided and the hook divides (allreduce_hook divides before summing, which is why it is
+//   bit-identical to the default path; fp16 divides after compressing; PowerSGD divides P Q^T).
+// The divisor is the process group's size, fixed at construction.
+
 class CommHookInterface {
  public:
   virtual ~CommHookInterface() = default;
@@ -22,7 +32,8 @@ class CommHookInterface {
   // The tensor to write back into the bucket (PyTorch's parseHookResult).
   virtual Tensor parse_hook_result(Future& result) { return result.value().at(0); }
   virtual std::string name() const = 0;
-  // Whether the Reducer must divide gradients by the world size before calling the hook.
+  // Whether the Reducer divides gradients before calling the hook: see Note [Who divides
+  // gradients by the world size].
   virtual bool expects_prescaled_gradients() const { return false; }
 };
 
@@ -45,7 +56,7 @@ class CppCommHook : public CommHookInterface {
 };
 
 // Sum-allreduce of the bucket (dense: one allreduce of the flat buffer; sparse: an allgather of
-// indices and values, concatenated and coalesced). Gradients arrive pre-divided by the world size.
+// indices and values, concatenated and coalesced). Gradients arrive pre-divided (see the Note).
 class AllReduceBySumCommHook final : public CommHookInterface {
  public:
   explicit AllReduceBySumCommHook(ProcessGroupPtr group) : group_(std::move(group)) {}
