@@ -32,8 +32,8 @@ double Trace::now_us() {
 void Trace::enable(const std::string& path, int rank) {
   std::lock_guard<std::mutex> lock(mutex_);
   path_ = path;
-  rank_ = rank;
-  enabled_ = true;
+  rank_.store(rank);
+  enabled_.store(true, std::memory_order_release);
   events_.push_back("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + std::to_string(rank) +
                     ",\"args\":{\"name\":\"rank " + std::to_string(rank) + "\"}}");
   for (int tid : {0, 1}) {
@@ -50,34 +50,47 @@ void Trace::add(std::string event) {
 
 void Trace::set_listener(std::function<void(const std::string&, double, int)> listener) {
   std::lock_guard<std::mutex> lock(mutex_);
-  listener_ = std::move(listener);
+  has_listener_.store(static_cast<bool>(listener), std::memory_order_release);
+  listener_ = listener ? std::make_shared<const Listener>(std::move(listener)) : nullptr;
+}
+
+// The listener is copied under the lock and called outside it, so a listener may itself trace,
+// and set_listener never frees one that another thread is running.
+void Trace::notify(const std::string& name, double ts_us, int tid) {
+  if (!has_listener_.load(std::memory_order_acquire)) return;
+  std::shared_ptr<const Listener> listener;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    listener = listener_;
+  }
+  if (listener) (*listener)(name, ts_us, tid);
 }
 
 void Trace::span(const std::string& name, const std::string& category, double begin_us,
                  double duration_us, int tid, const std::string& args_json) {
-  if (listener_) listener_(name + detail_of(duration_us), begin_us, tid);
-  if (!enabled_) return;
+  notify(name + detail_of(duration_us), begin_us, tid);
+  if (!enabled_.load(std::memory_order_acquire)) return;
   char buf[160];
   std::snprintf(buf, sizeof buf, ",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%d", begin_us,
-                duration_us, rank_, tid);
+                duration_us, rank_.load(), tid);
   add("{\"name\":\"" + name + "\",\"cat\":\"" + category + "\"" + buf +
       (args_json.empty() ? "" : ",\"args\":" + args_json) + "}");
 }
 
 void Trace::instant(const std::string& name, const std::string& category, int tid,
                     const std::string& args_json) {
-  if (listener_) listener_(name, now_us(), tid);
-  if (!enabled_) return;
+  notify(name, now_us(), tid);
+  if (!enabled_.load(std::memory_order_acquire)) return;
   char buf[160];
   std::snprintf(buf, sizeof buf, ",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":%d,\"tid\":%d", now_us(),
-                rank_, tid);
+                rank_.load(), tid);
   add("{\"name\":\"" + name + "\",\"cat\":\"" + category + "\"" + buf +
       (args_json.empty() ? "" : ",\"args\":" + args_json) + "}");
 }
 
 void Trace::flush() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!enabled_ || path_.empty()) return;
+  if (!enabled_.load() || path_.empty()) return;
   // Written to a temporary name, then renamed, so a reader never sees half a file.
   const std::string tmp = path_ + ".tmp" + std::to_string(getpid());
   {

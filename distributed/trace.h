@@ -4,8 +4,10 @@
 // Enable with the env var EMBER_DDP_TRACE=<directory> or DDPOptions::trace_dir.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -18,9 +20,11 @@ class Trace {
   static Trace& get();
   // Starts recording; `path` is written on flush() and at exit.
   void enable(const std::string& path, int rank);
-  bool enabled() const { return enabled_ || listener_ != nullptr; }
+  // Read on the communication thread too (bucket completion spans): atomic, as is the rank.
+  bool enabled() const { return enabled_.load(std::memory_order_acquire) || has_listener_.load(std::memory_order_acquire); }
   // Also (or instead) hand every event to `listener` as it happens: (name, start µs, lane).
   // The teaching example (examples/ddp_walkthrough) narrates an iteration this way.
+  // Thread-safe: events in flight on another thread finish with the listener they started with.
   void set_listener(std::function<void(const std::string&, double, int)> listener);
   // Microseconds since the recorder was created (steady clock).
   static double now_us();
@@ -34,13 +38,16 @@ class Trace {
 
  private:
   Trace();
+  using Listener = std::function<void(const std::string&, double, int)>;
   void add(std::string event);
-  std::mutex mutex_;
-  bool enabled_ = false;
-  int rank_ = 0;
+  void notify(const std::string& name, double ts_us, int tid);
+  std::mutex mutex_;  // guards path_, events_ and listener_
+  std::atomic<bool> enabled_{false};
+  std::atomic<bool> has_listener_{false};
+  std::atomic<int> rank_{0};
   std::string path_;
   std::vector<std::string> events_;
-  std::function<void(const std::string&, double, int)> listener_;
+  std::shared_ptr<const Listener> listener_;
 };
 
 // RAII span on the training thread.

@@ -1,0 +1,62 @@
+// The DDP trace recorder (distributed/trace.h) is written from the training thread and the
+// communication thread at once (bucket completion spans run on the MPI worker), while a program
+// may install or remove its listener: none of that may race (issue 11 item 9).
+#include "distributed/trace.h"
+
+#include <atomic>
+#include <thread>
+
+#include "gtest/gtest.h"
+
+namespace ember::distributed {
+namespace {
+
+TEST(Trace, ListenerSwappedWhileAnotherThreadTraces) {
+  Trace& trace = Trace::get();
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> heard{0};
+  // Each listener owns a buffer it writes into: a listener freed while running would be a
+  // use-after-free (ASan) or garbage in the count.
+  auto make_listener = [&heard](int id) {
+    auto buffer = std::make_shared<std::vector<int>>(64, id);
+    return [buffer, id, &heard](const std::string& name, double, int) {
+      for (int& v : *buffer) v = id + static_cast<int>(name.size());
+      heard.fetch_add(1);
+    };
+  };
+  std::thread communication([&] {
+    while (!stop.load()) {
+      if (trace.enabled()) trace.span("allreduce bucket 0", "ddp", Trace::now_us(), 1.0, 1);
+    }
+  });
+  for (int i = 0; i < 20000; ++i) {
+    if (i % 3 == 2) {
+      trace.set_listener(nullptr);
+    } else {
+      trace.set_listener(make_listener(i));
+    }
+    trace.instant("autograd_hook w", "ddp");
+  }
+  stop.store(true);
+  communication.join();
+  trace.set_listener(nullptr);
+  EXPECT_FALSE(trace.enabled());
+  EXPECT_GT(heard.load(), 0);
+}
+
+// A listener may itself emit events (it is called outside the recorder's lock).
+TEST(Trace, ListenerThatTracesDoesNotDeadlock) {
+  Trace& trace = Trace::get();
+  int depth = 0, calls = 0;
+  trace.set_listener([&](const std::string&, double, int) {
+    ++calls;
+    if (depth++ == 0) trace.instant("nested", "ddp");
+    --depth;
+  });
+  trace.instant("outer", "ddp");
+  trace.set_listener(nullptr);
+  EXPECT_EQ(calls, 2);
+}
+
+}  // namespace
+}  // namespace ember::distributed
