@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
     distributed::CommHookSpec hook;
     hook.powersgd_start_iter = -1;
     std::map<std::string, examples::Flag> ddp_flags = {
-        {"comm_hook", {distributed::comm_hook_names("|") + " (none)",
+        {"comm_hook", {"communication hook (none):\n" + distributed::comm_hook_help("      "),
                        [&](const std::string& v) { hook.name = v; }}},
         {"powersgd_rank", {"PowerSGD matrix_approximation_rank (1)",
                            [&](const std::string& v) { hook.powersgd_rank = std::stoll(v); }}},

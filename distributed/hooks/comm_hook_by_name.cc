@@ -1,43 +1,78 @@
 #include "distributed/hooks/comm_hook_by_name.h"
 
-#include <map>
+#include <functional>
+#include <vector>
 
 #include "distributed/hooks/default_hooks.h"
 #include "distributed/hooks/powersgd_hook.h"
 
 namespace ember::distributed {
+namespace {
+
+// One --comm_hook name. `install` takes the group and the options (CommHookSpec) so that rows with
+// their own state (PowerSGD) fit the same shape as the built-in ones; it returns that state, if any.
+struct CommHookChoice {
+  const char* name;
+  const char* help;
+  std::function<std::shared_ptr<PowerSGDState>(DistributedDataParallel&, ProcessGroupPtr, const CommHookSpec&)>
+      install;
+};
+
+template <FuturePtr (*Hook)(PowerSGDState&, GradBucket&)>
+CommHookChoice powersgd_choice(const char* name, const char* hook_name, const char* help) {
+  return {name, help, [hook_name](DistributedDataParallel& ddp, ProcessGroupPtr group, const CommHookSpec& spec) {
+            auto state = std::make_shared<PowerSGDState>(std::move(group), spec.powersgd_rank,
+                                                         spec.powersgd_start_iter);
+            ddp.register_comm_hook<PowerSGDState>(state, Hook, hook_name);
+            return state;
+          }};
+}
+
+// The table: "none", every row of EMBER_BUILTIN_COMM_HOOKS (Note [Built-in comm hooks]), then the
+// hooks that carry their own state. A new stateful hook is one row here.
+const std::vector<CommHookChoice>& comm_hook_choices() {
+  static const std::vector<CommHookChoice> choices = [] {
+    std::vector<CommHookChoice> c;
+    c.push_back({"none", "DDP's default: gradients divided while bucketed, then allreduced",
+                 [](DistributedDataParallel&, ProcessGroupPtr, const CommHookSpec&) { return nullptr; }});
+    for (const BuiltinCommHookInfo& b : kBuiltinCommHooks) {
+      c.push_back({b.name, b.help,
+                   [type = b.type](DistributedDataParallel& ddp, ProcessGroupPtr, const CommHookSpec&) {
+                     ddp.register_builtin_comm_hook(type);
+                     return nullptr;
+                   }});
+    }
+    c.push_back(powersgd_choice<powerSGD_hook>(
+        "powersgd", "powerSGD_hook", "low-rank (--powersgd_rank) per matrix from --powersgd_start_iter"));
+    c.push_back(powersgd_choice<batched_powerSGD_hook>(
+        "batched_powersgd", "batched_powerSGD_hook", "low-rank of the whole bucket as one square matrix"));
+    return c;
+  }();
+  return choices;
+}
+
+}  // namespace
 
 std::string comm_hook_names(const std::string& separator) {
-  static const char* const names[] = {"none", "allreduce", "fp16", "bf16", "noop", "powersgd", "batched_powersgd"};
   std::string out;
-  for (const char* n : names) out += (out.empty() ? "" : separator) + n;
+  for (const CommHookChoice& c : comm_hook_choices()) out += (out.empty() ? "" : separator) + c.name;
+  return out;
+}
+
+std::string comm_hook_help(const std::string& indent) {
+  std::string out;
+  for (const CommHookChoice& c : comm_hook_choices()) {
+    out += (out.empty() ? "" : "\n") + indent + c.name + ": " + c.help;
+  }
   return out;
 }
 
 std::shared_ptr<PowerSGDState> register_comm_hook_by_name(DistributedDataParallel& ddp, ProcessGroupPtr group,
                                                           const CommHookSpec& spec) {
-  const std::string& name = spec.name;
-  if (name == "none") return nullptr;
-  static const std::map<std::string, BuiltinCommHookType> builtin{
-      {"allreduce", BuiltinCommHookType::ALLREDUCE},
-      {"fp16", BuiltinCommHookType::FP16_COMPRESS},
-      {"bf16", BuiltinCommHookType::BF16_COMPRESS},
-      {"noop", BuiltinCommHookType::NOOP},
-  };
-  if (auto it = builtin.find(name); it != builtin.end()) {
-    ddp.register_builtin_comm_hook(it->second);
-    return nullptr;
+  for (const CommHookChoice& c : comm_hook_choices()) {
+    if (spec.name == c.name) return c.install(ddp, std::move(group), spec);
   }
-  if (name == "powersgd" || name == "batched_powersgd") {
-    auto state = std::make_shared<PowerSGDState>(std::move(group), spec.powersgd_rank, spec.powersgd_start_iter);
-    if (name == "powersgd") {
-      ddp.register_comm_hook<PowerSGDState>(state, powerSGD_hook, "powerSGD_hook");
-    } else {
-      ddp.register_comm_hook<PowerSGDState>(state, batched_powerSGD_hook, "batched_powerSGD_hook");
-    }
-    return state;
-  }
-  EMBER_THROW("unknown comm hook '", name, "' (known: ", comm_hook_names(", "), ")");
+  EMBER_THROW("unknown comm hook '", spec.name, "' (known: ", comm_hook_names(", "), ")");
 }
 
 }  // namespace ember::distributed

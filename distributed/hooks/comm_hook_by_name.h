@@ -1,6 +1,6 @@
 // Chooses a DDP communication hook by name, for command-line tools (examples/ddp_resnet,
-// bench/ddp_bench): --comm_hook=none|allreduce|fp16|bf16|noop|powersgd|batched_powersgd.
-// DESIGN.md step 10.
+// bench/ddp_bench): --comm_hook=none|allreduce|fp16|bf16|noop|powersgd|batched_powersgd, from one
+// table (the built-in rows come from EMBER_BUILTIN_COMM_HOOKS). DESIGN.md step 10.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +20,8 @@ struct CommHookSpec {
 
 // The names register_comm_hook_by_name accepts, joined by `separator` (for help and errors).
 std::string comm_hook_names(const std::string& separator);
+// One line per name, "<indent>name: what it does", joined by newlines (no final one), for --help.
+std::string comm_hook_help(const std::string& indent);
 
 // Registers the named hook on `ddp` over `group` (the DDP's process group). Returns the
 // PowerSGDState for the PowerSGD hooks (statistics, checkpoints), nullptr otherwise. Throws on an
