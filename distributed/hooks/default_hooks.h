@@ -52,8 +52,7 @@ auto bf16_compress_wrapper(Hook hook) {
 // written once: X(TYPE, "name", hook, "help") is the enum value, the command-line name
 // (--comm_hook=name), the hook above (its state: the DDP's process group) and one line of help.
 // The enum, builtin_comm_hook_name, make_builtin_comm_hook, kBuiltinCommHooks and the tools' table
-// (comm_hook_by_name.cc, beside the command-line programs) are generated from it: a new stateless
-// hook is one row.
+// (examples/common/comm_hook_by_name.cc) are generated from it: a new stateless hook is one row.
 // PowerSGD is not a row: its state (rank, start iteration, error feedback) is built from options and
 // handed back to the caller for checkpoints, which register_builtin_comm_hook(type) cannot express,
 // and :powersgd depends on this library. The tools' table adds it with a factory taking the options.

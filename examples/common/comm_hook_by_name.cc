@@ -1,4 +1,4 @@
-#include "distributed/hooks/comm_hook_by_name.h"
+#include "examples/common/comm_hook_by_name.h"
 
 #include <functional>
 #include <vector>
@@ -6,8 +6,16 @@
 #include "distributed/hooks/default_hooks.h"
 #include "distributed/hooks/powersgd_hook.h"
 
-namespace ember::distributed {
+namespace ember::examples {
 namespace {
+
+using distributed::BuiltinCommHookInfo;
+using distributed::DistributedDataParallel;
+using distributed::FuturePtr;
+using distributed::GradBucket;
+using distributed::PowerSGDState;
+using distributed::ProcessGroupPtr;
+using distributed::kBuiltinCommHooks;
 
 // One --comm_hook name. `install` takes the group and the options (CommHookSpec) so that rows with
 // their own state (PowerSGD) fit the same shape as the built-in ones; it returns that state, if any.
@@ -42,9 +50,9 @@ const std::vector<CommHookChoice>& comm_hook_choices() {
                      return nullptr;
                    }});
     }
-    c.push_back(powersgd_choice<powerSGD_hook>(
+    c.push_back(powersgd_choice<distributed::powerSGD_hook>(
         "powersgd", "powerSGD_hook", "low-rank (--powersgd_rank) per matrix from --powersgd_start_iter"));
-    c.push_back(powersgd_choice<batched_powerSGD_hook>(
+    c.push_back(powersgd_choice<distributed::batched_powerSGD_hook>(
         "batched_powersgd", "batched_powerSGD_hook", "low-rank of the whole bucket as one square matrix"));
     return c;
   }();
@@ -75,4 +83,4 @@ std::shared_ptr<PowerSGDState> register_comm_hook_by_name(DistributedDataParalle
   EMBER_THROW("unknown comm hook '", spec.name, "' (known: ", comm_hook_names(", "), ")");
 }
 
-}  // namespace ember::distributed
+}  // namespace ember::examples

@@ -1,6 +1,7 @@
-// Chooses a DDP communication hook by name, for command-line tools (examples/ddp_resnet,
+// Chooses a DDP communication hook by name for the command-line programs (examples/ddp_resnet,
 // bench/ddp_bench): --comm_hook=none|allreduce|fp16|bf16|noop|powersgd|batched_powersgd, from one
-// table (the built-in rows come from EMBER_BUILTIN_COMM_HOOKS). DESIGN.md step 10.
+// table (the built-in rows come from EMBER_BUILTIN_COMM_HOOKS). It lives with the programs, not in
+// distributed/: library users call DistributedDataParallel::register_*comm_hook. DESIGN.md step 10.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,7 @@
 #include "distributed/ddp/distributed_data_parallel.h"
 #include "distributed/hooks/powersgd_state.h"
 
-namespace ember::distributed {
+namespace ember::examples {
 
 struct CommHookSpec {
   std::string name = "none";            // "none": DDP's default sum-allreduce of pre-divided grads
@@ -26,7 +27,8 @@ std::string comm_hook_help(const std::string& indent);
 // Registers the named hook on `ddp` over `group` (the DDP's process group). Returns the
 // PowerSGDState for the PowerSGD hooks (statistics, checkpoints), nullptr otherwise. Throws on an
 // unknown name, listing the known ones.
-std::shared_ptr<PowerSGDState> register_comm_hook_by_name(DistributedDataParallel& ddp, ProcessGroupPtr group,
-                                                          const CommHookSpec& spec);
+std::shared_ptr<distributed::PowerSGDState> register_comm_hook_by_name(distributed::DistributedDataParallel& ddp,
+                                                                       distributed::ProcessGroupPtr group,
+                                                                       const CommHookSpec& spec);
 
-}  // namespace ember::distributed
+}  // namespace ember::examples
