@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "distributed/backends/mpi/process_group_mpi.h"
 #include "distributed/distributed.h"
 #include "tensor/factories.h"
 

@@ -10,8 +10,8 @@
 // Models: resnet20 (nn::ResNet, 1x28x28 input) and mlp (--mlp_layers Linear layers of
 // --mlp_width x --mlp_width with ReLU: many small parameters, for the bucket-size experiment; or
 // --mlp_sizes=784,4096,4096,10: the layer widths, e.g. the wide MLP of the comm-hook benchmark).
-// --comm_hook=none|allreduce|fp16|bf16|noop|powersgd|batched_powersgd (with --powersgd_rank and
-// --powersgd_start_iter) registers a communication hook on the DDP model.
+// --comm_hook=NAME (with --powersgd_rank and --powersgd_start_iter) registers a communication hook
+// on the DDP model; the usage message lists the names (examples/common/comm_hook_by_name.h).
 // Rank 0 prints one line (the step time is the slowest rank's median):
 //   RESULT impl=ember model=... mode=... world=2 bucket_cap_mb=... first_bucket_mb=... buckets=...
 //          ms_per_step=... mean_ms_per_step=... img_per_s=... comm_wait_ms=... overlap=... peak_rss_mb=...
@@ -30,7 +30,7 @@
 
 #include "distributed/ddp/distributed_data_parallel.h"
 #include "distributed/distributed.h"
-#include "distributed/hooks/comm_hook_by_name.h"
+#include "examples/common/comm_hook_by_name.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
 #include "tensor/all.h"
@@ -47,7 +47,7 @@ struct Flags {
   double first_bucket_mb = 1.0;  // PyTorch's _DEFAULT_FIRST_BUCKET_BYTES
   long long steps = 30, warmup = 5, batch = 64, mlp_layers = 200, mlp_width = 64, seed = 0;
   std::vector<int64_t> mlp_sizes;  // overrides mlp_layers / mlp_width when given
-  distributed::CommHookSpec hook{"none", 1, 2};
+  examples::CommHookSpec hook{"none", 1, 2};
 };
 
 std::vector<int64_t> parse_sizes(const std::string& v) {
@@ -109,8 +109,8 @@ int main(int argc, char** argv) {
                    "usage: %s [--model=resnet20|mlp] [--mode=ddp|nosync|single] [--bucket_cap_mb=25] "
                    "[--first_bucket_mb=1] [--steps=30] [--warmup=5] [--batch=64] [--mlp_layers=200] "
                    "[--mlp_width=64] [--mlp_sizes=784,4096,4096,10] [--seed=0] [--comm_hook=none] "
-                   "[--powersgd_rank=1] [--powersgd_start_iter=2]\n",
-                   argv[0]);
+                   "[--powersgd_rank=1] [--powersgd_start_iter=2]\n--comm_hook:\n%s\n",
+                   argv[0], examples::comm_hook_help("  ").c_str());
       return 2;
     }
   }
@@ -148,7 +148,7 @@ int main(int argc, char** argv) {
       o.bucket_cap_mb = f.bucket_cap_mb;
       o.first_bucket_mb = f.first_bucket_mb;
       ddp = std::make_shared<distributed::DistributedDataParallel>(model, o);
-      distributed::register_comm_hook_by_name(*ddp, pg, f.hook);
+      examples::register_comm_hook_by_name(*ddp, pg, f.hook);
       net = ddp.get();
     }
     optim::SGD opt(net->parameters(), optim::SGDOptions(0.01).momentum(0.9));

@@ -12,9 +12,9 @@
 
 #include "distributed/ddp/distributed_data_parallel.h"
 #include "distributed/distributed.h"
-#include "distributed/hooks/comm_hook_by_name.h"
-#include "nn/checkpoint.h"
+#include "examples/common/comm_hook_by_name.h"
 #include "examples/common/training.h"
+#include "nn/checkpoint.h"
 #include "tensor/all.h"
 
 using namespace ember;
@@ -23,10 +23,10 @@ int main(int argc, char** argv) {
   int rank = 0;
   try {
     bool help = false;
-    distributed::CommHookSpec hook;
+    examples::CommHookSpec hook;
     hook.powersgd_start_iter = -1;
     std::map<std::string, examples::Flag> ddp_flags = {
-        {"comm_hook", {distributed::comm_hook_names("|") + " (none)",
+        {"comm_hook", {"communication hook (none):\n" + examples::comm_hook_help("      "),
                        [&](const std::string& v) { hook.name = v; }}},
         {"powersgd_rank", {"PowerSGD matrix_approximation_rank (1)",
                            [&](const std::string& v) { hook.powersgd_rank = std::stoll(v); }}},
@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
     const int64_t steps = cfg.max_steps > 0 ? std::min(cfg.max_steps, loader.num_batches()) : loader.num_batches();
     // PowerSGD's minimum start is 2 (buckets are rebuilt after the first iteration).
     if (hook.powersgd_start_iter < 0) hook.powersgd_start_iter = std::max<int64_t>(2, cfg.epochs * steps / 10);
-    auto powersgd = distributed::register_comm_hook_by_name(*ddp, pg, hook);
+    auto powersgd = examples::register_comm_hook_by_name(*ddp, pg, hook);
     optim::SGD opt = examples::make_sgd(cfg, ddp->parameters());
     optim::CosineAnnealingLR schedule(opt, cfg.epochs * steps);
     // Every rank loads the same file; DDP keeps them identical from there on.

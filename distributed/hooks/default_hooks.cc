@@ -71,12 +71,10 @@ FuturePtr run_compressed(GradBucket& bucket, ScalarType dtype,
 }
 
 const char* builtin_comm_hook_name(BuiltinCommHookType type) {
-  switch (type) {
-    case BuiltinCommHookType::ALLREDUCE: return "builtin allreduce_hook";
-    case BuiltinCommHookType::FP16_COMPRESS: return "builtin fp16_compress_hook";
-    case BuiltinCommHookType::BF16_COMPRESS: return "builtin bf16_compress_hook";
-    case BuiltinCommHookType::NOOP: return "builtin noop_hook";
-  }
+#define EMBER_BUILTIN_COMM_HOOK_NAME(t, name, hook, help) \
+  case BuiltinCommHookType::t: return "builtin " #hook;
+  switch (type) { EMBER_BUILTIN_COMM_HOOKS(EMBER_BUILTIN_COMM_HOOK_NAME) }
+#undef EMBER_BUILTIN_COMM_HOOK_NAME
   return "builtin ?";
 }
 
@@ -84,12 +82,10 @@ std::unique_ptr<CommHookInterface> make_builtin_comm_hook(BuiltinCommHookType ty
                                                           ProcessGroupPtr group) {
   EMBER_CHECK(group != nullptr, "make_builtin_comm_hook: null process group");
   CppCommHook<ProcessGroup>::Hook hook;
-  switch (type) {
-    case BuiltinCommHookType::ALLREDUCE: hook = allreduce_hook; break;
-    case BuiltinCommHookType::FP16_COMPRESS: hook = fp16_compress_hook; break;
-    case BuiltinCommHookType::BF16_COMPRESS: hook = bf16_compress_hook; break;
-    case BuiltinCommHookType::NOOP: hook = noop_hook; break;
-  }
+#define EMBER_BUILTIN_COMM_HOOK_FN(t, name, fn, help) \
+  case BuiltinCommHookType::t: hook = fn; break;
+  switch (type) { EMBER_BUILTIN_COMM_HOOKS(EMBER_BUILTIN_COMM_HOOK_FN) }
+#undef EMBER_BUILTIN_COMM_HOOK_FN
   EMBER_CHECK(hook != nullptr, "make_builtin_comm_hook: unknown hook type ", static_cast<int>(type));
   return std::make_unique<CppCommHook<ProcessGroup>>(std::move(group), std::move(hook),
                                                      builtin_comm_hook_name(type));

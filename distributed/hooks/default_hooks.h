@@ -1,9 +1,11 @@
-// The stateless DDP communication hooks (PyTorch's ddp_comm_hooks/default_hooks.py) and the enum of
-// built-in hooks: allreduce, fp16/bf16 compression, the compression wrappers and noop. DESIGN.md
+// The stateless DDP communication hooks (PyTorch's ddp_comm_hooks/default_hooks.py): allreduce,
+// fp16/bf16 compression, the compression wrappers and noop, and the one table of built-in hooks
+// (EMBER_BUILTIN_COMM_HOOKS) that BuiltinCommHookType and its factory are generated from. DESIGN.md
 // step 10: every hook receives un-scaled gradients and divides by the world size itself.
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <utility>
 
 #include "distributed/hooks/comm_hook.h"
@@ -45,8 +47,37 @@ auto bf16_compress_wrapper(Hook hook) {
   };
 }
 
-// PyTorch's dist.BuiltinCommHookType (plus BF16_COMPRESS and NOOP). The state is the DDP's group.
-enum class BuiltinCommHookType { ALLREDUCE, FP16_COMPRESS, BF16_COMPRESS, NOOP };
+// Note [Built-in comm hooks]
+// PyTorch's dist.BuiltinCommHookType (ALLREDUCE, FP16_COMPRESS) plus ember's BF16_COMPRESS and NOOP,
+// written once: X(TYPE, "name", hook, "help") is the enum value, the command-line name
+// (--comm_hook=name), the hook above (its state: the DDP's process group) and one line of help.
+// The enum, builtin_comm_hook_name, make_builtin_comm_hook, kBuiltinCommHooks and the tools' table
+// (examples/common/comm_hook_by_name.cc) are generated from it: a new stateless hook is one row.
+// PowerSGD is not a row: its state (rank, start iteration, error feedback) is built from options and
+// handed back to the caller for checkpoints, which register_builtin_comm_hook(type) cannot express,
+// and :powersgd depends on this library. The tools' table adds it with a factory taking the options.
+#define EMBER_BUILTIN_COMM_HOOKS(X)                                                                \
+  X(ALLREDUCE, "allreduce", allreduce_hook, "divide by the world size, then allreduce (as none)") \
+  X(FP16_COMPRESS, "fp16", fp16_compress_hook, "allreduce in float16: half the bytes")            \
+  X(BF16_COMPRESS, "bf16", bf16_compress_hook, "allreduce in bfloat16: half the bytes")           \
+  X(NOOP, "noop", noop_hook, "no communication, to measure its cost (ranks diverge)")
+
+#define EMBER_BUILTIN_COMM_HOOK_ENUM(type, name, hook, help) type,
+enum class BuiltinCommHookType { EMBER_BUILTIN_COMM_HOOKS(EMBER_BUILTIN_COMM_HOOK_ENUM) };
+#undef EMBER_BUILTIN_COMM_HOOK_ENUM
+
+// One row of EMBER_BUILTIN_COMM_HOOKS, for code that lists or chooses hooks at run time.
+struct BuiltinCommHookInfo {
+  BuiltinCommHookType type;
+  const char* name;  // command-line name, e.g. "fp16"
+  const char* help;
+};
+#define EMBER_BUILTIN_COMM_HOOK_INFO(type, name, hook, help) {BuiltinCommHookType::type, name, help},
+inline constexpr BuiltinCommHookInfo kBuiltinCommHooks[] = {
+    EMBER_BUILTIN_COMM_HOOKS(EMBER_BUILTIN_COMM_HOOK_INFO)};
+#undef EMBER_BUILTIN_COMM_HOOK_INFO
+
+// "builtin <hook function>", e.g. "builtin fp16_compress_hook": the hook's name in DDP's logging data.
 const char* builtin_comm_hook_name(BuiltinCommHookType type);
 std::unique_ptr<CommHookInterface> make_builtin_comm_hook(BuiltinCommHookType type,
                                                           ProcessGroupPtr group);

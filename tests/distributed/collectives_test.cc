@@ -1,5 +1,7 @@
 // Every collective of ProcessGroupMPI against values computed locally, over dtypes, ranks 1..4,
 // empty and odd-sized tensors, non-contiguous inputs, and sub-groups.
+#include <mpi.h>
+
 #include <algorithm>
 #include <numeric>
 #include <tuple>

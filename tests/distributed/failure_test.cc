@@ -1,6 +1,7 @@
 // What happens when ranks disagree: a collective one rank skips times out on the others (the
 // watchdog), a mismatched collective under DETAIL is reported with what each rank called, and errors
 // raised in collectives or callbacks reach the caller through Work and Future.
+#include "distributed/backends/mpi/process_group_mpi.h"
 #include "tests/distributed/mpi_test_util.h"
 
 namespace ember::distributed::testing {

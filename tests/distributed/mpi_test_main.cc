@@ -1,8 +1,6 @@
 // main() for the mpirun test binaries: initialises MPI and the default process group, lets only
 // rank 0 write the XML report, prints the other ranks' failures tagged with their rank, and makes
 // the exit status agree across ranks.
-#include <mpi.h>
-
 #include <cstdio>
 #include <cstdlib>
 
@@ -45,10 +43,9 @@ class ProcessGroupEnvironment : public ::testing::Environment {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  // Before InitGoogleTest: mpirun may add arguments that MPI consumes.
+  ember::distributed::init_mpi(&argc, &argv);
+  const int rank = ember::distributed::mpi_world_rank();
   if (rank != 0) {
     // GoogleTest writes XML when XML_OUTPUT_FILE (Bazel) or --gtest_output is set: rank 0 only.
     unsetenv("XML_OUTPUT_FILE");
@@ -62,12 +59,11 @@ int main(int argc, char** argv) {
     listeners.Append(new RankFailurePrinter(rank));
   }
   ::testing::AddGlobalTestEnvironment(new ProcessGroupEnvironment());
-  int failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
-  int any_failed = failed;
-  MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  const bool failed = RUN_ALL_TESTS() != 0;
+  const bool any_failed = ember::distributed::mpi_any_rank(failed);
   if (rank == 0 && any_failed && !failed) {
     std::fprintf(stderr, "rank 0 passed, but another rank failed (see its [rank N] lines)\n");
   }
-  MPI_Finalize();
-  return any_failed;
+  ember::distributed::finalize_mpi();
+  return any_failed ? 1 : 0;
 }

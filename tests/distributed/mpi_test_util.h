@@ -2,8 +2,6 @@
 // any rank (rank 0 alone writes the XML), deterministic per-rank inputs, and dtype-aware comparison.
 #pragma once
 
-#include <mpi.h>
-
 #include <cmath>
 #include <string>
 #include <vector>
@@ -25,10 +23,8 @@ class MpiTest : public ::testing::Test {
   }
   // Also keeps the ranks in step: no test starts before every rank finished the previous one.
   void TearDown() override {
-    int failed = HasFailure() ? 1 : 0;
-    int any = 0;
-    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (any && !failed) ADD_FAILURE() << "this test failed on another rank (see its [rank N] lines)";
+    const bool failed = HasFailure();
+    if (mpi_any_rank(failed) && !failed) ADD_FAILURE() << "this test failed on another rank (see its [rank N] lines)";
   }
 
   ProcessGroupPtr pg_;

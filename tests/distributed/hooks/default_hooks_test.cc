@@ -3,6 +3,10 @@
 // a throwing hook surfaces from backward naming the bucket; registration errors.
 #include "distributed/hooks/default_hooks.h"
 
+#include <iterator>
+#include <string>
+#include <vector>
+
 #include "tests/distributed/ddp/ddp_test_util.h"
 
 namespace ember::distributed::testing {
@@ -173,6 +177,21 @@ TEST_F(DefaultHooks, ThrowingHookNamesTheBucket) {
     EXPECT_THAT(msg, ::testing::HasSubstr("comm hook 'throwing_hook' failed on bucket 0"));
     EXPECT_THAT(msg, ::testing::HasSubstr("deliberate failure"));
   }
+}
+
+// Note [Built-in comm hooks]: the enum, the table, the names and the factory come from one list.
+TEST_F(DefaultHooks, BuiltinTableGeneratesEnumNamesAndFactory) {
+  const std::vector<std::string> expected{"allreduce", "fp16", "bf16", "noop"};
+  ASSERT_EQ(std::size(kBuiltinCommHooks), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const BuiltinCommHookInfo& row = kBuiltinCommHooks[i];
+    EXPECT_EQ(row.name, expected[i]);
+    EXPECT_EQ(static_cast<size_t>(row.type), i);
+    EXPECT_NE(std::string(row.help), "");
+    EXPECT_EQ(make_builtin_comm_hook(row.type, pg_)->name(), builtin_comm_hook_name(row.type));
+  }
+  EXPECT_STREQ(builtin_comm_hook_name(BuiltinCommHookType::FP16_COMPRESS), "builtin fp16_compress_hook");
+  EXPECT_STREQ(builtin_comm_hook_name(BuiltinCommHookType::NOOP), "builtin noop_hook");
 }
 
 TEST_F(DefaultHooks, RegisteringTwiceOrLateIsAnError) {

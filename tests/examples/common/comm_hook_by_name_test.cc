@@ -1,13 +1,22 @@
 // Hooks chosen by name (the tools' --comm_hook flag): each name installs the hook it says, which the
 // payload per step shows (fp16/bf16 halve it, noop sends nothing, PowerSGD compresses once started),
-// "allreduce" trains bit-identically to "none", and an unknown name lists the known ones.
-#include "distributed/hooks/comm_hook_by_name.h"
+// "allreduce" trains bit-identically to "none", an unknown name lists the known ones, and --help
+// has one line per name.
+#include "examples/common/comm_hook_by_name.h"
+
+#include <sstream>
+#include <string>
 
 #include "tests/common/error_matchers.h"
 #include "tests/distributed/ddp/ddp_test_util.h"
 
 namespace ember::distributed::testing {
 namespace {
+
+using examples::comm_hook_help;
+using examples::comm_hook_names;
+using examples::CommHookSpec;
+using examples::register_comm_hook_by_name;
 
 // A model with one matrix PowerSGD compresses (64 x 32) and small tensors it sends as they are.
 Scenario by_name_scenario(const CommHookSpec& spec) {
@@ -79,6 +88,20 @@ TEST_F(CommHookByName, UnknownNameListsTheKnownOnes) {
   auto ddp = std::make_shared<DistributedDataParallel>(by_name_scenario({"none"}).make_model(1));
   EXPECT_EMBER_ERROR(register_comm_hook_by_name(*ddp, pg_, {"fp8"}),
                      "unknown comm hook 'fp8' (known: none, allreduce, fp16, bf16, noop, powersgd, batched_powersgd)");
+}
+
+// Names, help and lookup come from one table (Note [Built-in comm hooks]): same names, same order.
+TEST_F(CommHookByName, HelpHasOneLinePerName) {
+  std::string expected_names;
+  std::istringstream lines(comm_hook_help("  "));
+  for (std::string line; std::getline(lines, line);) {
+    ASSERT_EQ(line.rfind("  ", 0), 0u) << line;
+    const auto colon = line.find(": ");
+    ASSERT_NE(colon, std::string::npos) << line;
+    EXPECT_GT(line.size(), colon + 2) << "no help text: " << line;
+    expected_names += (expected_names.empty() ? "" : "|") + line.substr(2, colon - 2);
+  }
+  EXPECT_EQ(expected_names, comm_hook_names("|"));
 }
 
 }  // namespace
