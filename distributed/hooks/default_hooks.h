@@ -1,7 +1,8 @@
 // The stateless DDP communication hooks (PyTorch's ddp_comm_hooks/default_hooks.py): allreduce,
 // fp16/bf16 compression, the compression wrappers and noop, and the one table of built-in hooks
 // (EMBER_BUILTIN_COMM_HOOKS) that BuiltinCommHookType and its factory are generated from. DESIGN.md
-// step 10: every hook receives un-scaled gradients and divides by the world size itself.
+// step 10; each hook divides by the world size itself: Note [Who divides gradients by the world
+// size] in comm_hook.h.
 #pragma once
 
 #include <functional>
@@ -12,9 +13,8 @@
 
 namespace ember::distributed {
 
-// Divides the flat buffer by the world size in place, then sum-allreduces it. The same arithmetic,
-// in the same order, as the default path (which divides each gradient while copying it into the
-// bucket), so results are bit-identical to DDP without a hook.
+// Divides the flat buffer by the world size in place, then sum-allreduces it: bit-identical to DDP
+// without a hook (see the Note).
 FuturePtr allreduce_hook(ProcessGroup& group, GradBucket& bucket);
 
 // Casts the buffer to float16 / bfloat16, divides by the world size, allreduces, and decompresses
