@@ -9,7 +9,8 @@
 #   comm_ms = step time with the hook - step time with noop_hook (no communication), same framework.
 # vs_none = this hook's comm_ms / the default path's comm_ms (lower is cheaper). bytes/step is the
 # payload each rank hands to collectives per step. PowerSGD starts at iteration 2, so every timed
-# step compresses. Environment: HOOKS (name[:rank] list), TORCH=0 skips PyTorch, NO_BUILD=1,
+# step compresses. Environment: HOOKS (name[:rank] list), TORCH=0 skips PyTorch, NO_BUILD=1, BIN=path
+# (another ddp_bench binary, e.g. one built from an older commit),
 # BUCKET_MB=100 puts the whole model in one bucket (bucket_cap_mb and first bucket, both
 # frameworks): PyTorch 1.13's PowerSGD aborts in gloo with two or more buckets (its Q-round
 # allreduces are issued from callbacks, so ranks can issue collectives in different orders).
@@ -22,7 +23,7 @@ torch="${TORCH:-1}"
 py=/usr/bin/python3
 if ! "$py" -c "import torch.distributed" 2>/dev/null; then torch=0; fi
 source bench/lib.sh
-bin=$(bench_binary bench:ddp_bench)
+bin="${BIN:-$(bench_binary bench:ddp_bench)}"
 model=(--model=mlp --mlp_sizes=784,4096,4096,10 --batch=32 --steps="$steps" --warmup="$warmup")
 if [[ -n "${BUCKET_MB:-}" ]]; then model+=(--bucket_cap_mb="$BUCKET_MB" --first_bucket_mb="$BUCKET_MB"); fi
 export OMPI_MCA_btl=self,vader

@@ -8,6 +8,41 @@ namespace ember::distributed {
 // A callback runs on whichever thread completes the future: the backend's worker thread for a
 // collective, or the caller's thread when the future had already completed. This is what PyTorch
 // does too; it keeps chaining cheap, but a slow callback delays the collectives queued behind it.
+// A callback may issue collectives (they run inline, see Note [Collectives issued from callbacks
+// run inline] in process_group_mpi.cc) but must not block on one that has not completed: wait()
+// there throws instead of deadlocking.
+// Every callback of a future runs, even when an earlier one throws: a later callback may be what
+// completes another future (then()'s child, a DDP bucket), and skipping it would hang its waiter.
+// The first exception is rethrown to whoever completed the future once all have run (the MPI
+// worker logs it); later ones are dropped. then() callbacks never throw here: their errors go to
+// the child future.
+
+namespace {
+thread_local const char* t_comm_thread_backend = nullptr;
+
+// Waiting on the communication thread for something that is not complete would deadlock when
+// that something is queued behind the very callback that waits.
+[[noreturn]] void throw_blocking_on_comm_thread(const std::string& what, const char* fn) {
+  EMBER_THROW(fn, ": called on the ", t_comm_thread_backend, " communication thread on ", what,
+              ", which has not completed. Future callbacks (then(), add_callback) run on the "
+              "communication thread, and what they wait for may be queued behind them, so waiting "
+              "there would deadlock: chain the next step with then() (or then_future() when it "
+              "starts a collective) instead of calling wait() or value() inside a callback");
+}
+}  // namespace
+
+void mark_comm_thread(const char* backend) { t_comm_thread_backend = backend; }
+const char* comm_thread_backend() { return t_comm_thread_backend; }
+
+std::string Future::name() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return name_.empty() ? "a future" : name_;
+}
+
+void Future::set_name(std::string name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  name_ = std::move(name);
+}
 
 bool Future::has_error() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -20,6 +55,9 @@ std::exception_ptr Future::exception() const {
 }
 
 bool Future::wait_for(std::chrono::milliseconds timeout) {
+  if (t_comm_thread_backend != nullptr && !completed()) {
+    throw_blocking_on_comm_thread(name(), "Future::wait");
+  }
   // A short spin first: a collective of a few KiB finishes in microseconds, and waking a thread
   // blocked on a condition variable costs about as much again.
   const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
@@ -76,7 +114,15 @@ void Future::run_callbacks() {
     std::lock_guard<std::mutex> lock(mutex_);
     callbacks.swap(callbacks_);
   }
-  for (auto& cb : callbacks) cb(*this);
+  std::exception_ptr first;
+  for (auto& cb : callbacks) {
+    try {
+      cb(*this);
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
 }
 
 void Future::add_callback(std::function<void(Future&)> callback) {
@@ -92,6 +138,7 @@ void Future::add_callback(std::function<void(Future&)> callback) {
 
 FuturePtr Future::then(Callback callback) {
   auto child = std::make_shared<Future>(devices_);
+  child->set_name("then() of " + name());
   add_callback([child, callback = std::move(callback)](Future& parent) {
     if (auto e = parent.exception()) {
       child->set_error(e);
@@ -105,6 +152,33 @@ FuturePtr Future::then(Callback callback) {
       return;
     }
     child->mark_completed(std::move(result));
+  });
+  return child;
+}
+
+FuturePtr Future::then_future(std::function<FuturePtr(Future&)> callback) {
+  auto child = std::make_shared<Future>(devices_);
+  child->set_name("then_future() of " + name());
+  add_callback([child, callback = std::move(callback)](Future& parent) {
+    if (auto e = parent.exception()) {
+      child->set_error(e);
+      return;
+    }
+    FuturePtr inner;
+    try {
+      inner = callback(parent);
+      EMBER_CHECK(inner != nullptr, "Future::then_future: the callback returned no future");
+    } catch (...) {
+      child->set_error(std::current_exception());
+      return;
+    }
+    inner->add_callback([child](Future& f) {
+      if (auto e = f.exception()) {
+        child->set_error(e);
+      } else {
+        child->mark_completed(f.const_value());
+      }
+    });
   });
   return child;
 }
@@ -136,13 +210,25 @@ Work::Work(OpType op, uint64_t sequence_number, std::vector<Tensor> outputs,
     : op_(op),
       sequence_number_(sequence_number),
       outputs_(std::move(outputs)),
-      future_(std::make_shared<Future>(std::move(devices))) {}
+      future_(std::make_shared<Future>(std::move(devices))) {
+  future_->set_name(name());
+}
 
 std::string Work::name() const {
-  return detail::str_cat(op_type_name(op_), " #", sequence_number_);
+  const uint64_t seq = sequence_number();
+  if (seq == kUnassignedSequenceNumber) return detail::str_cat(op_type_name(op_), " (not started yet)");
+  return detail::str_cat(op_type_name(op_), " #", seq);
+}
+
+void Work::set_sequence_number(uint64_t sequence_number) {
+  sequence_number_.store(sequence_number, std::memory_order_release);
+  future_->set_name(name());
 }
 
 bool Work::wait(std::chrono::milliseconds timeout) {
+  if (t_comm_thread_backend != nullptr && !is_completed()) {
+    throw_blocking_on_comm_thread(name(), "Work::wait");
+  }
   EMBER_CHECK(future_->wait_for(timeout), name(), ": Work::wait timed out after ", timeout.count(),
               " ms (the collective is still running)");
   if (auto e = future_->exception()) std::rethrow_exception(e);

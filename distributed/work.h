@@ -21,6 +21,13 @@ namespace ember::distributed {
 // "Wait forever" for wait(timeout); a group's own watchdog still bounds every collective.
 constexpr std::chrono::milliseconds kNoTimeout{-1};
 
+// Marks the calling thread, for the rest of its life, as `backend`'s communication thread (the MPI
+// worker): blocking there on an incomplete Future or Work throws instead of deadlocking (Note
+// [Collectives issued from callbacks run inline], process_group_mpi.cc).
+void mark_comm_thread(const char* backend);
+// The backend name given to mark_comm_thread on this thread, or nullptr.
+const char* comm_thread_backend();
+
 // A value (a list of tensors) that becomes available later, or an error.
 class Future : public std::enable_shared_from_this<Future> {
  public:
@@ -33,9 +40,12 @@ class Future : public std::enable_shared_from_this<Future> {
   bool completed() const { return completed_.load(std::memory_order_acquire); }
   bool has_error() const;
   std::exception_ptr exception() const;
-  // Blocks until completed; rethrows the error, if any. A finite timeout that expires throws.
+  // Blocks until completed; rethrows the error, if any. A finite timeout that expires throws, and
+  // so does any wait on an incomplete future from a communication thread (a callback must chain
+  // with then() instead; Note [Collectives issued from callbacks run inline]).
   void wait(std::chrono::milliseconds timeout = kNoTimeout);
-  // Blocks until completed or `timeout` passes; returns completed(). Never throws.
+  // Blocks until completed or `timeout` passes; returns completed(). Throws only where wait()
+  // would deadlock: on a communication thread, for a future not completed yet.
   bool wait_for(std::chrono::milliseconds timeout);
   // wait(), then the value.
   const std::vector<Tensor>& value();
@@ -47,13 +57,21 @@ class Future : public std::enable_shared_from_this<Future> {
   // holds that error. Callbacks run on the thread that completes this future (the MPI worker),
   // so they must be short; see Note [Callbacks run on the worker].
   std::shared_ptr<Future> then(Callback callback);
-  // Like then(), without a result.
+  // Like then(), for a callback that starts more asynchronous work (typically a collective) and
+  // returns its future: the returned future completes with that future's value or error. This is
+  // how a comm hook runs several collective rounds without blocking.
+  std::shared_ptr<Future> then_future(std::function<std::shared_ptr<Future>(Future&)> callback);
+  // Like then(), without a result. Every callback runs even if an earlier one throws; see Note
+  // [Callbacks run on the worker] for where the exception goes.
   void add_callback(std::function<void(Future&)> callback);
 
   void mark_completed(std::vector<Tensor> value = {});
   void set_error(std::exception_ptr error);
 
   const std::vector<Device>& devices() const { return devices_; }
+  // What errors call this future: "allreduce #3", "then() of allreduce #3", or "future".
+  std::string name() const;
+  void set_name(std::string name);
 
  private:
   void run_callbacks();
@@ -65,6 +83,7 @@ class Future : public std::enable_shared_from_this<Future> {
   std::vector<Tensor> value_;
   std::exception_ptr error_;
   std::vector<std::function<void(Future&)>> callbacks_;
+  std::string name_;  // guarded by mutex_
 };
 using FuturePtr = std::shared_ptr<Future>;
 
@@ -88,6 +107,9 @@ enum class OpType : int32_t {
   kUnknown,
 };
 const char* op_type_name(OpType op);
+
+// A Work whose backend numbers collectives when they start, not when they are issued.
+constexpr uint64_t kUnassignedSequenceNumber = ~uint64_t{0};
 
 // One collective in flight. A backend completes it with finish(); the caller waits on it or
 // chains work onto get_future(). Device-agnostic: a stream-based backend (NCCL) overrides
@@ -113,17 +135,21 @@ class Work {
   FuturePtr get_future() const { return future_; }
 
   OpType op_type() const { return op_; }
-  uint64_t sequence_number() const { return sequence_number_; }
+  // kUnassignedSequenceNumber until the backend numbered it (the MPI backend does so when the
+  // collective starts: Note [Collectives issued from callbacks run inline]).
+  uint64_t sequence_number() const { return sequence_number_.load(std::memory_order_acquire); }
   const std::vector<Device>& devices() const { return future_->devices(); }
-  // "allreduce #12": how errors and logs name this collective.
+  // "allreduce #12" (or "allreduce (not started yet)"): how errors and logs name this collective.
   std::string name() const;
 
+  // Called by the backend, before finish(), when it numbers the collective.
+  void set_sequence_number(uint64_t sequence_number);
   // Called by the backend exactly once.
   void finish(std::exception_ptr error = nullptr);
 
  private:
   OpType op_;
-  uint64_t sequence_number_;
+  std::atomic<uint64_t> sequence_number_;
   std::vector<Tensor> outputs_;
   FuturePtr future_;
 };

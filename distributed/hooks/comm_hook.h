@@ -68,8 +68,8 @@ class AllReduceBySumCommHook final : public CommHookInterface {
   ProcessGroupPtr group_;
 };
 
-// Sum over ranks of a sparse COO tensor: allgather nnz, then indices and values (the sizes round
-// trip is waited for; the data round trip is asynchronous). The result is coalesced.
+// Sum over ranks of a sparse COO tensor: allgather nnz, then indices and values, the second round
+// chained on the first's future (nothing blocks the caller). The result is coalesced.
 FuturePtr allreduce_sparse(ProcessGroup& group, const Tensor& sparse);
 
 }  // namespace ember::distributed

@@ -36,9 +36,15 @@ void check_bucket(const GradBucket& bucket, const char* hook) {
   EMBER_CHECK(b.is_contiguous(), hook, ": bucket ", bucket.index(), " buffer is not contiguous");
 }
 
-void allreduce_and_wait(ProcessGroup& group, const Tensor& t) {
+FuturePtr allreduce_async(ProcessGroup& group, const Tensor& t) {
   std::vector<Tensor> tensors{t};
-  group.allreduce(tensors)->wait();
+  return group.allreduce(tensors)->get_future();
+}
+
+FuturePtr completed_future() {
+  auto f = std::make_shared<Future>();
+  f->mark_completed({});
+  return f;
 }
 
 // Fresh random Qs (same on every rank: the RNG is seeded identically), as PyTorch: one seed drawn
@@ -201,49 +207,48 @@ FuturePtr powerSGD_hook(PowerSGDState& state, GradBucket& bucket) {
   if (!have_memory) randomize(qs, state, dtype);
   for (Tensor& q : qs) orthogonalize_batch(q, state.orthogonalization_epsilon);
 
-  // P = M Q. The uncompressed tensors and the Ps go out back to back; see the header for why the
-  // caller's thread waits here instead of chaining callbacks.
+  // P = M Q. The uncompressed tensors and the Ps go out back to back from this thread; every later
+  // step is chained on their futures (see the header), continuations attached before this thread
+  // issues anything else (Note [Collectives issued from callbacks run inline]).
   for (size_t i = 0; i < units.size(); ++i) copy_(ps[i], bmm(units[i].matrices, qs[i]));
+  ProcessGroup* pg = &group;
   Tensor flat_uncompressed;
-  WorkPtr uncompressed_work, p_work;
+  FuturePtr uncompressed_future;
   if (!uncompressed.empty()) {
     std::vector<Tensor> flat;
     for (const Tensor& t : uncompressed) flat.push_back(t.reshape({-1}));
     flat_uncompressed = cat(flat, 0);
-    std::vector<Tensor> tensors{flat_uncompressed};
-    uncompressed_work = group.allreduce(tensors);
+    uncompressed_future = allreduce_async(group, flat_uncompressed);
+  }
+  FuturePtr chain = ps_size > 0 ? allreduce_async(group, p_memory) : completed_future();
+  if (uncompressed_future) {
+    chain = uncompressed_future->then_future([uncompressed, flat_uncompressed, world, chain](Future&) {
+      NoGradGuard guard;
+      div_(flat_uncompressed, world);
+      int64_t idx = 0;
+      for (const Tensor& t : uncompressed) {
+        copy_(t, flat_uncompressed.narrow(0, idx, t.numel()).view(t.sizes()));
+        idx += t.numel();
+      }
+      return chain;  // the Ps' allreduce
+    });
   }
   if (ps_size > 0) {
-    std::vector<Tensor> tensors{p_memory};
-    p_work = group.allreduce(tensors);
-  }
-  if (uncompressed_work) {
-    uncompressed_work->wait();
-    div_(flat_uncompressed, world);
-    int64_t idx = 0;
-    for (const Tensor& t : uncompressed) {
-      copy_(t, flat_uncompressed.narrow(0, idx, t.numel()).view(t.sizes()));
-      idx += t.numel();
-    }
-  }
-
-  FuturePtr done;
-  if (p_work) {
-    p_work->wait();
-    // Q = M^T P with P orthogonalised (identical on every rank after the allreduce).
-    for (size_t i = 0; i < units.size(); ++i) {
-      orthogonalize_batch(ps[i], state.orthogonalization_epsilon);
-      copy_(qs[i], bmm(transpose(units[i].matrices, 1, 2), ps[i]));
-    }
-    std::vector<Tensor> tensors{q_memory};
-    done = group.allreduce(tensors)->get_future();
-  } else {
-    done = std::make_shared<Future>();
-    done->mark_completed({});
+    // Q = M^T P with P orthogonalised (identical on every rank after the allreduce), then the Qs'
+    // allreduce: issued from the callback, on the worker, right after the Ps' one.
+    const double epsilon = state.orthogonalization_epsilon;
+    chain = chain->then_future([pg, units, ps, qs, q_memory, epsilon](Future&) {
+      NoGradGuard guard;
+      for (size_t i = 0; i < units.size(); ++i) {
+        orthogonalize_batch(ps[i], epsilon);
+        copy_(qs[i], bmm(transpose(units[i].matrices, 1, 2), ps[i]));
+      }
+      return allreduce_async(*pg, q_memory);
+    });
   }
   state.maybe_increase_iter(bucket);
-  // The callback touches only captured tensors (never the state's maps): M ~ P Q^T / world.
-  return done->then([input, input_copy, error, units, ps, qs, q_memory, world](Future&) {
+  // The callbacks touch only captured tensors (never the state's maps): M ~ P Q^T / world.
+  return chain->then([input, input_copy, error, units, ps, qs, q_memory, world](Future&) {
     NoGradGuard guard;
     if (q_memory.numel() > 0) div_(q_memory, world);
     for (size_t i = 0; i < units.size(); ++i) units[i].write_back(bmm(ps[i], transpose(qs[i], 1, 2)));
@@ -284,21 +289,25 @@ FuturePtr batched_powerSGD_hook(PowerSGDState& state, GradBucket& bucket) {
   Tensor p = have_memory ? state.p_memory_dict[b] : empty({side, r}, dtype);
   Tensor q = have_memory ? state.q_memory_dict[b] : empty({side, r}, dtype);
   if (!have_memory) {
-    // As PyTorch's batched hook: Q is orthogonalised only when freshly drawn.
     std::vector<Tensor> qs{q};
     randomize(qs, state, dtype);
-    orthogonalize(q, state.orthogonalization_epsilon);
   }
+  // As PyTorch's batched hook: Q is orthogonalised every iteration, a warm-started one included.
+  orthogonalize(q, state.orthogonalization_epsilon);
   if (state.warm_start) {
     state.p_memory_dict[b] = p;
     state.q_memory_dict[b] = q;
   }
   copy_(p, mm(matrix, q));
-  allreduce_and_wait(group, p);
-  orthogonalize(p, state.orthogonalization_epsilon);
-  copy_(q, mm(transpose(matrix, 0, 1), p));
-  std::vector<Tensor> tensors{q};
-  FuturePtr q_future = group.allreduce(tensors)->get_future();
+  // As in powerSGD_hook: the Q round is chained, issued from the P allreduce's callback.
+  ProcessGroup* pg = &group;
+  const double epsilon = state.orthogonalization_epsilon;
+  FuturePtr q_future = allreduce_async(group, p)->then_future([pg, matrix, p, q, epsilon](Future&) {
+    NoGradGuard guard;
+    orthogonalize(p, epsilon);
+    copy_(q, mm(transpose(matrix, 0, 1), p));
+    return allreduce_async(*pg, q);
+  });
   state.maybe_increase_iter(bucket);
   return q_future->then([input, padded, matrix, input_copy, error, p, q, total, world](Future&) {
     NoGradGuard guard;

@@ -2,15 +2,16 @@
 // (per-tensor low-rank compression with error feedback and warm start) and batched_powerSGD_hook
 // (the whole bucket as one square matrix, zero-padded). DESIGN.md step 10.
 //
-// Asynchrony. PyTorch chains the steps with Future.then and launches the P and Q allreduces from
-// inside callbacks. ember's callbacks run on the MPI worker thread: a collective launched there is
-// enqueued concurrently with the next bucket's allreduce, launched by the autograd thread, so ranks
-// could queue them in different orders and mismatch collectives. So the hook runs the first half
-// synchronously on the caller's thread (allreduce the uncompressed tensors and P, wait,
-// orthogonalise, compute Q) and launches the Q allreduce asynchronously; only the reconstruction
-// M = P Q^T and the error-feedback update run in the Future's callback. Every collective is thus
-// issued by the autograd thread in the same order on every rank, and the last (largest) one still
-// overlaps the rest of backward.
+// Asynchrony. As PyTorch, the rounds are chained on futures, so the autograd thread never blocks
+// in the hook and backward keeps running while a bucket is compressed: the hook computes P = M Q and
+// issues the uncompressed tensors' and the Ps' allreduces; the Ps' callback orthogonalises P,
+// computes Q = M^T P and issues the Qs' allreduce; the last callback reconstructs M = P Q^T and
+// updates the error-feedback residual. Those callbacks run on the MPI worker thread, and a
+// collective issued there runs inline, right after the one whose callback issued it, so every
+// rank issues the Q allreduce at the same point of its collective sequence whatever the autograd
+// thread queued meanwhile (Note [Collectives issued from callbacks run inline],
+// process_group_mpi.cc). The Q computation therefore runs on the worker, which delays the next
+// bucket's collective by that much but no longer stalls backward.
 #pragma once
 
 #include <cstdint>

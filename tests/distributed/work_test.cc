@@ -1,5 +1,6 @@
-// Future and Work without any process group: completion, chaining with then(), errors raised by a
-// collective or by a callback surfacing from wait()/value(), and wait() timeouts.
+// Future and Work without any process group: completion, chaining with then() and then_future(),
+// errors raised by a collective or by a callback surfacing from wait()/value(), every callback
+// running when one throws, wait() timeouts, and wait() refusing to block a communication thread.
 #include <thread>
 
 #include "distributed/work.h"
@@ -68,6 +69,97 @@ TEST(FutureTest, CallbackExceptionSurfacesFromWaitAndSkipsLaterCallbacks) {
   EXPECT_FALSE(later_ran);
   EXPECT_TRUE(g->has_error());
   EXPECT_FALSE(f->has_error());
+}
+
+TEST(FutureTest, EveryCallbackRunsWhenOneThrowsAndTheFirstErrorIsRethrown) {
+  // Note [Callbacks run on the worker]: a throwing callback must not strand the ones after it
+  // (here a then() child that someone may be waiting on).
+  auto f = std::make_shared<Future>();
+  std::vector<int> ran;
+  f->add_callback([&](Future&) { ran.push_back(1); });
+  f->add_callback([&](Future&) {
+    ran.push_back(2);
+    EMBER_THROW("callback 2 failed");
+  });
+  f->add_callback([&](Future&) {
+    ran.push_back(3);
+    EMBER_THROW("callback 3 failed");
+  });
+  auto g = f->then([&](Future& p) {
+    ran.push_back(4);
+    return p.value();
+  });
+  const std::string error = error_of([&] { f->mark_completed({full({1}, Scalar(2.0))}); });
+  EXPECT_THAT(error, HasSubstr("callback 2 failed"));
+  EXPECT_THAT(error, ::testing::Not(HasSubstr("callback 3")));
+  EXPECT_EQ(ran, (std::vector<int>{1, 2, 3, 4}));
+  EXPECT_TRUE(f->completed());
+  EXPECT_FALSE(f->has_error());  // the future itself succeeded; its callbacks failed
+  ASSERT_TRUE(g->completed());
+  EXPECT_EQ(g->value()[0].item<float>(), 2.0f);
+  // The same from set_error: every callback sees the error, all of them run.
+  auto e = std::make_shared<Future>();
+  int seen = 0;
+  e->add_callback([&](Future&) { EMBER_THROW("first"); });
+  e->add_callback([&](Future& p) { seen += p.has_error() ? 1 : 0; });
+  EXPECT_THAT(error_of([&] { e->set_error(std::make_exception_ptr(Error("boom"))); }), HasSubstr("first"));
+  EXPECT_EQ(seen, 1);
+}
+
+TEST(FutureTest, ThenFutureCompletesWithTheInnerFuture) {
+  auto f = std::make_shared<Future>();
+  auto inner = std::make_shared<Future>();
+  auto g = f->then_future([&](Future&) { return inner; });
+  auto h = g->then([](Future& p) { return std::vector<Tensor>{p.value()[0].add(1.0)}; });
+  f->mark_completed({});
+  EXPECT_FALSE(g->completed());  // waits for the inner future, not for the callback
+  inner->mark_completed({full({1}, Scalar(4.0))});
+  EXPECT_EQ(h->value()[0].item<float>(), 5.0f);
+  // Errors: of the parent, of the callback, of the inner future, and a null inner future.
+  auto failed = std::make_shared<Future>();
+  auto a = failed->then_future([](Future&) -> FuturePtr { ADD_FAILURE() << "must not run"; return nullptr; });
+  failed->set_error(std::make_exception_ptr(Error("allreduce #1 failed")));
+  EXPECT_THAT(error_of([&] { a->wait(); }), HasSubstr("allreduce #1 failed"));
+  auto ok = std::make_shared<Future>();
+  ok->mark_completed({});
+  EXPECT_THAT(error_of([&] { ok->then_future([](Future&) -> FuturePtr { EMBER_THROW("round 2 failed"); })->wait(); }),
+              HasSubstr("round 2 failed"));
+  auto bad_inner = std::make_shared<Future>();
+  auto b = ok->then_future([&](Future&) { return bad_inner; });
+  bad_inner->set_error(std::make_exception_ptr(Error("allreduce #2 failed")));
+  EXPECT_THAT(error_of([&] { b->wait(); }), HasSubstr("allreduce #2 failed"));
+  EXPECT_THAT(error_of([&] { ok->then_future([](Future&) { return FuturePtr(); })->wait(); }),
+              HasSubstr("returned no future"));
+}
+
+TEST(FutureTest, WaitOnACommunicationThreadThrowsInsteadOfDeadlocking) {
+  auto pending = std::make_shared<Future>();
+  auto done = std::make_shared<Future>();
+  done->mark_completed({});
+  auto work = std::make_shared<Work>(OpType::kAllreduce, kUnassignedSequenceNumber, std::vector<Tensor>{});
+  auto chained = work->get_future()->then([](Future& p) { return p.value(); });
+  std::string pending_error, work_error, chained_error, done_error = "not run";
+  std::thread worker([&] {
+    mark_comm_thread("mpi");
+    pending_error = error_of([&] { pending->wait(); });
+    work_error = error_of([&] { work->wait(); });
+    chained_error = error_of([&] { chained->value(); });
+    done_error = error_of([&] { done->wait(); });  // a completed future never blocks: fine
+  });
+  worker.join();
+  EXPECT_THAT(pending_error, HasSubstr("Future::wait: called on the mpi communication thread on a future"));
+  EXPECT_THAT(work_error, HasSubstr("Work::wait: called on the mpi communication thread on allreduce "
+                                    "(not started yet), which has not completed"));
+  EXPECT_THAT(work_error, HasSubstr("chain the next step with then()"));
+  EXPECT_THAT(chained_error, HasSubstr("then() of allreduce"));
+  EXPECT_EQ(done_error, "");
+  EXPECT_EQ(comm_thread_backend(), nullptr);  // only the marked thread
+  // Numbered later (as the MPI backend does when the collective starts): the name follows.
+  work->set_sequence_number(7);
+  EXPECT_EQ(work->name(), "allreduce #7");
+  EXPECT_EQ(work->get_future()->name(), "allreduce #7");
+  work->finish();
+  EXPECT_TRUE(chained->completed());
 }
 
 TEST(FutureTest, ErrorPropagatesThroughChain) {

@@ -131,6 +131,30 @@ void ProcessGroupMPI::check_root(int64_t root, const char* op) const {
 
 // ---- the queue and the worker ------------------------------------------------------------------
 
+// Note [Collectives issued from callbacks run inline]
+// A comm hook with several rounds (PowerSGD's P then Q, the sparse path's sizes then data) chains
+// the later rounds on futures, so the autograd thread never blocks and backward keeps overlapping
+// communication. The later round is then issued from a callback, which runs on this worker right
+// after the round before it completed (Note [Callbacks run on the worker]) -- while the autograd
+// thread may be queueing the next bucket, at a different moment on every rank. Queued behind that
+// bucket on one rank and ahead of it on another, the ranks would pair different collectives.
+// So a collective issued on the worker thread is not queued: enqueue() runs it at once, before the
+// worker takes its next entry, and returns it completed. "P_i completes -> its callback allreduces
+// Q_i" then sits at the same point of the sequence on every rank whatever the autograd thread did
+// meanwhile. The callback may also run on the issuing thread, when P_i had already completed as
+// it was attached; Q_i is then queued at once, and the result is the same sequence provided the
+// issuing thread attaches a round's continuation before it issues its next collective (every hook
+// in distributed/hooks/ does). Because inline entries overtake queued ones, sequence numbers are
+// given when an entry starts (run_entry), not when it is queued, so every rank numbers the same
+// collective the same and Note [DETAIL fingerprints] compares like with like.
+// The worker is marked as a communication thread (mark_comm_thread): a callback that waits there
+// on something incomplete -- a collective queued behind it -- gets an error instead of a deadlock.
+// An inline collective is complete when it is returned, so waiting on it is fine. Only the group's
+// own worker runs inline: a callback issuing on another group queues there like any caller.
+// Measured on bench/comm_hooks_bench.sh (2 ranks on 2 shared cores): step time unchanged within
+// noise -- the Q round's work moves from the hook to the worker, and with one core per rank there
+// is no idle core for it to use; the gain is on a rank that reaches a bucket before its peers.
+
 WorkPtr ProcessGroupMPI::enqueue(OpType op, const std::vector<Tensor>& inputs,
                                  std::vector<Tensor> outputs, std::chrono::milliseconds timeout,
                                  int reduce_op, int root, bool sizes_may_differ,
@@ -141,16 +165,18 @@ WorkPtr ProcessGroupMPI::enqueue(OpType op, const std::vector<Tensor>& inputs,
   entry->timeout = effective_timeout(timeout);
   entry->start = std::move(start);
   entry->finish = std::move(finish);
-  WorkPtr work;
+  // Numbered by run_entry when it starts (Note [Collectives issued from callbacks run inline]).
+  entry->fingerprint = CollectiveFingerprint::make(op, kUnassignedSequenceNumber, inputs, reduce_op,
+                                                   root, sizes_may_differ);
+  WorkPtr work = std::make_shared<Work>(op, kUnassignedSequenceNumber, std::move(outputs));
+  entry->work = work;
+  if (std::this_thread::get_id() == worker_.get_id()) {
+    run_entry(std::move(entry));  // from a callback: runs now, even while the group drains
+    return work;
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     EMBER_CHECK(!stop_, "ProcessGroupMPI: group ", group_name(), " is being destroyed");
-    // Numbered under the lock so sequence order is queue order is execution order.
-    const uint64_t seq = next_sequence_number_++;
-    entry->fingerprint =
-        CollectiveFingerprint::make(op, seq, inputs, reduce_op, root, sizes_may_differ);
-    work = std::make_shared<Work>(op, seq, std::move(outputs));
-    entry->work = work;
     queue_.push_back(std::move(entry));
     queued_.fetch_add(1, std::memory_order_release);
   }
@@ -159,6 +185,7 @@ WorkPtr ProcessGroupMPI::enqueue(OpType op, const std::vector<Tensor>& inputs,
 }
 
 void ProcessGroupMPI::run_loop() {
+  mark_comm_thread("mpi");
   while (true) {
     std::unique_ptr<Entry> entry;
     // Spin briefly before sleeping: back-to-back collectives (DDP's buckets, a benchmark loop) then
@@ -227,6 +254,10 @@ void ProcessGroupMPI::wait_requests(std::vector<MPI_Request>& requests, Entry& e
 }
 
 void ProcessGroupMPI::run_entry(std::unique_ptr<Entry> entry) {
+  // Execution order, the same on every rank (Note [Collectives issued from callbacks run inline]).
+  const uint64_t seq = next_sequence_number_++;
+  entry->fingerprint.sequence_number = seq;
+  entry->work->set_sequence_number(seq);
   std::exception_ptr error;
   bool timed_out = false;
   try {
@@ -236,8 +267,9 @@ void ProcessGroupMPI::run_entry(std::unique_ptr<Entry> entry) {
     }
     if (entry->check_fingerprint && debug_level() == DebugLevel::kDetail) {
       // Note [DETAIL fingerprints]: a fixed-size allgather of what each rank is about to run, on
-      // the same communicator and in the same queue order, so a mismatch is caught before any
-      // payload moves, and every rank fails the same collective with the same report.
+      // the same communicator and in the same execution order (sequence numbers included), so a
+      // mismatch is caught before any payload moves, and every rank fails the same collective
+      // with the same report.
       entry->all_fingerprints.resize(size_);
       std::vector<MPI_Request> requests(1);
       EMBER_MPI_CALL(MPI_Iallgather(&entry->fingerprint, sizeof(CollectiveFingerprint), MPI_BYTE,
@@ -271,7 +303,8 @@ void ProcessGroupMPI::run_entry(std::unique_ptr<Entry> entry) {
   try {
     work->finish(error);
   } catch (const std::exception& e) {
-    // A callback added with add_callback threw; then() callbacks never get here.
+    // A callback added with add_callback threw (the others still ran: Note [Callbacks run on the
+    // worker]); then() callbacks never get here.
     std::fprintf(stderr, "[ember.distributed] a Future callback threw on the worker: %s\n", e.what());
   }
 }

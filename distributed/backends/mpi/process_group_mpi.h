@@ -1,6 +1,8 @@
 // ProcessGroupMPI: the CPU backend over OpenMPI (PyTorch's ProcessGroupMPI). One worker thread runs
 // the queued collectives in submission order with nonblocking MPI calls it polls, so a collective
-// that a peer never joins times out with a clear error instead of hanging (the watchdog).
+// that a peer never joins times out with a clear error instead of hanging (the watchdog). A
+// collective issued from a Future callback on that worker runs inline, at once (DESIGN.md step 10:
+// multi-round comm hooks; Note [Collectives issued from callbacks run inline]).
 #pragma once
 
 #include <mpi.h>
@@ -92,7 +94,7 @@ class ProcessGroupMPI : public ProcessGroup {
   std::deque<std::unique_ptr<Entry>> queue_;
   std::atomic<size_t> queued_{0};
   bool stop_ = false;
-  uint64_t next_sequence_number_ = 0;
+  uint64_t next_sequence_number_ = 0;  // worker thread only: numbered when an entry starts
   std::string broken_;  // guarded by mutex_
   std::vector<std::unique_ptr<Entry>> abandoned_;  // worker thread only
 };

@@ -1,12 +1,15 @@
 // PowerSGD under mpirun: exact reconstruction of rank <= r gradients, vanilla allreduce before
 // start_powerSGD_iter (bit-identical to allreduce_hook through DDP), error feedback bounding the
 // accumulated error, the uncompressed path, state save/restore continuing bit-identically, the
-// batched hook on a zero-padded bucket, and both hooks under the fp16/bf16 compression wrappers.
+// batched hook on a zero-padded bucket, the batched hook re-orthogonalising a warm-started Q, both
+// hooks under the fp16/bf16 compression wrappers, and both returning without blocking the caller.
 #include "distributed/hooks/powersgd_hook.h"
 
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <string>
+#include <thread>
 
 #include "distributed/hooks/default_hooks.h"
 #include "tests/distributed/ddp/ddp_test_util.h"
@@ -248,6 +251,49 @@ TEST_F(PowerSGD, BatchedOnAPaddedBucket) {
   PowerSGDState big(pg_, 8, 0, 2, false, false);
   run(batched_powerSGD_hook, big, random(rank_));
   EXPECT_EQ(std::get<2>(big.compression_stats()), 6 * 6 * 2);
+}
+
+TEST_F(PowerSGD, BatchedReorthogonalisesAWarmStartedQ) {
+  // As PyTorch's batched hook, a warm-started Q is orthogonalised every iteration, not only when
+  // freshly drawn. Give it two nearly parallel columns: P = M Q without that step loses the second
+  // direction to float rounding, and a rank-2 gradient is no longer reconstructed exactly.
+  auto grads = [](int rank) {  // 36 elements: the 6x6 square itself, rank 2 summed over ranks
+    Generator gu(21), gv(700 + rank);
+    return std::vector<Tensor>{mm(randn({6, 2}, &gu), transpose(randn({6, 2}, &gv), 0, 1))};
+  };
+  const Tensor want = average(world_, grads);
+  PowerSGDState state(pg_, 2, /*start_powerSGD_iter=*/2, 2, /*use_error_feedback=*/false, /*warm_start=*/true);
+  for (int step = 0; step < 2; ++step) run(batched_powerSGD_hook, state, grads(rank_));  // vanilla
+  EXPECT_LT(rel_error(run(batched_powerSGD_hook, state, grads(rank_)), want), 1e-5);  // fresh Q
+  Generator gq(9);
+  Tensor v = randn({6, 1}, &gq), w = randn({6, 1}, &gq);
+  ASSERT_EQ(state.q_memory_dict.at(0).sizes(), (Shape{6, 2}));
+  copy_(state.q_memory_dict.at(0), cat({v, add(v, mul(w, 1e-5))}, 1));
+  EXPECT_LT(rel_error(run(batched_powerSGD_hook, state, grads(rank_)), want), 1e-4)
+      << "the warm-started Q was not orthogonalised before P = M Q";
+}
+
+TEST_F(PowerSGD, HooksReturnWithoutBlockingTheCaller) {
+  // Every round is chained on futures: rank 0's hook returns while its peers have not even called
+  // theirs (the old hooks waited for the P allreduce, i.e. for the slowest rank).
+  for (Hook hook : {powerSGD_hook, batched_powerSGD_hook}) {
+    PowerSGDState state(pg_, 1, 0, 2, /*use_error_feedback=*/false, /*warm_start=*/false);
+    GradBucket bucket = make_bucket(low_rank_grads(rank_, 1));
+    if (rank_ != 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const auto begin = std::chrono::steady_clock::now();
+    FuturePtr f = hook(state, bucket);
+    const auto elapsed = std::chrono::steady_clock::now() - begin;
+    const bool completed_on_return = f->completed();
+    Tensor got = f->value().at(0);
+    if (rank_ == 0) {
+      EXPECT_FALSE(completed_on_return);
+      EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count(), 250) << "the hook blocked its caller";
+    }
+    if (hook == powerSGD_hook) {  // exact for a rank-1 matrix (the batched square is not rank 1)
+      EXPECT_LT(rel_error(got, average(world_, [](int r) { return low_rank_grads(r, 1); })), 1e-5);
+    }
+    EXPECT_EQ(state.iter, 1);
+  }
 }
 
 TEST_F(PowerSGD, GroupsMatricesByShapeAndBatchesThem) {
