@@ -33,3 +33,19 @@ def mpi_test(name, srcs, deps = [], ranks = [1, 2, 3, 4], tags = [], size = "med
         )
         tests.append(":" + test)
     native.test_suite(name = name, tests = tests, tags = tags + ["mpi"])
+
+def ddp_mpi_test(name, srcs, deps = [], ranks = [2, 3, 4], **kwargs):
+    """An mpi_test of a DDP suite: links the DDP test harness (ddp/ddp_test_util.h) and DDP."""
+    mpi_test(
+        name = name,
+        srcs = srcs,
+        ranks = ranks,
+        deps = deps + [
+            "//tests/distributed:ddp_test_util",
+            "//distributed/ddp",
+            "//nn",
+            "//optim",
+            "//tensor",
+        ],
+        **kwargs
+    )

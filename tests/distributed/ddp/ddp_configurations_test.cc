@@ -32,18 +32,6 @@ class DdpConfigurations : public MpiTest {
   }
 };
 
-std::shared_ptr<nn::Module> mlp(uint64_t seed) {
-  Generator g(seed);
-  return nn::make_mlp({6, 16, 12, 4}, &g);
-}
-
-Scenario mlp_scenario() {
-  Scenario sc;
-  sc.make_model = mlp;
-  sc.make_batch = random_batches({6}, 4);
-  return sc;
-}
-
 TEST_F(DdpConfigurations, PlainMlpAtEveryWorldSize) { check(mlp_scenario()); }
 
 // A float32 layer feeding a float64 one: two buckets by dtype from the first iteration on.
@@ -103,12 +91,10 @@ TEST_F(DdpConfigurations, ZeroGradSetToNoneWithGradientAsBucketView) {
       }
       last = now;
       opt.step();
-      ref_opt.zero_grad();
-      for (int r = 0; r < world_; ++r) {
+      reference_step(ref_opt, world_, [&](int r) {
         auto s = rows(batch, r * 4, 4);
-        div(nn::functional::cross_entropy(ref->forward(s.first), s.second), static_cast<double>(world_)).backward();
-      }
-      ref_opt.step();
+        return nn::functional::cross_entropy(ref->forward(s.first), s.second);
+      });
     }
     EXPECT_TRUE(parameters_match(model->parameters(), ref->parameters(), kRtol)) << "set_to_none=" << set_to_none;
   }
@@ -156,22 +142,6 @@ TEST_F(DdpConfigurations, SparseGradientsWithFindUnusedParameters) {
   }
 }
 
-// The Branchy model of the equivalence suite: a branch used on shard 0 only.
-struct Branchy : nn::Module, ShardAware {
-  std::shared_ptr<nn::Linear> trunk, branch, head;
-  explicit Branchy(uint64_t seed) : nn::Module("Branchy") {
-    Generator g(seed);
-    trunk = register_module("trunk", std::make_shared<nn::Linear>(6, 8, true, &g));
-    branch = register_module("branch", std::make_shared<nn::Linear>(8, 8, true, &g));
-    head = register_module("head", std::make_shared<nn::Linear>(8, 4, true, &g));
-  }
-  Tensor forward(const Tensor& x) override {
-    Tensor h = relu(trunk->forward(x));
-    if (shard == 0) h = add(h, relu(branch->forward(h)));
-    return head->forward(h);
-  }
-};
-
 TEST_F(DdpConfigurations, CommHooksWithFindUnusedParameters) {
   struct Case {
     BuiltinCommHookType hook;
@@ -179,7 +149,11 @@ TEST_F(DdpConfigurations, CommHooksWithFindUnusedParameters) {
   };
   for (const Case& c : {Case{BuiltinCommHookType::ALLREDUCE, 1e-6}, Case{BuiltinCommHookType::FP16_COMPRESS, 2e-3}}) {
     Scenario sc = mlp_scenario();
-    sc.make_model = [](uint64_t seed) { return std::make_shared<Branchy>(seed); };
+    sc.make_model = [](uint64_t seed) {
+      auto m = std::make_shared<Branchy>(seed);
+      m->use_branch_on = 1;  // the branch on rank 0 only, "never" nowhere
+      return m;
+    };
     sc.options.find_unused_parameters = true;
     sc.options.bucket_cap_mb = 1e-6;  // one parameter per bucket
     sc.options.first_bucket_mb = 1e-6;

@@ -16,18 +16,6 @@ class DdpEquivalence : public MpiTest {
   }
 };
 
-std::shared_ptr<nn::Module> mlp(uint64_t seed) {
-  Generator g(seed);
-  return nn::make_mlp({6, 16, 12, 4}, &g);
-}
-
-Scenario mlp_scenario() {
-  Scenario sc;
-  sc.make_model = mlp;
-  sc.make_batch = random_batches({6}, 4);
-  return sc;
-}
-
 TEST_F(DdpEquivalence, Mlp) { check(mlp_scenario()); }
 
 TEST_F(DdpEquivalence, ConvNet) {
@@ -94,24 +82,6 @@ TEST_F(DdpEquivalence, GradientAsBucketView) {
     EXPECT_EQ(p.grad().storage().nbytes(), p.grad().nbytes());  // one parameter per bucket
   }
 }
-
-// A model with a branch used only on some shards (and one never used).
-struct Branchy : nn::Module, ShardAware {
-  std::shared_ptr<nn::Linear> trunk, branch, never, head;
-  int use_branch_on = 0;  // branch used on shards < use_branch_on
-  explicit Branchy(uint64_t seed) : nn::Module("Branchy") {
-    Generator g(seed);
-    trunk = register_module("trunk", std::make_shared<nn::Linear>(6, 8, true, &g));
-    branch = register_module("branch", std::make_shared<nn::Linear>(8, 8, true, &g));
-    never = register_module("never", std::make_shared<nn::Linear>(8, 8, true, &g));
-    head = register_module("head", std::make_shared<nn::Linear>(8, 4, true, &g));
-  }
-  Tensor forward(const Tensor& x) override {
-    Tensor h = relu(trunk->forward(x));
-    if (shard < use_branch_on) h = add(h, relu(branch->forward(h)));
-    return head->forward(h);
-  }
-};
 
 TEST_F(DdpEquivalence, FindUnusedParametersBranchUnusedOnSomeRanks) {
   Scenario sc = mlp_scenario();

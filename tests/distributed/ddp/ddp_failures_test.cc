@@ -11,23 +11,6 @@ using ::testing::HasSubstr;
 
 class DdpFailures : public MpiTest {};
 
-// trunk -> (branch, on iterations that use it) -> head.
-struct Switchable : nn::Module {
-  std::shared_ptr<nn::Linear> trunk, branch, head;
-  bool use_branch = true;
-  explicit Switchable(uint64_t seed) : nn::Module("Switchable") {
-    Generator g(seed);
-    trunk = register_module("trunk", std::make_shared<nn::Linear>(6, 8, true, &g));
-    branch = register_module("branch", std::make_shared<nn::Linear>(8, 8, true, &g));
-    head = register_module("head", std::make_shared<nn::Linear>(8, 4, true, &g));
-  }
-  Tensor forward(const Tensor& x) override {
-    Tensor h = relu(trunk->forward(x));
-    if (use_branch) h = add(h, relu(branch->forward(h)));
-    return head->forward(h);
-  }
-};
-
 // allreduce_hook, except that bucket `fail_bucket` of iteration `fail_iteration` fails without
 // communicating (on every rank, so the collectives stay matched).
 struct FlakyHookState {
@@ -50,7 +33,7 @@ FuturePtr flaky_hook(FlakyHookState& s, GradBucket& bucket) {
 // iteration 2 does not use the branch on any rank, so its .grad must stay undefined -- which it
 // did not when the failed finalize left iteration 1's used map behind.
 TEST_F(DdpFailures, FailedReductionIsReportedAndTheNextIterationStartsClean) {
-  auto model = std::make_shared<Switchable>(1234 + rank_);
+  auto model = std::make_shared<Branchy>(1234 + rank_);
   DDPOptions o;
   o.find_unused_parameters = true;
   o.bucket_cap_mb = 1e-6;  // one parameter per bucket: bucket 1 fails, buckets 2.. are in flight
@@ -64,13 +47,13 @@ TEST_F(DdpFailures, FailedReductionIsReportedAndTheNextIterationStartsClean) {
   optim::SGD opt(ddp->parameters(), optim::SGDOptions(0.1));
   Generator g(7 + rank_);
   for (int it = 0; it < 4; ++it) {
-    model->use_branch = it < 2;
+    model->use_branch_on = it < 2 ? world_ : 0;  // the branch on every rank, then on none
     opt.zero_grad();
     Tensor loss = sum(ddp->forward(randn({3, 6}, &g)));
     const std::string msg = error_of([&] { loss.backward(); });
     if (it == 1) {
       EXPECT_THAT(msg, HasSubstr("DistributedDataParallel (rank " + std::to_string(rank_) +
-                                 "): the reduction of bucket 1 of 6"));
+                                 "): the reduction of bucket 1 of 8"));
       EXPECT_THAT(msg, HasSubstr("injected failure"));
       continue;  // skip this optimizer step
     }

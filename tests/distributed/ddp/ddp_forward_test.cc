@@ -73,11 +73,6 @@ TEST_F(DdpForward, FrozenFeatureLayerTrainsLikeOneProcess) {
 
 // ---- 2. a forward without a backward is legal ------------------------------------------------
 
-std::shared_ptr<nn::Module> mlp(uint64_t seed) {
-  Generator g(seed);
-  return nn::make_mlp({6, 16, 12, 4}, &g);
-}
-
 // Each step: a validation forward with grad enabled and no backward; at step 2 also a "NaN loss"
 // forward whose step is skipped; then the real step. Equal to training on the real steps alone.
 TEST_F(DdpForward, ForwardWithoutBackwardThenTrainingContinues) {
@@ -101,12 +96,10 @@ TEST_F(DdpForward, ForwardWithoutBackwardThenTrainingContinues) {
       ASSERT_NO_THROW(nn::functional::cross_entropy(ddp->forward(shard.first), shard.second).backward())
           << "find_unused_parameters=" << find_unused << " step " << step;
       opt.step();
-      ref_opt.zero_grad();
-      for (int r = 0; r < world_; ++r) {
+      reference_step(ref_opt, world_, [&](int r) {
         auto s = rows(batch, r * per_rank, per_rank);
-        div(nn::functional::cross_entropy(ref->forward(s.first), s.second), static_cast<double>(world_)).backward();
-      }
-      ref_opt.step();
+        return nn::functional::cross_entropy(ref->forward(s.first), s.second);
+      });
     }
     EXPECT_TRUE(parameters_match(ddp_model->parameters(), ref->parameters(), kRtol))
         << "find_unused_parameters=" << find_unused;
@@ -129,14 +122,11 @@ TEST_F(DdpForward, TwoForwardsThenOneBackward) {
     Tensor out_b = ddp->forward(b.first);
     add(nn::functional::cross_entropy(out_a, a.second), nn::functional::cross_entropy(out_b, b.second)).backward();
     opt.step();
-    ref_opt.zero_grad();
-    for (int r = 0; r < world_; ++r) {
+    reference_step(ref_opt, world_, [&](int r) {
       auto ra = rows(first, r * per_rank, per_rank), rb = rows(second, r * per_rank, per_rank);
-      Tensor l = add(nn::functional::cross_entropy(ref->forward(ra.first), ra.second),
-                     nn::functional::cross_entropy(ref->forward(rb.first), rb.second));
-      div(l, static_cast<double>(world_)).backward();
-    }
-    ref_opt.step();
+      return add(nn::functional::cross_entropy(ref->forward(ra.first), ra.second),
+                 nn::functional::cross_entropy(ref->forward(rb.first), rb.second));
+    });
   }
   EXPECT_TRUE(parameters_match(ddp_model->parameters(), ref->parameters(), kRtol));
 }
@@ -204,13 +194,11 @@ TEST_P(DdpOutputs, UnusedOutputWithFindUnusedParameters) {
       ASSERT_NO_THROW(two_heads_loss(out.logits, out.aux, shard.second, rank_, use_b_on).backward()) << step;
     }
     opt.step();
-    ref_opt.zero_grad();
-    for (int r = 0; r < world_; ++r) {
+    reference_step(ref_opt, world_, [&](int r) {
       auto s = rows(batch, r * per_rank, per_rank);
       auto out = ref->forward_many({s.first});
-      div(two_heads_loss(out[0], out[1], s.second, r, use_b_on), static_cast<double>(world_)).backward();
-    }
-    ref_opt.step();
+      return two_heads_loss(out[0], out[1], s.second, r, use_b_on);
+    });
   }
   EXPECT_TRUE(parameters_match(model->parameters(), ref->parameters(), kRtol));
   // Unused on every rank: .grad untouched (undefined after zero_grad), as PyTorch.

@@ -62,12 +62,10 @@ TEST_F(DdpStaticGraph, ReentrantBackwardTrainsLikeOneProcess) {
     opt.zero_grad();
     ASSERT_NO_THROW(nn::functional::cross_entropy(ddp->forward(shard.first), shard.second).backward()) << step;
     opt.step();
-    ref_opt.zero_grad();
-    for (int r = 0; r < world_; ++r) {
+    reference_step(ref_opt, world_, [&](int r) {
       auto s = rows(batch, r * per_rank, per_rank);
-      div(nn::functional::cross_entropy(ref->forward(s.first), s.second), static_cast<double>(world_)).backward();
-    }
-    ref_opt.step();
+      return nn::functional::cross_entropy(ref->forward(s.first), s.second);
+    });
   }
   EXPECT_TRUE(parameters_match(model->parameters(), ref->parameters(), kRtol));
   EXPECT_TRUE(ddp->get_ddp_logging_data().has_rebuilt_buckets);

@@ -124,4 +124,43 @@ inline std::function<std::pair<Tensor, Tensor>(int, int64_t)> random_batches(Sha
   };
 }
 
+// One step of the single-process reference: the mean over the `world` shards of
+// shard_loss(shard), one backward per shard, then the optimizer step (what DDP's averaging computes).
+inline void reference_step(optim::Optimizer& opt, int world, const std::function<Tensor(int shard)>& shard_loss) {
+  opt.zero_grad();
+  for (int r = 0; r < world; ++r) div(shard_loss(r), static_cast<double>(world)).backward();
+  opt.step();
+}
+
+// The small MLP most suites train (6 inputs, 4 classes) and its scenario.
+inline std::shared_ptr<nn::Module> mlp(uint64_t seed) {
+  Generator g(seed);
+  return nn::make_mlp({6, 16, 12, 4}, &g);
+}
+
+inline Scenario mlp_scenario() {
+  Scenario sc;
+  sc.make_model = mlp;
+  sc.make_batch = random_batches({6}, 4);
+  return sc;
+}
+
+// A model with a branch used only on shards < use_branch_on, and one never used.
+struct Branchy : nn::Module, ShardAware {
+  std::shared_ptr<nn::Linear> trunk, branch, never, head;
+  int use_branch_on = 0;
+  explicit Branchy(uint64_t seed) : nn::Module("Branchy") {
+    Generator g(seed);
+    trunk = register_module("trunk", std::make_shared<nn::Linear>(6, 8, true, &g));
+    branch = register_module("branch", std::make_shared<nn::Linear>(8, 8, true, &g));
+    never = register_module("never", std::make_shared<nn::Linear>(8, 8, true, &g));
+    head = register_module("head", std::make_shared<nn::Linear>(8, 4, true, &g));
+  }
+  Tensor forward(const Tensor& x) override {
+    Tensor h = relu(trunk->forward(x));
+    if (shard < use_branch_on) h = add(h, relu(branch->forward(h)));
+    return head->forward(h);
+  }
+};
+
 }  // namespace ember::distributed::testing
