@@ -34,21 +34,16 @@ bool bucket_key(const std::string& key, const std::string& prefix, size_t* bucke
 
 }  // namespace
 
-PowerSGDState::PowerSGDState(ProcessGroupPtr process_group, int64_t matrix_approximation_rank,
-                             int64_t start_powerSGD_iter, double min_compression_rate,
-                             bool use_error_feedback, bool warm_start,
-                             double orthogonalization_epsilon, uint64_t random_seed,
-                             int64_t compression_stats_logging_frequency,
-                             bool batch_tensors_with_same_shape)
-    : matrix_approximation_rank(matrix_approximation_rank),
-      start_powerSGD_iter(start_powerSGD_iter),
-      min_compression_rate(min_compression_rate),
-      use_error_feedback(use_error_feedback),
-      warm_start(warm_start),
-      orthogonalization_epsilon(orthogonalization_epsilon),
-      compression_stats_logging_frequency(std::max<int64_t>(1, compression_stats_logging_frequency)),
-      batch_tensors_with_same_shape(batch_tensors_with_same_shape),
-      rng(random_seed),
+PowerSGDState::PowerSGDState(ProcessGroupPtr process_group, const PowerSGDOptions& options)
+    : matrix_approximation_rank(options.matrix_approximation_rank()),
+      start_powerSGD_iter(options.start_powerSGD_iter()),
+      min_compression_rate(options.min_compression_rate()),
+      use_error_feedback(options.use_error_feedback()),
+      warm_start(options.warm_start()),
+      orthogonalization_epsilon(options.orthogonalization_epsilon()),
+      compression_stats_logging_frequency(std::max<int64_t>(1, options.compression_stats_logging_frequency())),
+      batch_tensors_with_same_shape(options.batch_tensors_with_same_shape()),
+      rng(options.random_seed()),
       process_group_(std::move(process_group)) {
   EMBER_CHECK(process_group_ != nullptr, "PowerSGDState: process_group is null");
   EMBER_CHECK(matrix_approximation_rank >= 1, "PowerSGDState: matrix_approximation_rank must be >= 1, got ",

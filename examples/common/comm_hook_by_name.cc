@@ -13,6 +13,7 @@ using distributed::BuiltinCommHookInfo;
 using distributed::DistributedDataParallel;
 using distributed::FuturePtr;
 using distributed::GradBucket;
+using distributed::PowerSGDOptions;
 using distributed::PowerSGDState;
 using distributed::ProcessGroupPtr;
 using distributed::kBuiltinCommHooks;
@@ -29,8 +30,8 @@ struct CommHookChoice {
 template <FuturePtr (*Hook)(PowerSGDState&, GradBucket&)>
 CommHookChoice powersgd_choice(const char* name, const char* hook_name, const char* help) {
   return {name, help, [hook_name](DistributedDataParallel& ddp, ProcessGroupPtr group, const CommHookSpec& spec) {
-            auto state = std::make_shared<PowerSGDState>(std::move(group), spec.powersgd_rank,
-                                                         spec.powersgd_start_iter);
+            auto state = std::make_shared<PowerSGDState>(std::move(group),
+                PowerSGDOptions().matrix_approximation_rank(spec.powersgd_rank).start_powerSGD_iter(spec.powersgd_start_iter));
             ddp.register_comm_hook<PowerSGDState>(state, Hook, hook_name);
             return state;
           }};

@@ -190,9 +190,8 @@ TEST_F(DdpConfigurations, PowerSGDWithSeveralBucketsAndAcrossTheRebuild) {
     o.bucket_cap_mb = 1e-6;
     o.first_bucket_mb = 1e-6;
     auto ddp = std::make_shared<DistributedDataParallel>(model, o);
-    auto state = std::make_shared<PowerSGDState>(group, /*matrix_approximation_rank=*/1, start_iter,
-                                                 /*min_compression_rate=*/0.1, /*use_error_feedback=*/memory,
-                                                 /*warm_start=*/memory);
+    auto state = std::make_shared<PowerSGDState>(group,
+        PowerSGDOptions().start_powerSGD_iter(start_iter).min_compression_rate(0.1).use_error_feedback(memory).warm_start(memory));
     ddp->register_comm_hook<PowerSGDState>(state, powerSGD_hook, "powerSGD");
     optim::SGD opt(ddp->parameters(), optim::SGDOptions(0.1).momentum(0.9));
     const auto batches = random_batches({6}, 4);

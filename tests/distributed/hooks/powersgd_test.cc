@@ -71,12 +71,14 @@ double rel_error(const Tensor& got, const Tensor& want) {
 class PowerSGD : public MpiTest {};
 
 TEST_F(PowerSGD, MinimumStartRule) {
-  EXPECT_THROW(PowerSGDState(pg_, 1, 1), Error);
-  EXPECT_THROW(PowerSGDState(pg_, 1, 0, 2, true, false), Error);
-  EXPECT_THROW(PowerSGDState(pg_, 1, 1, 2, false, true), Error);
-  EXPECT_NO_THROW(PowerSGDState(pg_, 1, 0, 2, false, false));
-  EXPECT_NO_THROW(PowerSGDState(pg_, 1, 2));
-  EXPECT_THROW(PowerSGDState(pg_, 0, 2), Error);
+  EXPECT_THROW(PowerSGDState(pg_, PowerSGDOptions().start_powerSGD_iter(1)), Error);
+  EXPECT_THROW(PowerSGDState(pg_, PowerSGDOptions().start_powerSGD_iter(0).warm_start(false)), Error);
+  EXPECT_THROW(PowerSGDState(pg_, PowerSGDOptions().start_powerSGD_iter(1).use_error_feedback(false)), Error);
+  EXPECT_NO_THROW(PowerSGDState(pg_,
+      PowerSGDOptions().start_powerSGD_iter(0).use_error_feedback(false).warm_start(false)));
+  EXPECT_NO_THROW(PowerSGDState(pg_, PowerSGDOptions().start_powerSGD_iter(2)));
+  EXPECT_THROW(PowerSGDState(pg_,
+      PowerSGDOptions().matrix_approximation_rank(0).start_powerSGD_iter(2)), Error);
 }
 
 TEST_F(PowerSGD, OrthogonalizeGivesOrthonormalColumns) {
@@ -91,7 +93,8 @@ TEST_F(PowerSGD, OrthogonalizeGivesOrthonormalColumns) {
 
 TEST_F(PowerSGD, ExactForGradientsOfRankAtMostR) {
   for (int64_t k : {1, 2}) {
-    PowerSGDState state(pg_, k, /*start_powerSGD_iter=*/0, 2, /*use_error_feedback=*/false, /*warm_start=*/false);
+    PowerSGDState state(pg_,
+        PowerSGDOptions().matrix_approximation_rank(k).start_powerSGD_iter(0).use_error_feedback(false).warm_start(false));
     Tensor got = run(powerSGD_hook, state, low_rank_grads(rank_, k));
     Tensor want = average(world_, [k](int r) { return low_rank_grads(r, k); });
     EXPECT_LT(rel_error(got, want), 1e-5) << "rank " << k;
@@ -103,7 +106,7 @@ TEST_F(PowerSGD, ExactForGradientsOfRankAtMostR) {
 }
 
 TEST_F(PowerSGD, ExactWithErrorFeedbackAndWarmStart) {
-  PowerSGDState state(pg_, 1, /*start_powerSGD_iter=*/2);
+  PowerSGDState state(pg_, PowerSGDOptions().start_powerSGD_iter(2));
   Tensor want = average(world_, [](int r) { return low_rank_grads(r, 1); });
   for (int step = 0; step < 5; ++step) {
     Tensor got = run(powerSGD_hook, state, low_rank_grads(rank_, 1));
@@ -132,7 +135,7 @@ TEST_F(PowerSGD, VanillaAllreduceBeforeStartIteration) {
                              }),
                              rank_, world_)->module()->parameters();
   for (Hook hook : {powerSGD_hook, batched_powerSGD_hook}) {
-    auto state = std::make_shared<PowerSGDState>(pg_, 1, /*start_powerSGD_iter=*/1000);
+    auto state = std::make_shared<PowerSGDState>(pg_, PowerSGDOptions().start_powerSGD_iter(1000));
     auto got = train_ddp(make([state, hook](DistributedDataParallel& ddp) {
                            ddp.register_comm_hook<PowerSGDState>(state, hook, "powerSGD");
                          }),
@@ -153,7 +156,7 @@ TEST_F(PowerSGD, ErrorFeedbackReducesAccumulatedError) {
   const int steps = 40, start = 2;
   double accumulated[2];
   for (int ef = 0; ef < 2; ++ef) {
-    PowerSGDState state(pg_, 1, start, 2, /*use_error_feedback=*/ef == 1, /*warm_start=*/true);
+    PowerSGDState state(pg_, PowerSGDOptions().start_powerSGD_iter(start).use_error_feedback(ef == 1));
     Tensor sum = zeros({avg.numel()});
     for (int step = 0; step < steps; ++step) {
       Tensor got = run(powerSGD_hook, state, grads(rank_));
@@ -174,14 +177,15 @@ TEST_F(PowerSGD, UncompressedPathForVectorsAndSmallMatrices) {
     return std::vector<Tensor>{randn({10}, &g), randn({2, 3}, &g), randn({3, 3}, &g)};
   };
   const Tensor want = average(world_, grads);
-  PowerSGDState plain(pg_, 1, 0, 2, false, false);
+  PowerSGDState plain(pg_,
+      PowerSGDOptions().start_powerSGD_iter(0).use_error_feedback(false).warm_start(false));
   EXPECT_LT(rel_error(run(powerSGD_hook, plain, grads(rank_)), want), 1e-6);
   auto [rate, before, after] = plain.compression_stats();
   EXPECT_EQ(before, 25);
   EXPECT_EQ(after, 25);
   EXPECT_DOUBLE_EQ(rate, 1.0);
   // With error feedback the residual of an exactly averaged tensor sums to zero over ranks.
-  PowerSGDState ef(pg_, 1, 2);
+  PowerSGDState ef(pg_, PowerSGDOptions().start_powerSGD_iter(2));
   for (int step = 0; step < 4; ++step) EXPECT_LT(rel_error(run(powerSGD_hook, ef, grads(rank_)), want), 1e-5);
   ASSERT_EQ(ef.p_memory_dict.count(0), 1u);
   EXPECT_EQ(ef.p_memory_dict[0].numel(), 0);
@@ -195,7 +199,8 @@ std::vector<Tensor> step_grads(int step, int rank) {
 
 void check_save_restore(Hook hook, bool warm_start, ProcessGroupPtr pg, int rank) {
   const int steps = 10, save_at = 5;
-  PowerSGDState a(pg, 2, 2, 2, true, warm_start, 0, /*random_seed=*/42);
+  PowerSGDState a(pg,
+      PowerSGDOptions().matrix_approximation_rank(2).start_powerSGD_iter(2).warm_start(warm_start).random_seed(42));
   nn::StateDict saved;
   std::vector<Tensor> after_save;
   for (int step = 0; step < steps; ++step) {
@@ -204,7 +209,7 @@ void check_save_restore(Hook hook, bool warm_start, ProcessGroupPtr pg, int rank
     if (step >= save_at) after_save.push_back(got);
   }
   // A state built with other settings: load_state_dict restores everything but the group.
-  PowerSGDState b(pg, 1, 1000, 4, true, true, 0, /*random_seed=*/7);
+  PowerSGDState b(pg, PowerSGDOptions().start_powerSGD_iter(1000).min_compression_rate(4).random_seed(7));
   b.load_state_dict(saved, pg);
   EXPECT_EQ(b.iter, save_at);
   EXPECT_EQ(b.matrix_approximation_rank, 2);
@@ -231,7 +236,8 @@ TEST_F(PowerSGD, BatchedOnAPaddedBucket) {
     Tensor flat = mm(randn({5, 1}, &gu), randn({1, 6}, &gv)).reshape({-1});
     return std::vector<Tensor>{flat.narrow(0, 0, 20).reshape({4, 5}), flat.narrow(0, 20, 10)};
   };
-  PowerSGDState state(pg_, 1, 0, 2, false, false);
+  PowerSGDState state(pg_,
+      PowerSGDOptions().start_powerSGD_iter(0).use_error_feedback(false).warm_start(false));
   Tensor got = run(batched_powerSGD_hook, state, grads(rank_));
   ASSERT_EQ(got.numel(), 30);
   EXPECT_LT(rel_error(got, average(world_, grads)), 1e-5);
@@ -244,11 +250,13 @@ TEST_F(PowerSGD, BatchedOnAPaddedBucket) {
     Generator g(500 + rank);
     return std::vector<Tensor>{randn({30}, &g)};
   };
-  PowerSGDState five(pg_, 5, 0, 2, false, false);
+  PowerSGDState five(pg_,
+      PowerSGDOptions().matrix_approximation_rank(5).start_powerSGD_iter(0).use_error_feedback(false).warm_start(false));
   EXPECT_LT(rel_error(run(batched_powerSGD_hook, five, random(rank_)), average(world_, random)), 1e-4);
   EXPECT_EQ(std::get<2>(five.compression_stats()), 6 * 5 * 2);
   // A rank above the side is clamped to it.
-  PowerSGDState big(pg_, 8, 0, 2, false, false);
+  PowerSGDState big(pg_,
+      PowerSGDOptions().matrix_approximation_rank(8).start_powerSGD_iter(0).use_error_feedback(false).warm_start(false));
   run(batched_powerSGD_hook, big, random(rank_));
   EXPECT_EQ(std::get<2>(big.compression_stats()), 6 * 6 * 2);
 }
@@ -262,7 +270,8 @@ TEST_F(PowerSGD, BatchedReorthogonalisesAWarmStartedQ) {
     return std::vector<Tensor>{mm(randn({6, 2}, &gu), transpose(randn({6, 2}, &gv), 0, 1))};
   };
   const Tensor want = average(world_, grads);
-  PowerSGDState state(pg_, 2, /*start_powerSGD_iter=*/2, 2, /*use_error_feedback=*/false, /*warm_start=*/true);
+  PowerSGDState state(pg_,
+      PowerSGDOptions().matrix_approximation_rank(2).start_powerSGD_iter(2).use_error_feedback(false));
   for (int step = 0; step < 2; ++step) run(batched_powerSGD_hook, state, grads(rank_));  // vanilla
   EXPECT_LT(rel_error(run(batched_powerSGD_hook, state, grads(rank_)), want), 1e-5);  // fresh Q
   Generator gq(9);
@@ -277,7 +286,8 @@ TEST_F(PowerSGD, HooksReturnWithoutBlockingTheCaller) {
   // Every round is chained on futures: rank 0's hook returns while its peers have not even called
   // theirs (the old hooks waited for the P allreduce, i.e. for the slowest rank).
   for (Hook hook : {powerSGD_hook, batched_powerSGD_hook}) {
-    PowerSGDState state(pg_, 1, 0, 2, /*use_error_feedback=*/false, /*warm_start=*/false);
+    PowerSGDState state(pg_,
+        PowerSGDOptions().start_powerSGD_iter(0).use_error_feedback(false).warm_start(false));
     GradBucket bucket = make_bucket(low_rank_grads(rank_, 1));
     if (rank_ != 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
     const auto begin = std::chrono::steady_clock::now();
@@ -305,9 +315,9 @@ TEST_F(PowerSGD, GroupsMatricesByShapeAndBatchesThem) {
     return std::vector<Tensor>{randn({8, 6}, &g), randn({5, 7}, &g), randn({8, 6}, &g), randn({4}, &g),
                                randn({8, 6}, &g)};
   };
-  PowerSGDState one_by_one(pg_, 1, 2, 2, true, true, 0, /*random_seed=*/3);
-  PowerSGDState batched(pg_, 1, 2, 2, true, true, 0, /*random_seed=*/3, 10000,
-                        /*batch_tensors_with_same_shape=*/true);
+  PowerSGDState one_by_one(pg_, PowerSGDOptions().start_powerSGD_iter(2).random_seed(3));
+  PowerSGDState batched(pg_,
+      PowerSGDOptions().start_powerSGD_iter(2).random_seed(3).batch_tensors_with_same_shape(true));
   for (int step = 0; step < 4; ++step) {
     Tensor a = run(powerSGD_hook, one_by_one, grads(rank_));
     Tensor b = run(powerSGD_hook, batched, grads(rank_));
@@ -328,7 +338,8 @@ TEST_F(PowerSGD, GroupsMatricesByShapeAndBatchesThem) {
   };
   for (bool batch : {false, true}) {
     // Warm start keeps P; it needs start_powerSGD_iter >= 2, so two vanilla steps come first.
-    PowerSGDState state(pg_, 1, 2, 2, false, true, 0, 0, 10000, batch);
+    PowerSGDState state(pg_,
+        PowerSGDOptions().start_powerSGD_iter(2).use_error_feedback(false).batch_tensors_with_same_shape(batch));
     for (int step = 0; step < 3; ++step) run(powerSGD_hook, state, rank_one(rank_));
     const Tensor p = state.p_memory_dict.at(0);
     ASSERT_EQ(p.numel(), 8 + 8 + 8 + 5);
@@ -361,7 +372,8 @@ TEST_F(PowerSGD, RunsUnderCompressWrappers) {
   const Tensor want = average(world_, [](int r) { return low_rank_grads(r, 1); });
   for (const Case& c : cases) {
     const bool batched = std::string(c.name).find("batched") != std::string::npos;
-    PowerSGDState plain(pg_, 1, 2), wrapped(pg_, 1, 2);
+    PowerSGDState plain(pg_,
+        PowerSGDOptions().start_powerSGD_iter(2)), wrapped(pg_, PowerSGDOptions().start_powerSGD_iter(2));
     for (int step = 0; step < 5; ++step) {
       GradBucket bucket = make_bucket(low_rank_grads(rank_, 1));
       const uint64_t before = pg_->payload_bytes();
@@ -395,7 +407,7 @@ TEST_F(PowerSGD, TrainsThroughDdpAndKeepsRanksInSync) {
   const std::vector<std::function<FuturePtr(PowerSGDState&, GradBucket&)>> hooks = {
       powerSGD_hook, batched_powerSGD_hook, fp16_compress_wrapper(powerSGD_hook)};
   for (const auto& hook : hooks) {
-    auto state = std::make_shared<PowerSGDState>(pg_, 1, 2);
+    auto state = std::make_shared<PowerSGDState>(pg_, PowerSGDOptions().start_powerSGD_iter(2));
     sc.setup = [state, hook](DistributedDataParallel& ddp) {
       ddp.register_comm_hook<PowerSGDState>(state, hook, "powerSGD");
     };
