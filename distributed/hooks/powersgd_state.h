@@ -14,67 +14,32 @@
 
 namespace ember::distributed {
 
+// A named option: a chainable setter `name(value)`, a getter `name()`, and a default.
+#define EMBER_POWERSGD_ARG(T, name, default_value) \
+ public:                                            \
+  PowerSGDOptions& name(T value) {                  \
+    name##_ = value;                                \
+    return *this;                                   \
+  }                                                 \
+  T name() const { return name##_; }                \
+                                                    \
+ private:                                           \
+  T name##_ = default_value
+
 // PowerSGDState's hyper-parameters: PyTorch's keyword arguments, with its defaults, set by name:
 //   PowerSGDOptions().matrix_approximation_rank(4).start_powerSGD_iter(2)
 class PowerSGDOptions {
- public:
-  PowerSGDOptions& matrix_approximation_rank(int64_t v) {
-    matrix_approximation_rank_ = v;
-    return *this;
-  }
-  int64_t matrix_approximation_rank() const { return matrix_approximation_rank_; }
-  PowerSGDOptions& start_powerSGD_iter(int64_t v) {
-    start_powerSGD_iter_ = v;
-    return *this;
-  }
-  int64_t start_powerSGD_iter() const { return start_powerSGD_iter_; }
-  PowerSGDOptions& min_compression_rate(double v) {
-    min_compression_rate_ = v;
-    return *this;
-  }
-  double min_compression_rate() const { return min_compression_rate_; }
-  PowerSGDOptions& use_error_feedback(bool v) {
-    use_error_feedback_ = v;
-    return *this;
-  }
-  bool use_error_feedback() const { return use_error_feedback_; }
-  PowerSGDOptions& warm_start(bool v) {
-    warm_start_ = v;
-    return *this;
-  }
-  bool warm_start() const { return warm_start_; }
-  PowerSGDOptions& orthogonalization_epsilon(double v) {
-    orthogonalization_epsilon_ = v;
-    return *this;
-  }
-  double orthogonalization_epsilon() const { return orthogonalization_epsilon_; }
-  PowerSGDOptions& random_seed(uint64_t v) {
-    random_seed_ = v;
-    return *this;
-  }
-  uint64_t random_seed() const { return random_seed_; }
-  PowerSGDOptions& compression_stats_logging_frequency(int64_t v) {
-    compression_stats_logging_frequency_ = v;
-    return *this;
-  }
-  int64_t compression_stats_logging_frequency() const { return compression_stats_logging_frequency_; }
-  PowerSGDOptions& batch_tensors_with_same_shape(bool v) {
-    batch_tensors_with_same_shape_ = v;
-    return *this;
-  }
-  bool batch_tensors_with_same_shape() const { return batch_tensors_with_same_shape_; }
-
- private:
-  int64_t matrix_approximation_rank_ = 1;
-  int64_t start_powerSGD_iter_ = 1000;
-  double min_compression_rate_ = 2;
-  bool use_error_feedback_ = true;
-  bool warm_start_ = true;
-  double orthogonalization_epsilon_ = 0;
-  uint64_t random_seed_ = 0;
-  int64_t compression_stats_logging_frequency_ = 10000;
-  bool batch_tensors_with_same_shape_ = false;
+  EMBER_POWERSGD_ARG(int64_t, matrix_approximation_rank, 1);
+  EMBER_POWERSGD_ARG(int64_t, start_powerSGD_iter, 1000);
+  EMBER_POWERSGD_ARG(double, min_compression_rate, 2);
+  EMBER_POWERSGD_ARG(bool, use_error_feedback, true);
+  EMBER_POWERSGD_ARG(bool, warm_start, true);
+  EMBER_POWERSGD_ARG(double, orthogonalization_epsilon, 0);
+  EMBER_POWERSGD_ARG(uint64_t, random_seed, 0);
+  EMBER_POWERSGD_ARG(int64_t, compression_stats_logging_frequency, 10000);
+  EMBER_POWERSGD_ARG(bool, batch_tensors_with_same_shape, false);
 };
+#undef EMBER_POWERSGD_ARG
 
 class PowerSGDState {
  public:
