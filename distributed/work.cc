@@ -136,22 +136,31 @@ void Future::add_callback(std::function<void(Future&)> callback) {
   callback(*this);
 }
 
+namespace {
+// One link of a chain: runs `step` unless `parent` failed; the parent's error, or the step's,
+// goes to `child`. Returns whether the step ran without throwing.
+template <typename Step>
+bool run_step(Future& parent, Future& child, Step&& step) {
+  if (auto e = parent.exception()) {
+    child.set_error(e);
+    return false;
+  }
+  try {
+    step();
+  } catch (...) {
+    child.set_error(std::current_exception());
+    return false;
+  }
+  return true;
+}
+}  // namespace
+
 FuturePtr Future::then(Callback callback) {
   auto child = std::make_shared<Future>(devices_);
   child->set_name("then() of " + name());
   add_callback([child, callback = std::move(callback)](Future& parent) {
-    if (auto e = parent.exception()) {
-      child->set_error(e);
-      return;
-    }
     std::vector<Tensor> result;
-    try {
-      result = callback(parent);
-    } catch (...) {
-      child->set_error(std::current_exception());
-      return;
-    }
-    child->mark_completed(std::move(result));
+    if (run_step(parent, *child, [&] { result = callback(parent); })) child->mark_completed(std::move(result));
   });
   return child;
 }
@@ -160,18 +169,12 @@ FuturePtr Future::then_future(std::function<FuturePtr(Future&)> callback) {
   auto child = std::make_shared<Future>(devices_);
   child->set_name("then_future() of " + name());
   add_callback([child, callback = std::move(callback)](Future& parent) {
-    if (auto e = parent.exception()) {
-      child->set_error(e);
-      return;
-    }
     FuturePtr inner;
-    try {
+    const bool started = run_step(parent, *child, [&] {
       inner = callback(parent);
       EMBER_CHECK(inner != nullptr, "Future::then_future: the callback returned no future");
-    } catch (...) {
-      child->set_error(std::current_exception());
-      return;
-    }
+    });
+    if (!started) return;
     inner->add_callback([child](Future& f) {
       if (auto e = f.exception()) {
         child->set_error(e);

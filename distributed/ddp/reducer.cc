@@ -31,7 +31,6 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> param_name
   num_grad_hooks_triggered_.assign(params_.size(), 0);
   initialize_buckets(std::move(bucket_indices));
   initial_bucket_indices_ = bucket_indices_;
-  initial_bucket_sizes_ = bucket_sizes_in_bytes();
   register_autograd_hooks();
 }
 

@@ -56,7 +56,6 @@ class Reducer {
   const CommHookInterface& comm_hook() const { return *comm_hook_; }
 
   DDPLoggingData logging_data() const;
-  int64_t num_iterations() const { return num_iterations_; }
   bool static_graph_first_iteration() const { return options_.static_graph && num_iterations_ == 1; }
   bool dynamic_graph_find_unused() const {
     return !options_.static_graph && options_.find_unused_parameters;
@@ -121,7 +120,7 @@ class Reducer {
   bool static_graph_after_first_iteration() const { return options_.static_graph && num_iterations_ > 1; }
   bool tracks_local_use() const { return dynamic_graph_find_unused() || static_graph_first_iteration(); }
   std::string param_name(size_t index) const;
-  std::vector<int64_t> bucket_sizes_in_bytes() const;
+  std::vector<int64_t> bucket_sizes_in_bytes(const std::vector<std::vector<size_t>>& indices) const;
 
   std::vector<Tensor> params_;
   std::vector<std::string> param_names_;
@@ -164,7 +163,6 @@ class Reducer {
   std::vector<int64_t> rebuilt_param_indices_;
   bool has_rebuilt_bucket_ = false;
   std::vector<std::vector<size_t>> initial_bucket_indices_;
-  std::vector<int64_t> initial_bucket_sizes_;
 
   // Statistics for logging_data().
   int64_t num_iterations_ = 0;

@@ -313,11 +313,12 @@ std::vector<std::vector<size_t>> Reducer::sync_bucket_indices(std::vector<std::v
   return out;
 }
 
-std::vector<int64_t> Reducer::bucket_sizes_in_bytes() const {
+// Bytes per bucket of a layout (parameter indices per bucket).
+std::vector<int64_t> Reducer::bucket_sizes_in_bytes(const std::vector<std::vector<size_t>>& indices) const {
   std::vector<int64_t> sizes;
-  for (const Bucket& b : buckets_) {
+  for (const auto& bucket : indices) {
     int64_t bytes = 0;
-    for (const Tensor& v : b.variables) bytes += v.numel() * static_cast<int64_t>(v.element_size());
+    for (size_t i : bucket) bytes += params_[i].numel() * static_cast<int64_t>(params_[i].element_size());
     sizes.push_back(bytes);
   }
   return sizes;
@@ -336,9 +337,9 @@ DDPLoggingData Reducer::logging_data() const {
   d.static_graph = options_.static_graph;
   d.num_parameters = static_cast<int64_t>(params_.size());
   d.num_buckets = static_cast<int64_t>(buckets_.size());
-  d.bucket_sizes = bucket_sizes_in_bytes();
+  d.bucket_sizes = bucket_sizes_in_bytes(bucket_indices_);
   d.bucket_indices = bucket_indices_;
-  d.initial_bucket_sizes = initial_bucket_sizes_;
+  d.initial_bucket_sizes = bucket_sizes_in_bytes(initial_bucket_indices_);
   d.initial_bucket_indices = initial_bucket_indices_;
   d.has_rebuilt_buckets = has_rebuilt_bucket_;
   d.num_iterations = num_iterations_;
