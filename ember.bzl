@@ -11,6 +11,8 @@ EMBER_COPTS = [
     "-Wno-stringop-overflow",
     "-Wno-stringop-overread",
     "-Wno-array-bounds",
+    # Intra-op threads (tensor/parallel.h); the :tensor library links libgomp.
+    "-fopenmp",
 ]
 
 def ember_cc_library(name, copts = [], **kwargs):

@@ -53,14 +53,17 @@ struct CppTypeToScalarType;
 #define EMBER_MAP_CPP_TYPE(cpp, st) \
   template <>                       \
   struct CppTypeToScalarType<cpp> { static constexpr ScalarType value = ScalarType::st; };
-EMBER_MAP_CPP_TYPE(float, Float32)
-EMBER_MAP_CPP_TYPE(double, Float64)
-EMBER_MAP_CPP_TYPE(Half, Float16)
-EMBER_MAP_CPP_TYPE(BFloat16, BFloat16)
-EMBER_MAP_CPP_TYPE(int32_t, Int32)
-EMBER_MAP_CPP_TYPE(int64_t, Int64)
-EMBER_MAP_CPP_TYPE(uint8_t, UInt8)
-EMBER_MAP_CPP_TYPE(bool, Bool)
+// Every element type, as _(C++ type, ScalarType enumerator).
+#define EMBER_FORALL_CPP_TYPES(_) \
+  _(float, Float32)               \
+  _(double, Float64)              \
+  _(Half, Float16)                \
+  _(BFloat16, BFloat16)           \
+  _(int32_t, Int32)               \
+  _(int64_t, Int64)               \
+  _(uint8_t, UInt8)               \
+  _(bool, Bool)
+EMBER_FORALL_CPP_TYPES(EMBER_MAP_CPP_TYPE)
 #undef EMBER_MAP_CPP_TYPE
 
 template <typename T>

@@ -21,12 +21,16 @@ class Error : public std::exception {
 };
 
 namespace detail {
+// Internal linkage: each file gets its own copies, so no AVX-512 build of a message formatter is
+// shared with baseline code (Note [CPU capability namespaces]). Error paths only; size is no issue.
+namespace {
 template <typename... Args>
 std::string str_cat(const Args&... args) {
   std::ostringstream os;
   (os << ... << args);
   return os.str();
 }
+}  // namespace
 
 [[noreturn]] void throw_error(const char* file, int line, const std::string& msg);
 [[noreturn]] void throw_internal(const char* file, int line, const char* cond, const std::string& msg);

@@ -10,6 +10,10 @@
 
 namespace ember {
 
+namespace cpu {
+struct ConvGeometry;  // tensor/cpu/conv_geometry.h
+}
+
 enum class BinaryOp { Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le, Gt, Ge };
 enum class UnaryOp { Neg, Abs, Relu, Sign, Exp, Log, Sqrt, Rsqrt, Sigmoid, Tanh };
 enum class ReduceOp { Sum, Max, Min, ArgMax, ArgMin };
@@ -36,6 +40,14 @@ struct KernelTable {
   // one floating dtype; out is contiguous [batch, n, m]. beta == 0 ignores out's contents.
   void (*batched_gemm)(const Tensor& out, const Tensor& a, const Tensor& b, double beta,
                        double alpha) = nullptr;
+  // out [N, O, Ho, Wo] = conv2d(input, weight) + bias for contiguous float32/float64 operands of
+  // geometry g (checked by the op); bias may be undefined.
+  void (*conv2d)(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor& bias,
+                 const cpu::ConvGeometry& g, int64_t groups) = nullptr;
+  // The gradients of conv2d; an undefined grad_* is not computed.
+  void (*conv2d_backward)(const Tensor& grad_out, const Tensor& input, const Tensor& weight,
+                          const cpu::ConvGeometry& g, int64_t groups, const Tensor& grad_input,
+                          const Tensor& grad_weight, const Tensor& grad_bias) = nullptr;
 };
 
 KernelTable& kernel_table(DeviceType type);
@@ -43,6 +55,7 @@ KernelTable& kernel_table(DeviceType type);
 const KernelTable& kernels_for(const char* op, std::initializer_list<const Tensor*> tensors);
 
 namespace cpu {
+// The CPU table, filled from the kernels of cpu_capability_level() (tensor/cpu/capability.h).
 KernelTable make_kernel_table();
 }
 

@@ -4,6 +4,10 @@
 
 namespace ember {
 
+#define EMBER_INSTANTIATE_DATA_PTR(cpp, st) template cpp* Tensor::data_ptr<cpp>() const;
+EMBER_FORALL_CPP_TYPES(EMBER_INSTANTIATE_DATA_PTR)
+#undef EMBER_INSTANTIATE_DATA_PTR
+
 const TensorImpl& Tensor::impl() const {
   EMBER_CHECK(impl_ != nullptr, "operation on an undefined tensor (default-constructed Tensor)");
   return *impl_;

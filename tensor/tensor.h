@@ -208,12 +208,17 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t);
 std::string shape_to_string(const Shape& s);
 
 // ---- template definitions ----------------------------------------------------------------------
+// Instantiated once, in tensor.cc, for every element type (Note [CPU capability namespaces]:
+// kernel files compiled for AVX-512 must not emit their own copies).
 template <typename T>
 T* Tensor::data_ptr() const {
   EMBER_CHECK(dtype_of<T>() == dtype(), "data_ptr<", dtype_name(dtype_of<T>()),
               ">: tensor has dtype ", dtype());
   return static_cast<T*>(data_ptr());
 }
+#define EMBER_EXTERN_DATA_PTR(cpp, st) extern template cpp* Tensor::data_ptr<cpp>() const;
+EMBER_FORALL_CPP_TYPES(EMBER_EXTERN_DATA_PTR)
+#undef EMBER_EXTERN_DATA_PTR
 
 template <typename T>
 T Tensor::item() const {

@@ -8,7 +8,10 @@
 
 #include "tensor/half.h"
 
+#include "tensor/cpu/capability_namespace.h"
+
 namespace ember::cpu {
+namespace CPU_CAPABILITY {  // Note [CPU capability namespaces]
 
 template <typename T>
 constexpr bool is_reduced_float_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
@@ -36,4 +39,6 @@ inline To convert(From v) {
 template <typename T>
 using opmath_t = std::conditional_t<is_reduced_float_v<T>, float, T>;
 
+}  // namespace CPU_CAPABILITY
+using namespace CPU_CAPABILITY;
 }  // namespace ember::cpu

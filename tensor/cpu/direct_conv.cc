@@ -9,7 +9,7 @@
 #define EMBER_DIRECT_CONV 1
 #endif
 
-namespace ember::cpu {
+namespace ember::cpu::CPU_CAPABILITY {
 namespace {
 
 constexpr int64_t kColumns = 24;  // output positions per block: three 8-float vectors
@@ -119,4 +119,4 @@ void direct_conv(const float* in, const float* weight, const ConvGeometry& g, in
 #endif
 }
 
-}  // namespace ember::cpu
+}  // namespace ember::cpu::CPU_CAPABILITY

@@ -13,7 +13,10 @@
 
 #include "tensor/cpu/im2col.h"
 
+#include "tensor/cpu/capability_namespace.h"
+
 namespace ember::cpu {
+namespace CPU_CAPABILITY {  // Note [CPU capability namespaces]
 
 // Whether direct_conv handles this geometry with O output channels (otherwise: im2col + GEMM).
 bool direct_conv_applies(const ConvGeometry& g, int64_t O);
@@ -26,4 +29,6 @@ int64_t direct_conv_scratch_size(const ConvGeometry& g, int64_t O);
 void direct_conv(const float* in, const float* weight, const ConvGeometry& g, int64_t O, float* out,
                  float* scratch);
 
+}  // namespace CPU_CAPABILITY
+using namespace CPU_CAPABILITY;
 }  // namespace ember::cpu

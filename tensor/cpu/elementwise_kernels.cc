@@ -8,7 +8,7 @@
 #include "tensor/cpu/kernels_cpu.h"
 #include "tensor/cpu/loops.h"
 
-namespace ember::cpu {
+namespace ember::cpu::CPU_CAPABILITY {
 namespace {
 
 template <typename T>
@@ -255,4 +255,4 @@ void register_elementwise_kernels(KernelTable& table) {
   table.where = where_kernel;
 }
 
-}  // namespace ember::cpu
+}  // namespace ember::cpu::CPU_CAPABILITY

@@ -6,7 +6,7 @@
 #include "tensor/factories.h"
 #include "tensor/ops.h"
 
-namespace ember::cpu {
+namespace ember::cpu::CPU_CAPABILITY {
 namespace {
 
 template <typename T>
@@ -107,4 +107,4 @@ void batched_gemm_kernel(const Tensor& out, const Tensor& a, const Tensor& b, do
 
 void register_gemm_kernels(KernelTable& table) { table.batched_gemm = batched_gemm_kernel; }
 
-}  // namespace ember::cpu
+}  // namespace ember::cpu::CPU_CAPABILITY

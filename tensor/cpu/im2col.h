@@ -5,14 +5,11 @@
 #include <algorithm>
 #include <cstdint>
 
-namespace ember::cpu {
+#include "tensor/cpu/capability_namespace.h"
+#include "tensor/cpu/conv_geometry.h"
 
-struct ConvGeometry {
-  int64_t N, C, H, W;     // input
-  int64_t kh, kw;         // kernel
-  int64_t sh, sw, ph, pw, dh, dw;
-  int64_t Ho, Wo;         // output
-};
+namespace ember::cpu {
+namespace CPU_CAPABILITY {  // Note [CPU capability namespaces]
 
 // [lo, hi) of output positions whose input position o*s - p + k*d lies inside [0, size).
 inline void valid_range(int64_t size, int64_t out, int64_t s, int64_t p, int64_t kd, int64_t& lo,
@@ -127,4 +124,6 @@ void col2im(const T* cols, const ConvGeometry& g, T* in) {
   }
 }
 
+}  // namespace CPU_CAPABILITY
+using namespace CPU_CAPABILITY;
 }  // namespace ember::cpu

@@ -1,12 +1,15 @@
+#include "tensor/cpu/capability.h"
 #include "tensor/cpu/kernels_cpu.h"
 
 namespace ember::cpu {
 
 KernelTable make_kernel_table() {
   KernelTable table;
-  register_elementwise_kernels(table);
-  register_reduction_kernels(table);
-  register_gemm_kernels(table);
+  switch (cpu_capability_level()) {
+    case CpuCapability::Avx512: AVX512::register_kernels(table); break;
+    case CpuCapability::Avx2: AVX2::register_kernels(table); break;
+    case CpuCapability::Default: DEFAULT::register_kernels(table); break;
+  }
   return table;
 }
 

@@ -1,10 +1,20 @@
-// Internal to tensor/: each CPU kernel family fills its slots of the CPU KernelTable.
+// Internal to tensor/: the CPU kernel families, compiled once per capability level (Note [CPU
+// capability namespaces]); each fills its slots of the CPU KernelTable.
 #pragma once
 
+#include "tensor/cpu/capability_namespace.h"
 #include "tensor/kernels.h"
 
-namespace ember::cpu {
-void register_elementwise_kernels(KernelTable& table);
-void register_reduction_kernels(KernelTable& table);
-void register_gemm_kernels(KernelTable& table);
-}  // namespace ember::cpu
+#define EMBER_DECLARE_CPU_KERNELS(level)                \
+  namespace ember::cpu::level {                         \
+  void register_elementwise_kernels(KernelTable& table); \
+  void register_reduction_kernels(KernelTable& table);   \
+  void register_gemm_kernels(KernelTable& table);        \
+  void register_conv_kernels(KernelTable& table);        \
+  void register_kernels(KernelTable& table);             \
+  }
+
+EMBER_DECLARE_CPU_KERNELS(DEFAULT)
+EMBER_DECLARE_CPU_KERNELS(AVX2)
+EMBER_DECLARE_CPU_KERNELS(AVX512)
+#undef EMBER_DECLARE_CPU_KERNELS

@@ -10,7 +10,10 @@
 
 #include "tensor/tensor.h"
 
+#include "tensor/cpu/capability_namespace.h"
+
 namespace ember::cpu {
+namespace CPU_CAPABILITY {  // Note [CPU capability namespaces]
 
 template <size_t N>
 struct LoopPlan {
@@ -142,4 +145,6 @@ void binary_loop(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
       });
 }
 
+}  // namespace CPU_CAPABILITY
+using namespace CPU_CAPABILITY;
 }  // namespace ember::cpu

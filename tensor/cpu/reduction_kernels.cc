@@ -12,7 +12,7 @@
 #include "tensor/factories.h"
 #include "tensor/ops.h"
 
-namespace ember::cpu {
+namespace ember::cpu::CPU_CAPABILITY {
 namespace {
 
 template <typename T>
@@ -157,4 +157,4 @@ void reduce_kernel(ReduceOp op, const Tensor& out, const Tensor& in, const std::
 
 void register_reduction_kernels(KernelTable& table) { table.reduce = reduce_kernel; }
 
-}  // namespace ember::cpu
+}  // namespace ember::cpu::CPU_CAPABILITY

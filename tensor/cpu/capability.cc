@@ -1,0 +1,92 @@
+#include "tensor/cpu/capability.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "tensor/error.h"
+
+namespace ember {
+namespace {
+
+// x86-64-v3 (AVX2, FMA, F16C, BMI1/2, LZCNT, MOVBE) and x86-64-v4 (AVX-512 F/BW/CD/DQ/VL) are
+// exactly the -march levels the AVX2 and AVX512 kernels are compiled for (tensor/cpu/BUILD).
+// libgcc's check includes the OS's XSAVE support for the wider registers.
+CpuCapability detect() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("x86-64-v4")) return CpuCapability::Avx512;
+  if (__builtin_cpu_supports("x86-64-v3")) return CpuCapability::Avx2;
+#endif
+  return CpuCapability::Default;
+}
+
+CpuCapability choose() {
+  const CpuCapability supported = cpu_capability_supported();
+  const char* env = std::getenv("EMBER_CPU_CAPABILITY");
+  if (env == nullptr || *env == '\0') return supported;
+  CpuCapability asked;
+  if (std::strcmp(env, "default") == 0) {
+    asked = CpuCapability::Default;
+  } else if (std::strcmp(env, "avx2") == 0) {
+    asked = CpuCapability::Avx2;
+  } else if (std::strcmp(env, "avx512") == 0) {
+    asked = CpuCapability::Avx512;
+  } else {
+    EMBER_THROW("EMBER_CPU_CAPABILITY=", env,
+                " is not a CPU capability level; use default, avx2 or avx512");
+  }
+  // As ATEN_CPU_CAPABILITY: the variable lowers the level; it never enables what the CPU lacks.
+  return static_cast<int>(asked) < static_cast<int>(supported) ? asked : supported;
+}
+
+}  // namespace
+
+CpuCapability cpu_capability_supported() {
+  static const CpuCapability level = detect();
+  return level;
+}
+
+CpuCapability cpu_capability_level() {
+  static const CpuCapability level = choose();
+  return level;
+}
+
+const char* cpu_capability_name(CpuCapability level) {
+  switch (level) {
+    case CpuCapability::Default: return "default";
+    case CpuCapability::Avx2: return "avx2";
+    case CpuCapability::Avx512: return "avx512";
+  }
+  return "unknown";
+}
+
+const char* cpu_capability() { return cpu_capability_name(cpu_capability_level()); }
+
+const char* cpu_vector_extensions() {
+  static const std::string names = [] {
+    std::string s;
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    // __builtin_cpu_supports takes a string literal, so the list is spelled out.
+#define EMBER_CPU_FEATURE(name) \
+  if (__builtin_cpu_supports(name)) s += (s.empty() ? "" : " ") + std::string(name);
+    EMBER_CPU_FEATURE("sse4.2")
+    EMBER_CPU_FEATURE("avx")
+    EMBER_CPU_FEATURE("avx2")
+    EMBER_CPU_FEATURE("fma")
+    EMBER_CPU_FEATURE("f16c")
+    EMBER_CPU_FEATURE("avx512f")
+    EMBER_CPU_FEATURE("avx512bw")
+    EMBER_CPU_FEATURE("avx512dq")
+    EMBER_CPU_FEATURE("avx512vl")
+    EMBER_CPU_FEATURE("avx512vnni")
+    EMBER_CPU_FEATURE("avx512bf16")
+#undef EMBER_CPU_FEATURE
+#endif
+    return s.empty() ? std::string("none") : s;
+  }();
+  return names.c_str();
+}
+
+}  // namespace ember

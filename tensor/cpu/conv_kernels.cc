@@ -1,0 +1,252 @@
+// conv2d forward and backward CPU kernels: image by image, im2col into a per-thread buffer and one
+// GEMM per group straight into NCHW. Backward recomputes the columns rather than keeping them alive
+// between forward and backward. Stride-1 float convolutions on wide enough maps (the forward and
+// input gradient of ResNet's 3x3 layers) skip im2col: tensor/cpu/direct_conv.h.
+// Threads split the images (forward, input gradient) and fixed chunks of images (weight gradient;
+// Note [Deterministic parallel kernels]). Checks and output allocation are the op's (tensor/conv.cc).
+#include <type_traits>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "tensor/cpu/direct_conv.h"
+#include "tensor/cpu/im2col.h"
+#include "tensor/cpu/kernels_cpu.h"
+#include "tensor/factories.h"
+#include "tensor/ops.h"
+#include "tensor/parallel.h"
+
+namespace ember::cpu::CPU_CAPABILITY {
+namespace {
+
+template <typename T>
+using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <typename T>
+using MapMatrix = Eigen::Map<RowMatrix<T>>;
+template <typename T>
+using ConstMapMatrix = Eigen::Map<const RowMatrix<T>>;
+
+// Images per weight-gradient chunk: each chunk sums its images into its own buffer and the chunks
+// are added in order, so the result is the same for any thread count.
+constexpr int64_t kImagesPerWeightChunk = 4;
+
+// A 1x1, stride-1, unpadded convolution reads the input plane directly as its column matrix.
+bool is_pointwise(const ConvGeometry& g) {
+  return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
+}
+
+// Uninitialised working memory from the caching allocator (a std::vector would zero it first).
+template <typename T>
+Tensor scratch(int64_t numel) {
+  return empty({numel}, dtype_of<T>());
+}
+
+// One image's column matrix [C*kh*kw, Ho*Wo]: im2col into `buffer`, or the plane itself.
+template <typename T>
+const T* image_columns(const T* image, const ConvGeometry& g, T* buffer) {
+  if (is_pointwise(g)) return image;
+  ConvGeometry one = g;
+  one.N = 1;
+  im2col(image, one, buffer);
+  return buffer;
+}
+
+// Images [begin, end): the column matrix of one image stays in cache, the product lands directly
+// in NCHW layout, and nothing is permuted afterwards.
+template <typename T>
+void conv_forward_images(const T* in, const T* w, const T* b, const ConvGeometry& g, int64_t O,
+                         int64_t G, T* o, int64_t begin, int64_t end) {
+  const int64_t Og = O / G, Cg = g.C / G, K = Cg * g.kh * g.kw, P = g.Ho * g.Wo;
+  const bool direct = std::is_same_v<T, float> && G == 1 && direct_conv_applies(g, O);
+  Tensor buffer = scratch<T>(direct ? direct_conv_scratch_size(g, O)
+                                    : is_pointwise(g) ? 0 : g.C * g.kh * g.kw * P);
+  for (int64_t n = begin; n < end; ++n) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (direct) direct_conv(in + n * g.C * g.H * g.W, w, g, O, o + n * O * P, buffer.data_ptr<T>());
+    }
+    if (!direct) {
+      const T* cols = image_columns(in + n * g.C * g.H * g.W, g, buffer.data_ptr<T>());
+      for (int64_t gi = 0; gi < G; ++gi) {
+        MapMatrix<T> dst(o + (n * O + gi * Og) * P, Og, P);
+        dst.noalias() = ConstMapMatrix<T>(w + gi * Og * K, Og, K) * ConstMapMatrix<T>(cols + gi * K * P, K, P);
+      }
+    }
+    if (b) {
+      for (int64_t c = 0; c < O; ++c) {
+        T* row = o + (n * O + c) * P;
+        for (int64_t i = 0; i < P; ++i) row[i] += b[c];
+      }
+    }
+  }
+}
+
+template <typename T>
+void conv_forward_impl(const Tensor& out, const Tensor& input, const Tensor& weight,
+                       const Tensor& bias, const ConvGeometry& g, int64_t G) {
+  const T* in = input.data_ptr<T>();
+  const T* w = weight.data_ptr<T>();
+  const T* b = bias.defined() ? bias.data_ptr<T>() : nullptr;
+  T* o = out.data_ptr<T>();
+  const int64_t O = weight.size(0);
+  parallel_for(0, g.N, 1, [&](int64_t begin, int64_t end) {
+    conv_forward_images<T>(in, w, b, g, O, G, o, begin, end);
+  });
+}
+
+// Stride 1 with padding <= dilation*(kernel-1): the input gradient is itself a convolution of the
+// output gradient with the flipped, transposed kernel ("full" padding), which costs an im2col
+// and a well-shaped GEMM instead of a thin GEMM plus a scatter-add col2im.
+bool input_grad_is_a_conv(const ConvGeometry& g) {
+  return g.sh == 1 && g.sw == 1 && g.ph <= g.dh * (g.kh - 1) && g.pw <= g.dw * (g.kw - 1) &&
+         !(g.kh == 1 && g.kw == 1);
+}
+
+// W [O, C/G, kh, kw] -> W' [C, O/G, kh, kw] with the spatial taps reversed, group by group.
+template <typename T>
+Tensor flipped_transposed_weight(const Tensor& weight, int64_t G) {
+  const int64_t O = weight.size(0), Cg = weight.size(1), kh = weight.size(2), kw = weight.size(3);
+  const int64_t Og = O / G;
+  Tensor out = empty({Cg * G, Og, kh, kw}, weight.dtype());
+  const T* src = weight.data_ptr<T>();
+  T* dst = out.data_ptr<T>();
+  for (int64_t gi = 0; gi < G; ++gi)
+    for (int64_t o = 0; o < Og; ++o)
+      for (int64_t c = 0; c < Cg; ++c)
+        for (int64_t i = 0; i < kh; ++i)
+          for (int64_t j = 0; j < kw; ++j)
+            dst[((((gi * Cg + c) * Og + o) * kh) + (kh - 1 - i)) * kw + (kw - 1 - j)] =
+                src[(((gi * Og + o) * Cg + c) * kh + i) * kw + j];
+  return out;
+}
+
+// gw [O, K] (per group) += grad_out(n) [O, P] x columns(n)^T for the images [begin, end).
+template <typename T>
+void weight_grad_images(const T* in, const T* go, const ConvGeometry& g, int64_t O, int64_t G,
+                        T* gw, int64_t begin, int64_t end, T* buffer) {
+  const int64_t Og = O / G, Cg = g.C / G, K = Cg * g.kh * g.kw, P = g.Ho * g.Wo;
+  for (int64_t n = begin; n < end; ++n) {
+    const T* cols = image_columns(in + n * g.C * g.H * g.W, g, buffer);
+    for (int64_t gi = 0; gi < G; ++gi) {
+      MapMatrix<T>(gw + gi * Og * K, Og, K).noalias() +=
+          ConstMapMatrix<T>(go + (n * O + gi * Og) * P, Og, P) *
+          ConstMapMatrix<T>(cols + gi * K * P, K, P).transpose();
+    }
+  }
+}
+
+template <typename T>
+void weight_grad(const T* in, const T* go, const ConvGeometry& g, int64_t O, int64_t G, T* gw) {
+  const int64_t size = O * (g.C / G) * g.kh * g.kw, P = g.Ho * g.Wo;
+  const int64_t chunks = (g.N + kImagesPerWeightChunk - 1) / kImagesPerWeightChunk;
+  const int64_t cols_size = is_pointwise(g) ? 0 : g.C * g.kh * g.kw * P;
+  // Chunk 0 accumulates into gw itself; the others into partials added afterwards in order.
+  Tensor partials = scratch<T>((chunks - 1) * size);
+  parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
+    Tensor buffer = scratch<T>(cols_size);
+    for (int64_t c = begin; c < end; ++c) {
+      T* target = c == 0 ? gw : partials.data_ptr<T>() + (c - 1) * size;
+      std::fill(target, target + size, T(0));
+      weight_grad_images<T>(in, go, g, O, G, target, c * kImagesPerWeightChunk,
+                            std::min(g.N, (c + 1) * kImagesPerWeightChunk), buffer.data_ptr<T>());
+    }
+  });
+  if (chunks > 1) {
+    const T* p = partials.data_ptr<T>();
+    parallel_for(0, size, 4096, [&](int64_t begin, int64_t end) {
+      for (int64_t c = 1; c < chunks; ++c) {
+        const T* part = p + (c - 1) * size;
+        for (int64_t i = begin; i < end; ++i) gw[i] += part[i];
+      }
+    });
+  }
+}
+
+// The input gradient by transposed GEMM + col2im, image by image (strided or 1x1 convolutions).
+template <typename T>
+void input_grad_by_gemm(const T* w, const T* go, const ConvGeometry& g, int64_t O, int64_t G,
+                        T* gi) {
+  const int64_t Og = O / G, Cg = g.C / G, K = Cg * g.kh * g.kw, P = g.Ho * g.Wo;
+  ConvGeometry one = g;
+  one.N = 1;
+  parallel_for(0, g.N, 1, [&](int64_t begin, int64_t end) {
+    Tensor gcols = scratch<T>(is_pointwise(g) ? 0 : g.C * g.kh * g.kw * P);
+    for (int64_t n = begin; n < end; ++n) {
+      T* gi_n = gi + n * g.C * g.H * g.W;
+      T* target = is_pointwise(g) ? gi_n : gcols.data_ptr<T>();
+      for (int64_t grp = 0; grp < G; ++grp) {
+        MapMatrix<T>(target + grp * K * P, K, P).noalias() =
+            ConstMapMatrix<T>(w + grp * Og * K, Og, K).transpose() *
+            ConstMapMatrix<T>(go + (n * O + grp * Og) * P, Og, P);
+      }
+      if (!is_pointwise(g)) {
+        std::fill(gi_n, gi_n + g.C * g.H * g.W, T(0));
+        col2im(gcols.data_ptr<T>(), one, gi_n);
+      }
+    }
+  });
+}
+
+template <typename T>
+void conv_backward_impl(const Tensor& grad_out, const Tensor& input, const Tensor& weight,
+                        const ConvGeometry& g, int64_t G, const Tensor& grad_input,
+                        const Tensor& grad_weight, const Tensor& grad_bias) {
+  const int64_t O = weight.size(0), P = g.Ho * g.Wo;
+  const T* go = grad_out.data_ptr<T>();
+  if (grad_input.defined()) {
+    if (input_grad_is_a_conv(g)) {
+      ConvGeometry t{g.N, O, g.Ho, g.Wo, g.kh, g.kw, 1, 1,
+                     g.dh * (g.kh - 1) - g.ph, g.dw * (g.kw - 1) - g.pw, g.dh, g.dw, g.H, g.W};
+      conv_forward_impl<T>(grad_input, grad_out, flipped_transposed_weight<T>(weight, G), Tensor(),
+                           t, G);
+    } else {
+      input_grad_by_gemm<T>(weight.data_ptr<T>(), go, g, O, G, grad_input.data_ptr<T>());
+    }
+  }
+  if (grad_weight.defined()) {
+    weight_grad<T>(input.data_ptr<T>(), go, g, O, G, grad_weight.data_ptr<T>());
+  }
+  if (grad_bias.defined()) {
+    T* gb = grad_bias.data_ptr<T>();
+    parallel_for(0, O, 4, [&](int64_t begin, int64_t end) {
+      for (int64_t c = begin; c < end; ++c) {
+        double s = 0;
+        for (int64_t n = 0; n < g.N; ++n) {
+          const T* row = go + (n * O + c) * P;
+          T part = 0;
+          for (int64_t i = 0; i < P; ++i) part += row[i];
+          s += part;
+        }
+        gb[c] = static_cast<T>(s);
+      }
+    });
+  }
+}
+
+// Contiguous float32 or float64 operands (the op checks and makes them so).
+void conv2d_kernel(const Tensor& out, const Tensor& input, const Tensor& weight,
+                   const Tensor& bias, const ConvGeometry& g, int64_t groups) {
+  if (input.dtype() == kFloat32) {
+    conv_forward_impl<float>(out, input, weight, bias, g, groups);
+  } else {
+    conv_forward_impl<double>(out, input, weight, bias, g, groups);
+  }
+}
+
+void conv2d_backward_kernel(const Tensor& grad_out, const Tensor& input, const Tensor& weight,
+                            const ConvGeometry& g, int64_t groups, const Tensor& grad_input,
+                            const Tensor& grad_weight, const Tensor& grad_bias) {
+  if (input.dtype() == kFloat32) {
+    conv_backward_impl<float>(grad_out, input, weight, g, groups, grad_input, grad_weight, grad_bias);
+  } else {
+    conv_backward_impl<double>(grad_out, input, weight, g, groups, grad_input, grad_weight, grad_bias);
+  }
+}
+
+}  // namespace
+
+void register_conv_kernels(KernelTable& table) {
+  table.conv2d = conv2d_kernel;
+  table.conv2d_backward = conv2d_backward_kernel;
+}
+
+}  // namespace ember::cpu::CPU_CAPABILITY
