@@ -19,6 +19,8 @@
 #include "nn/nn.h"
 #include "optim/optim.h"
 #include "tensor/all.h"
+#include "tensor/cpu/capability.h"
+#include "tensor/parallel.h"
 
 using namespace ember;
 using Clock = std::chrono::steady_clock;
@@ -46,18 +48,21 @@ bool flag(const char* arg, const char* name, long long* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  long long steps = 30, warmup = 5, batch = 64, depth = 20, width = 16, seed = 0;
+  long long steps = 30, warmup = 5, batch = 64, depth = 20, width = 16, seed = 0, threads = 1;
   for (int i = 1; i < argc; ++i) {
     if (flag(argv[i], "--steps", &steps) || flag(argv[i], "--warmup", &warmup) ||
         flag(argv[i], "--batch", &batch) || flag(argv[i], "--depth", &depth) ||
-        flag(argv[i], "--width", &width) || flag(argv[i], "--seed", &seed))
+        flag(argv[i], "--width", &width) || flag(argv[i], "--seed", &seed) ||
+        flag(argv[i], "--threads", &threads))
       continue;
     std::fprintf(stderr,
-                 "usage: %s [--steps=30] [--warmup=5] [--batch=64] [--depth=20] [--width=16] [--seed=0]\n",
+                 "usage: %s [--steps=30] [--warmup=5] [--batch=64] [--depth=20] [--width=16] [--seed=0] "
+                 "[--threads=1]\n",
                  argv[0]);
     return 2;
   }
   try {
+    set_num_threads(static_cast<int>(threads));
     Generator gen(static_cast<uint64_t>(seed));
     auto net = std::make_shared<nn::ResNet>(nn::ResNetOptions{depth, width, 1, 10}, &gen);
     net->train();
@@ -86,9 +91,9 @@ int main(int argc, char** argv) {
     getrusage(RUSAGE_SELF, &ru);
     const double step_ms = median(total);
     std::printf(
-        "RESULT impl=ember model=resnet%lld batch=%lld steps=%lld ms_per_step=%.2f fwd_ms=%.2f bwd_ms=%.2f "
-        "opt_ms=%.2f img_per_s=%.1f peak_rss_mb=%.1f\n",
-        depth, batch, steps, step_ms, median(fwd), median(bwd), median(upd),
+        "RESULT impl=ember model=resnet%lld batch=%lld steps=%lld threads=%d capability=%s "
+        "ms_per_step=%.2f fwd_ms=%.2f bwd_ms=%.2f opt_ms=%.2f img_per_s=%.1f peak_rss_mb=%.1f\n",
+        depth, batch, steps, get_num_threads(), cpu_capability(), step_ms, median(fwd), median(bwd), median(upd),
         step_ms > 0 ? 1000.0 * batch / step_ms : 0.0, ru.ru_maxrss / 1024.0);
     return 0;
   } catch (const std::exception& e) {

@@ -27,9 +27,10 @@ def main():
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--depth", type=int, default=20)
     ap.add_argument("--width", type=int, default=16)
+    ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--profile", action="store_true")
     a = ap.parse_args()
-    torch.set_num_threads(1)
+    torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     net = torch_models.resnet(a.depth, a.width)
     net.train()
@@ -59,7 +60,9 @@ def main():
             total.append(1e3 * (t3 - t0))
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     step_ms = statistics.median(total)
+    capability = torch.backends.cpu.get_cpu_capability() if hasattr(torch.backends, "cpu") else "?"
     print(f"RESULT impl=torch model=resnet{a.depth} batch={a.batch} steps={a.steps} "
+          f"threads={torch.get_num_threads()} capability={capability.lower()} "
           f"ms_per_step={step_ms:.2f} fwd_ms={statistics.median(fwd):.2f} "
           f"bwd_ms={statistics.median(bwd):.2f} opt_ms={statistics.median(upd):.2f} "
           f"img_per_s={1000.0 * a.batch / step_ms:.1f} peak_rss_mb={rss_mb:.1f} "

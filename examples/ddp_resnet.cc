@@ -8,6 +8,7 @@
 // (img/s counts all ranks; bytes_per_step: payload this rank handed to collectives per step in the
 // last epoch; compression: the model's fp32 gradient bytes / bytes_per_step).
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "distributed/ddp/distributed_data_parallel.h"
@@ -39,6 +40,9 @@ int main(int argc, char** argv) {
     auto pg = distributed::init_process_group("mpi");
     rank = pg->rank();
     const int world = pg->size();
+    // Processes on this host: Open MPI says; otherwise assume the whole job is here.
+    const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    examples::use_threads(cfg, "ddp_resnet", local ? std::atoi(local) : world, rank == 0);
     bool lr_given = false;
     for (int i = 1; i < argc; ++i) lr_given = lr_given || std::string(argv[i]).rfind("--lr", 0) == 0;
     if (!lr_given) cfg.lr = 0.1 * world;

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
     bool help = false;
     examples::TrainConfig cfg = examples::parse_flags(argc, argv, "train_resnet", &help);
     if (help) return 0;
+    examples::use_threads(cfg, "train_resnet", 1, true);
     manual_seed(cfg.seed);
     examples::FashionMnist data = examples::load_fashion_mnist(cfg);
     auto model = examples::make_resnet(cfg);

@@ -6,6 +6,7 @@
 #include "tensor/factories.h"
 #include "tensor/nn_ops.h"
 #include "tensor/ops.h"
+#include "tensor/parallel.h"
 
 namespace ember {
 namespace {
@@ -64,6 +65,9 @@ void row_sums(const T* a, const T* b, T shift, int64_t n, double& sa, double& sa
   sab += rb;
 }
 
+// Rows of `inner` elements per parallel chunk: about 16K elements, at least one row.
+int64_t rows_grain(int64_t inner) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(inner, 1)); }
+
 }  // namespace
 
 std::tuple<Tensor, Tensor, Tensor> batch_norm_forward(const Tensor& input, const Tensor& weight,
@@ -82,23 +86,29 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_forward(const Tensor& input, const
   EMBER_DISPATCH_FLOAT_AND_DOUBLE(input.dtype(), "batch_norm", [&] {
     const scalar_t* x = in.data_ptr<scalar_t>();
     if (training) {
-      for (int64_t c = 0; c < s.C; ++c) {
-        // Shifting by the first value keeps sum-of-squares accurate when |mean| >> std.
-        const scalar_t shift = x[c * s.inner];
-        double sum = 0, sumsq = 0;
-        for (int64_t n = 0; n < s.N; ++n) {
-          const scalar_t* p = x + (n * s.C + c) * s.inner;
-          double d = 0;
-          row_sums(p, p, shift, s.inner, d, sumsq);
-          sum += d;
+      std::vector<double> var(s.C);
+      // Channels are independent: threads split them (Note [Deterministic parallel kernels]).
+      parallel_for(0, s.C, 1, [&](int64_t c_begin, int64_t c_end) {
+        for (int64_t c = c_begin; c < c_end; ++c) {
+          // Shifting by the first value keeps sum-of-squares accurate when |mean| >> std.
+          const scalar_t shift = x[c * s.inner];
+          double sum = 0, sumsq = 0;
+          for (int64_t n = 0; n < s.N; ++n) {
+            const scalar_t* p = x + (n * s.C + c) * s.inner;
+            double d = 0;
+            row_sums(p, p, shift, s.inner, d, sumsq);
+            sum += d;
+          }
+          // sumsq accumulated x*(x - shift): var = E[x(x-shift)] - mean*(mean-shift)
+          mean[c] = sum / M;
+          var[c] = std::max(sumsq / M - mean[c] * (mean[c] - shift), 0.0);
+          invstd[c] = 1.0 / std::sqrt(var[c] + eps);
         }
-        // sumsq accumulated x*(x - shift): var = E[x(x-shift)] - mean*(mean-shift)
-        mean[c] = sum / M;
-        const double var = std::max(sumsq / M - mean[c] * (mean[c] - shift), 0.0);
-        invstd[c] = 1.0 / std::sqrt(var + eps);
-        if (running_mean.defined()) {
-          NoGradGuard no_grad;
-          const double unbiased = var * M / (M - 1);
+      });
+      if (running_mean.defined()) {
+        NoGradGuard no_grad;
+        for (int64_t c = 0; c < s.C; ++c) {
+          const double unbiased = var[c] * M / (M - 1);
           // running = (1 - momentum) * running + momentum * batch statistic
           Tensor rm = running_mean.select(0, c), rv = running_var.select(0, c);
           fill_(rm, (1 - momentum) * rm.item<double>() + momentum * mean[c]);
@@ -113,15 +123,16 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_forward(const Tensor& input, const
     const std::vector<double> w = channel_values<scalar_t>(weight, s.C, 1.0);
     const std::vector<double> b = channel_values<scalar_t>(bias, s.C, 0.0);
     scalar_t* y = out.data_ptr<scalar_t>();
-    for (int64_t n = 0; n < s.N; ++n) {
-      for (int64_t c = 0; c < s.C; ++c) {
+    parallel_for(0, s.N * s.C, rows_grain(s.inner), [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        const int64_t c = row % s.C;
         const scalar_t scale = scalar_t(w[c] * invstd[c]);
         const scalar_t shift = scalar_t(b[c] - mean[c] * w[c] * invstd[c]);
-        const scalar_t* p = x + (n * s.C + c) * s.inner;
-        scalar_t* q = y + (n * s.C + c) * s.inner;
+        const scalar_t* p = x + row * s.inner;
+        scalar_t* q = y + row * s.inner;
         for (int64_t i = 0; i < s.inner; ++i) q[i] = p[i] * scale + shift;
       }
-    }
+    });
   });
   Tensor mean_t = from_vector<double>(mean).to(input.dtype());
   Tensor invstd_t = from_vector<double>(invstd).to(input.dtype());
@@ -154,20 +165,23 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(const Tensor& grad_out, c
     const std::vector<double> w = channel_values<scalar_t>(weight, s.C, 1.0);
     const scalar_t* x = in.data_ptr<scalar_t>();
     const scalar_t* g = go.data_ptr<scalar_t>();
-    for (int64_t n = 0; n < s.N; ++n) {
-      for (int64_t c = 0; c < s.C; ++c) {
-        const scalar_t* xp = x + (n * s.C + c) * s.inner;
-        const scalar_t* gp = g + (n * s.C + c) * s.inner;
-        row_sums(gp, xp, scalar_t(mu[c]), s.inner, sum_g[c], sum_gx[c]);
+    parallel_for(0, s.C, 1, [&](int64_t c_begin, int64_t c_end) {
+      for (int64_t c = c_begin; c < c_end; ++c) {
+        for (int64_t n = 0; n < s.N; ++n) {
+          const scalar_t* xp = x + (n * s.C + c) * s.inner;
+          const scalar_t* gp = g + (n * s.C + c) * s.inner;
+          row_sums(gp, xp, scalar_t(mu[c]), s.inner, sum_g[c], sum_gx[c]);
+        }
       }
-    }
+    });
     if (!mask[0]) return;
     scalar_t* gi = grad_input.data_ptr<scalar_t>();
-    for (int64_t n = 0; n < s.N; ++n) {
-      for (int64_t c = 0; c < s.C; ++c) {
-        const scalar_t* xp = x + (n * s.C + c) * s.inner;
-        const scalar_t* gp = g + (n * s.C + c) * s.inner;
-        scalar_t* q = gi + (n * s.C + c) * s.inner;
+    parallel_for(0, s.N * s.C, rows_grain(s.inner), [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        const int64_t c = row % s.C;
+        const scalar_t* xp = x + row * s.inner;
+        const scalar_t* gp = g + row * s.inner;
+        scalar_t* q = gi + row * s.inner;
         const double k = w[c] * is[c];
         if (training) {
           // dx = w*invstd * (g - mean(g) - xhat * mean(g * xhat))
@@ -180,7 +194,7 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(const Tensor& grad_out, c
           for (int64_t i = 0; i < s.inner; ++i) q[i] = a * gp[i];
         }
       }
-    }
+    });
   });
   Tensor grad_weight, grad_bias;
   if (mask[1]) {

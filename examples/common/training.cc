@@ -10,6 +10,8 @@
 
 #include "nn/checkpoint.h"
 #include "tensor/all.h"
+#include "tensor/cpu/capability.h"
+#include "tensor/parallel.h"
 
 namespace ember::examples {
 
@@ -30,7 +32,7 @@ TrainConfig parse_flags(int argc, char** argv, const std::string& program, bool*
       {"momentum", {"SGD momentum (0.9)", f64(&c.momentum)}},
       {"weight_decay", {"SGD weight decay (5e-4)", f64(&c.weight_decay)}},
       {"label_smoothing", {"cross-entropy label smoothing (0)", f64(&c.label_smoothing)}},
-      {"threads", {"compute threads per process (1; only 1 is supported)", i64(&c.threads)}},
+      {"threads", {"intra-op compute threads per process (1)", i64(&c.threads)}},
       {"seed", {"seed for init, shuffling and augmentation (0)", [&](const std::string& v) { c.seed = std::stoull(v); }}},
       {"augment", {"random crop + flip, 0 or 1 (1)", [&](const std::string& v) { c.augment = v != "0"; }}},
       {"max_steps", {"steps per epoch for quick runs (-1 = all)", i64(&c.max_steps)}},
@@ -65,8 +67,8 @@ TrainConfig parse_flags(int argc, char** argv, const std::string& program, bool*
       EMBER_THROW(program, ": bad value '", value, "' for --", name);
     }
   }
-  EMBER_CHECK(c.threads == 1, program, ": --threads=", c.threads,
-              " is not supported yet (ember's CPU kernels run on one thread; use more processes)");
+  EMBER_CHECK(c.threads >= 1 && c.threads <= 1024, program, ": --threads=", c.threads,
+              " must be between 1 and 1024");
   EMBER_CHECK(c.batch > 0 && c.epochs > 0, program, ": --batch and --epochs must be positive");
   return c;
 }
@@ -209,6 +211,22 @@ int64_t resume_if_requested(const TrainConfig& cfg, nn::Module& model, optim::Op
 optim::SGD make_sgd(const TrainConfig& cfg, std::vector<Tensor> params) {
   return optim::SGD(std::move(params),
                     optim::SGDOptions(cfg.lr).momentum(cfg.momentum).weight_decay(cfg.weight_decay));
+}
+
+void use_threads(const TrainConfig& cfg, const std::string& program, int processes_here, bool print) {
+  set_num_threads(static_cast<int>(cfg.threads));
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores > 0 && cfg.threads * processes_here > cores) {
+    std::fprintf(stderr,
+                 "%s: warning: %d process(es) x --threads=%lld = %lld threads on this host, which has "
+                 "%ld cores; threads will share cores and each step gets slower\n",
+                 program.c_str(), processes_here, (long long)cfg.threads,
+                 (long long)(cfg.threads * processes_here), cores);
+  }
+  if (print) {
+    std::fprintf(stderr, "%s: %lld thread(s) per process, CPU kernels: %s (%s)\n", program.c_str(),
+                 (long long)cfg.threads, cpu_capability(), cpu_vector_extensions());
+  }
 }
 
 }  // namespace ember::examples

@@ -48,6 +48,10 @@ TrainConfig parse_flags(int argc, char** argv, const std::string& program, bool*
 struct FashionMnist {
   std::shared_ptr<data::TensorDataset> train, test;
 };
+// set_num_threads(cfg.threads); warns when processes_here x threads exceeds this host's cores.
+// `print`: say the thread count and the CPU kernels' capability level on stderr.
+void use_threads(const TrainConfig& cfg, const std::string& program, int processes_here, bool print);
+
 FashionMnist load_fashion_mnist(const TrainConfig& cfg);
 data::TransformList train_transforms(const TrainConfig& cfg);
 data::TransformList test_transforms();

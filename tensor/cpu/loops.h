@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "tensor/parallel.h"
 #include "tensor/tensor.h"
 
 #include "tensor/cpu/capability_namespace.h"
@@ -90,6 +91,41 @@ void run_loop_plan(const LoopPlan<N>& plan, std::array<char*, N> base, Inner&& i
   }
 }
 
+// Like run_loop_plan, for the elements [lo, hi) in the plan's order (runs are clipped to it).
+template <size_t N, typename Inner>
+void run_loop_plan_range(const LoopPlan<N>& plan, std::array<char*, N> base, int64_t lo, int64_t hi,
+                         Inner&& inner) {
+  const int64_t ndim = static_cast<int64_t>(plan.sizes.size());
+  const int64_t n = plan.sizes[ndim - 1];
+  std::array<int64_t, N> inner_strides;
+  for (size_t k = 0; k < N; ++k) inner_strides[k] = plan.strides[k][ndim - 1];
+  // The odometer of run lo / n over the outer dims.
+  std::vector<int64_t> counter(std::max<int64_t>(ndim - 1, 0), 0);
+  std::array<char*, N> ptrs = base;
+  for (int64_t d = ndim - 2, run = lo / n; d >= 0; --d) {
+    counter[d] = run % plan.sizes[d];
+    run /= plan.sizes[d];
+    for (size_t k = 0; k < N; ++k) ptrs[k] += counter[d] * plan.strides[k][d];
+  }
+  int64_t offset = lo % n;
+  while (lo < hi) {
+    const int64_t len = std::min(n - offset, hi - lo);
+    std::array<char*, N> start = ptrs;
+    for (size_t k = 0; k < N; ++k) start[k] += offset * inner_strides[k];
+    inner(start, inner_strides, len);
+    lo += len;
+    offset = 0;
+    for (int64_t d = ndim - 2; d >= 0; --d) {
+      if (++counter[d] < plan.sizes[d]) {
+        for (size_t k = 0; k < N; ++k) ptrs[k] += plan.strides[k][d];
+        break;
+      }
+      for (size_t k = 0; k < N; ++k) ptrs[k] -= plan.strides[k][d] * (plan.sizes[d] - 1);
+      counter[d] = 0;
+    }
+  }
+}
+
 template <size_t N, typename Inner>
 void for_each_strided(const Shape& sizes, const std::array<const Tensor*, N>& tensors,
                       Inner&& inner) {
@@ -99,11 +135,29 @@ void for_each_strided(const Shape& sizes, const std::array<const Tensor*, N>& te
   run_loop_plan<N>(plan, base, inner);
 }
 
+// Elements per thread below which an elementwise loop stays on one thread.
+constexpr int64_t kElementwiseGrain = 32768;
+
+// for_each_strided with the elements split across threads. Only for loops where each element of
+// operand 0 is written from its own inputs alone (elementwise ops; not reductions into a
+// broadcast output), so the result is the same for any thread count.
+template <size_t N, typename Inner>
+void parallel_for_each_strided(const Shape& sizes, const std::array<const Tensor*, N>& tensors,
+                               Inner&& inner) {
+  LoopPlan<N> plan = make_loop_plan<N>(sizes, tensors);
+  if (plan.numel == 0) return;
+  std::array<char*, N> base;
+  for (size_t k = 0; k < N; ++k) base[k] = static_cast<char*>(tensors[k]->data_ptr());
+  parallel_for(0, plan.numel, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+    run_loop_plan_range<N>(plan, base, lo, hi, inner);
+  });
+}
+
 // Elementwise out = f(in...) over same-dtype operands; `Out` and `In` are the C++ element types.
 // The contiguous inner case is a plain indexed loop the compiler vectorises.
 template <typename Out, typename In, typename F>
 void unary_loop(const Tensor& out, const Tensor& in, F f) {
-  for_each_strided<2>(out.sizes(), {&out, &in},
+  parallel_for_each_strided<2>(out.sizes(), {&out, &in},
                       [&](std::array<char*, 2> p, std::array<int64_t, 2> s, int64_t n) {
                         Out* o = reinterpret_cast<Out*>(p[0]);
                         const In* a = reinterpret_cast<const In*>(p[1]);
@@ -120,7 +174,7 @@ void unary_loop(const Tensor& out, const Tensor& in, F f) {
 
 template <typename Out, typename In, typename F>
 void binary_loop(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
-  for_each_strided<3>(
+  parallel_for_each_strided<3>(
       out.sizes(), {&out, &a, &b},
       [&](std::array<char*, 3> p, std::array<int64_t, 3> s, int64_t n) {
         Out* o = reinterpret_cast<Out*>(p[0]);

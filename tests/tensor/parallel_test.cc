@@ -1,0 +1,147 @@
+// Intra-op threads (tensor/parallel.h): set_num_threads, parallel_for, and Note [Deterministic
+// parallel kernels] -- every threaded kernel gives the same bits at 1, 2, 3 and 4 threads -- and
+// the CPU capability level the kernels were chosen for (tensor/cpu/capability.h).
+#include <atomic>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tensor/all.h"
+#include "tensor/cpu/capability.h"
+#include "tensor/nn_ops.h"
+#include "tensor/parallel.h"
+#include "tests/tensor/test_util.h"
+
+namespace ember {
+namespace {
+
+// Restores the thread count a test changed.
+class ParallelTest : public ::testing::Test {
+ protected:
+  void TearDown() override { set_num_threads(saved_); }
+  int saved_ = get_num_threads();
+};
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  if (a.sizes() != b.sizes() || a.dtype() != b.dtype()) return false;
+  Tensor x = a.contiguous(), y = b.contiguous();
+  return std::memcmp(x.data_ptr(), y.data_ptr(), x.numel() * x.element_size()) == 0;
+}
+
+// Runs `compute` at 1..4 threads; every output must match the 1-thread outputs bit for bit.
+void expect_thread_count_invariant(const std::function<std::vector<Tensor>()>& compute) {
+  set_num_threads(1);
+  const std::vector<Tensor> reference = compute();
+  for (int threads : {2, 3, 4}) {
+    set_num_threads(threads);
+    const std::vector<Tensor> got = compute();
+    ASSERT_EQ(got.size(), reference.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_TRUE(same_bits(got[i], reference[i]))
+          << "output " << i << " differs at " << threads << " threads: max |diff| = "
+          << (got[i].to(kFloat64) - reference[i].to(kFloat64)).abs().max().item<double>();
+    }
+  }
+}
+
+TEST_F(ParallelTest, SetNumThreadsRejectsNonPositive) {
+  EXPECT_EMBER_ERROR(set_num_threads(0), "set_num_threads: expected a positive number of threads, got 0");
+  set_num_threads(3);
+  EXPECT_EQ(get_num_threads(), 3);
+}
+
+TEST_F(ParallelTest, ParallelForCoversTheRangeOnceInOrderedChunks) {
+  set_num_threads(4);
+  std::vector<std::atomic<int>> hits(100003);
+  parallel_for(0, static_cast<int64_t>(hits.size()), 1000, [&](int64_t b, int64_t e) {
+    EXPECT_LT(b, e);
+    for (int64_t i = b; i < e; ++i) hits[i]++;
+  });
+  for (size_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i].load(), 1) << i;
+}
+
+TEST_F(ParallelTest, ExceptionsInsideParallelForReachTheCaller) {
+  set_num_threads(4);
+  EXPECT_EMBER_ERROR(parallel_for(0, 1 << 20, 1, [](int64_t b, int64_t) {
+                     if (b > 0) EMBER_THROW("kernel failed in chunk at ", b);
+                   }),
+                   "kernel failed in chunk at");
+}
+
+TEST_F(ParallelTest, Conv2dForwardAndBackwardAreThreadCountInvariant) {
+  Generator gen(1);
+  // 3x3 stride 1 (direct kernel), 3x3 stride 2 (im2col + col2im), 1x1, grouped; batch 9 spans
+  // three weight-gradient chunks with a partial last one.
+  struct Case { int64_t c, o, k, stride, pad, groups; };
+  for (const Case& cs : {Case{16, 16, 3, 1, 1, 1}, Case{8, 16, 3, 2, 1, 1}, Case{16, 32, 1, 1, 0, 1},
+                         Case{8, 8, 3, 1, 1, 2}}) {
+    SCOPED_TRACE(::testing::Message() << "C=" << cs.c << " O=" << cs.o << " k=" << cs.k
+                                    << " stride=" << cs.stride << " groups=" << cs.groups);
+    Tensor x = randn({9, cs.c, 14, 14}, &gen);
+    Tensor w = randn({cs.o, cs.c / cs.groups, cs.k, cs.k}, &gen);
+    Tensor b = randn({cs.o}, &gen);
+    Conv2dParams p;
+    p.stride = {cs.stride, cs.stride};
+    p.padding = {cs.pad, cs.pad};
+    p.groups = cs.groups;
+    expect_thread_count_invariant([&] {
+      Tensor y = conv2d(x, w, b, p);
+      auto [gi, gw, gb] = conv2d_backward(y * 0.5, x, w, p, {true, true, true});
+      return std::vector<Tensor>{y, gi, gw, gb};
+    });
+  }
+}
+
+TEST_F(ParallelTest, MatmulIsThreadCountInvariant) {
+  Generator gen(2);
+  for (auto [n, k, m] : {std::array<int64_t, 3>{300, 200, 170}, {129, 515, 67}, {1024, 64, 8}}) {
+    Tensor a = randn({n, k}, &gen), b = randn({k, m}, &gen);
+    Tensor bt = randn({m, k}, &gen).t();  // a column-major operand
+    expect_thread_count_invariant([&] {
+      return std::vector<Tensor>{matmul(a, b), matmul(a, bt), matmul(a.to(kFloat64), b.to(kFloat64))};
+    });
+  }
+}
+
+TEST_F(ParallelTest, ElementwiseAndConversionsAreThreadCountInvariant) {
+  Generator gen(3);
+  Tensor a = randn({70, 33, 41}, &gen);
+  Tensor row = randn({41}, &gen);
+  Tensor strided = randn({41, 33, 70}, &gen).permute({2, 1, 0});  // not contiguous
+  expect_thread_count_invariant([&] {
+    return std::vector<Tensor>{a + row, a * strided, (a * 0.1).exp(), a.relu(), strided.to(kFloat16),
+                               strided.sigmoid()};
+  });
+}
+
+TEST_F(ParallelTest, BatchNormIsThreadCountInvariant) {
+  Generator gen(4);
+  Tensor x = randn({17, 12, 9, 11}, &gen) * 3.0 + 1.0;
+  Tensor w = randn({12}, &gen), b = randn({12}, &gen);
+  expect_thread_count_invariant([&] {
+    Tensor rm = zeros({12}), rv = ones({12});
+    auto [y, mean, invstd] = batch_norm_forward(x, w, b, rm, rv, true, 0.1, 1e-5);
+    auto [gi, gw, gb] = batch_norm_backward(y * 0.3, x, w, mean, invstd, true, {true, true, true});
+    return std::vector<Tensor>{y, mean, invstd, rm, rv, gi, gw, gb};
+  });
+}
+
+TEST(CpuCapability, LevelIsSupportedAndNamed) {
+  const std::string name = cpu_capability();
+  EXPECT_TRUE(name == "default" || name == "avx2" || name == "avx512") << name;
+  EXPECT_LE(static_cast<int>(cpu_capability_level()), static_cast<int>(cpu_capability_supported()));
+  EXPECT_STREQ(cpu_capability_name(cpu_capability_level()), cpu_capability());
+  const std::string extensions = cpu_vector_extensions();
+  if (cpu_capability_supported() == CpuCapability::Avx512) {
+    EXPECT_NE(extensions.find("avx512f"), std::string::npos) << extensions;
+  }
+  if (cpu_capability_supported() >= CpuCapability::Avx2) {
+    EXPECT_NE(extensions.find("avx2"), std::string::npos) << extensions;
+  }
+}
+
+}  // namespace
+}  // namespace ember
