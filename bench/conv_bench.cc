@@ -1,18 +1,17 @@
 // 3x3 convolution forward, float32, one thread, ResNet-20's three layer shapes on 28x28 input
 // (batch 64, C = O = 16 / 32 / 64 at 28 / 14 / 7 pixels): ember::conv2d (its direct kernel where
-// that wins, else im2col + GEMM) against im2col + Eigen GEMM written out here, image by image, on
-// the same buffers. The size argument is the feature map's side.
-#include <Eigen/Core>
-
+// that wins, else im2col + GEMM) against im2col + Eigen GEMM image by image on the same buffers,
+// built for ember's CPU capability level (bench/eigen_baselines.h). The size argument is the
+// feature map's side.
 #include <vector>
 
+#include "bench/eigen_baselines.h"
 #include "bench/ratio_report.h"
 #include "tensor/all.h"
 #include "tensor/nn_ops.h"
 
 namespace {
 
-using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 constexpr const char* kRate = "GFLOP";
 constexpr int64_t kBatch = 64;
 
@@ -45,26 +44,9 @@ void conv_im2col_eigen(benchmark::State& state) {
   Layer l(state.range(0));
   const int64_t C = l.C, S = l.S, K = C * 9, P = S * S;
   std::vector<float> cols(static_cast<size_t>(K * P)), out(static_cast<size_t>(kBatch * C * P));
-  const float* x = l.x.data_ptr<float>();
-  Eigen::Map<const RowMat> w(l.w.data_ptr<float>(), C, K);
+  const auto conv = ember::bench::eigen_baselines().conv3x3_f32;
   for (auto _ : state) {
-    for (int64_t n = 0; n < kBatch; ++n) {
-      for (int64_t c = 0; c < C; ++c) {
-        for (int64_t i = 0; i < 3; ++i) {
-          for (int64_t j = 0; j < 3; ++j) {
-            float* row = cols.data() + ((c * 3 + i) * 3 + j) * P;
-            for (int64_t h = 0; h < S; ++h) {
-              const int64_t ih = h + i - 1;
-              for (int64_t v = 0; v < S; ++v) {
-                const int64_t iv = v + j - 1;
-                row[h * S + v] = ih < 0 || ih >= S || iv < 0 || iv >= S ? 0.f : x[((n * C + c) * S + ih) * S + iv];
-              }
-            }
-          }
-        }
-      }
-      Eigen::Map<RowMat>(out.data() + n * C * P, C, P).noalias() = w * Eigen::Map<const RowMat>(cols.data(), K, P);
-    }
+    conv(l.x.data_ptr<float>(), l.w.data_ptr<float>(), cols.data(), out.data(), kBatch, C, C, S);
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
@@ -81,7 +63,7 @@ void register_all() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Eigen::setNbThreads(1);
+  std::printf("baseline: im2col + Eigen built for %s, one thread\n", ember::bench::eigen_baselines().level);
   register_all();
   return ember::bench::run_with_ratio_table(argc, argv, kRate);
 }

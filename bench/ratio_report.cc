@@ -1,5 +1,8 @@
 #include "bench/ratio_report.h"
 
+#include "tensor/cpu/capability.h"
+#include "tensor/parallel.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -79,16 +82,30 @@ void set_rate(benchmark::State& state, const char* counter, double units_per_ite
 
 int run_with_ratio_table(int argc, char** argv, const char* rate_counter) {
   // Medians need repetitions; keep the user's choice if they gave one.
-  std::vector<char*> args(argv, argv + argc);
+  std::vector<char*> args{argv[0]};
   std::string reps = "--benchmark_repetitions=5";
   bool has_reps = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--benchmark_repetitions", 23) == 0) has_reps = true;
+    // --threads=N is ember's (set_num_threads), not Google Benchmark's.
+    if (std::strncmp(argv[i], "--threads=", 10) == 0) {
+      char* end = nullptr;
+      const long t = std::strtol(argv[i] + 10, &end, 10);
+      if (*end != '\0' || t < 1) {
+        std::fprintf(stderr, "%s: --threads expects a positive integer, got '%s'\n", argv[0], argv[i] + 10);
+        return 2;
+      }
+      set_num_threads(static_cast<int>(t));
+      continue;
+    }
+    args.push_back(argv[i]);
   }
   if (!has_reps) args.push_back(reps.data());
   int n = static_cast<int>(args.size());
   benchmark::Initialize(&n, args.data());
   if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
+  std::printf("ember CPU kernels: %s (CPU reports: %s), %d thread(s)\n", cpu_capability(),
+              cpu_vector_extensions(), get_num_threads());
   RatioReporter reporter(rate_counter);
   benchmark::RunSpecifiedBenchmarks(&reporter);
   reporter.print_table();
