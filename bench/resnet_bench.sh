@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# End-to-end ResNet-20 training step (batch 64, 1x28x28, one thread, SGD momentum, cross-entropy,
-# a fixed synthetic batch): ember (//bench:resnet_train_bench) then the same model in PyTorch
-# (bench/resnet_train_torch.py, /usr/bin/python3, torch.set_num_threads(1)) in one script.
+# End-to-end ResNet-20 training step (batch 64, 1x28x28, SGD momentum, cross-entropy, a fixed
+# synthetic batch): ember (//bench:resnet_train_bench) then the same model in PyTorch
+# (bench/resnet_train_torch.py, /usr/bin/python3) in one script, at 1 and 2 threads
+# (THREADS="1 2 4" to change), at every CPU capability level this CPU has, PyTorch capped likewise.
 #   bench/resnet_bench.sh [steps] [warmup]     ms/step (median), fwd/bwd/opt split, ratio, peak RSS
+#   LEVELS="avx2" bench/resnet_bench.sh ...    only these levels (default: all the CPU supports)
 #   bench/resnet_bench.sh profile [steps]      where ember's time goes: callgrind over a few steps,
 #                                              top inclusive functions and an op-family summary,
 #                                              then torch.profiler's per-op table for comparison
-# ratio = ember throughput / torch throughput (higher is better; target >= 1.0).
+# ratio = ember throughput / torch throughput (higher is better; target >= 1.3).
 # Peak RSS is getrusage's ru_maxrss of each process (the Python figure includes the interpreter and
 # libtorch). Run on a quiet machine: the script prints `uptime` so a loaded run can be recognised.
 set -euo pipefail
@@ -34,21 +36,45 @@ fi
 
 steps="${1:-30}"
 warmup="${2:-5}"
+threads_list="${THREADS:-1 2}"
+# Each ISA level ember's CPU has, highest first; PyTorch is held to the same level.
+levels="${LEVELS:-$("$bin" --print_capabilities)}"
 echo "== machine: $(nproc) cores, $(uptime | sed 's/.*load average/load average/')"
+echo "   CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+echo "   vector extensions: $(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(sse4_2|avx|avx2|fma|f16c|avx512[a-z_0-9]*)$' | tr '\n' ' ')"
 if pgrep -f "train_resnet|ddp_resnet" >/dev/null; then echo "   (a train_resnet/ddp_resnet job is running: figures are not from a quiet machine)"; fi
-echo "== ember: $bin --steps=$steps --warmup=$warmup"
-e=$("$bin" --steps="$steps" --warmup="$warmup" | grep '^RESULT')
-echo "$e"
-echo "== torch: $py bench/resnet_train_torch.py --steps $steps --warmup $warmup"
-t=$("$py" bench/resnet_train_torch.py --steps "$steps" --warmup "$warmup" | grep '^RESULT')
-echo "$t"
-echo
-printf '%-8s %10s %9s %9s %9s %10s %13s\n' impl ms/step fwd_ms bwd_ms opt_ms img/s peak_RSS_MB
-for line in "$e" "$t"; do
-  printf '%-8s %10s %9s %9s %9s %10s %13s\n' "$(field impl "$line")" "$(field ms_per_step "$line")" \
-    "$(field fwd_ms "$line")" "$(field bwd_ms "$line")" "$(field opt_ms "$line")" \
-    "$(field img_per_s "$line")" "$(field peak_rss_mb "$line")"
+summary=()
+for level in $levels; do
+  # oneDNN and ATen take their own names for the same ceilings.
+  case "$level" in
+    avx512) torch_env=(ONEDNN_MAX_CPU_ISA=AVX512_CORE ATEN_CPU_CAPABILITY=avx512) ;;
+    avx2) torch_env=(ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2) ;;
+    *) torch_env=(ONEDNN_MAX_CPU_ISA=SSE41 ATEN_CPU_CAPABILITY=default) ;;
+  esac
+  for threads in $threads_list; do
+    echo
+    echo "== level $level, $threads thread(s): ember (EMBER_CPU_CAPABILITY=$level), torch (${torch_env[*]})"
+    e=$(EMBER_CPU_CAPABILITY=$level "$bin" --steps="$steps" --warmup="$warmup" --threads="$threads" | grep '^RESULT')
+    t=$(env "${torch_env[@]}" "$py" bench/resnet_train_torch.py --steps "$steps" --warmup "$warmup" --threads "$threads" | grep '^RESULT')
+    printf '%-8s %8s %10s %10s %9s %9s %9s %10s %13s\n' impl threads capability ms/step fwd_ms bwd_ms opt_ms img/s peak_RSS_MB
+    for line in "$e" "$t"; do
+      printf '%-8s %8s %10s %10s %9s %9s %9s %10s %13s\n' "$(field impl "$line")" "$(field threads "$line")" \
+        "$(field capability "$line")" "$(field ms_per_step "$line")" "$(field fwd_ms "$line")" \
+        "$(field bwd_ms "$line")" "$(field opt_ms "$line")" "$(field img_per_s "$line")" \
+        "$(field peak_rss_mb "$line")"
+    done
+    summary+=("$level $threads $(field ms_per_step "$e") $(field ms_per_step "$t") $(field peak_rss_mb "$e") $(field peak_rss_mb "$t")")
+  done
 done
-awk -v e="$(field ms_per_step "$e")" -v t="$(field ms_per_step "$t")" \
-  'BEGIN { printf "ratio (ember throughput / torch throughput) = %.3f   (target >= 1.0)\n", t / e }'
+echo
+echo "== summary: ratio = ember throughput / torch throughput (target >= 1.3); scaling = ember's"
+echo "   1-thread ms/step / N-thread ms/step (target >= 1.8 at 2 threads); memory = ember / torch peak RSS"
+printf '%-8s %8s %12s %12s %8s %8s %8s\n' level threads ember_ms torch_ms ratio scaling memory
+declare -A one_thread
+for row in "${summary[@]}"; do
+  read -r level threads e t em tm <<<"$row"
+  [[ "$threads" == 1 ]] && one_thread[$level]=$e
+  awk -v l="$level" -v n="$threads" -v e="$e" -v t="$t" -v b="${one_thread[$level]:-}" -v em="$em" -v tm="$tm" \
+    'BEGIN { printf "%-8s %8s %12.2f %12.2f %8.3f %8s %8.3f\n", l, n, e, t, t / e, (b == "" ? "-" : sprintf("%.3f", b / e)), em / tm }'
+done
 echo "== load after: $(uptime | sed 's/.*load average/load average/')"

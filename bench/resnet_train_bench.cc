@@ -50,6 +50,14 @@ bool flag(const char* arg, const char* name, long long* out) {
 int main(int argc, char** argv) {
   long long steps = 30, warmup = 5, batch = 64, depth = 20, width = 16, seed = 0, threads = 1;
   for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--print_capabilities") == 0) {
+      // The capability levels this CPU supports, highest first (for bench/resnet_bench.sh).
+      for (int l = static_cast<int>(cpu_capability_supported()); l >= 0; --l) {
+        std::printf("%s ", cpu_capability_name(static_cast<CpuCapability>(l)));
+      }
+      std::printf("\n");
+      return 0;
+    }
     if (flag(argv[i], "--steps", &steps) || flag(argv[i], "--warmup", &warmup) ||
         flag(argv[i], "--batch", &batch) || flag(argv[i], "--depth", &depth) ||
         flag(argv[i], "--width", &width) || flag(argv[i], "--seed", &seed) ||

@@ -8,6 +8,7 @@ getrusage). --profile adds torch.profiler's per-op table (self CPU time) for a f
 """
 import argparse
 import os
+import re
 import resource
 import statistics
 import sys
@@ -60,7 +61,9 @@ def main():
             total.append(1e3 * (t3 - t0))
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     step_ms = statistics.median(total)
-    capability = torch.backends.cpu.get_cpu_capability() if hasattr(torch.backends, "cpu") else "?"
+    # ATen's level (torch 1.13 has no torch.backends.cpu.get_cpu_capability yet).
+    found = re.search(r"CPU capability usage: (\w+)", torch.__config__.show())
+    capability = found.group(1) if found else "?"
     print(f"RESULT impl=torch model=resnet{a.depth} batch={a.batch} steps={a.steps} "
           f"threads={torch.get_num_threads()} capability={capability.lower()} "
           f"ms_per_step={step_ms:.2f} fwd_ms={statistics.median(fwd):.2f} "

@@ -21,6 +21,19 @@ enum class ReduceOp { Sum, Max, Min, ArgMax, ArgMin };
 const char* binary_op_name(BinaryOp op);
 const char* unary_op_name(UnaryOp op);
 
+// Batch-norm data viewed as contiguous [N, C, inner].
+struct BatchNormShape {
+  int64_t N, C, inner;
+};
+// grad_input = a[c] * grad_out - b[c] - d[c] * (input - mean[c]) (training); with b == nullptr,
+// grad_input = a[c] * grad_out (eval: statistics are constants). Arrays of C doubles.
+struct BatchNormBackwardCoefficients {
+  const double* a = nullptr;
+  const double* b = nullptr;
+  const double* d = nullptr;
+  const double* mean = nullptr;
+};
+
 struct KernelTable {
   // out = a (op) b. a and b share a dtype and are broadcast (expanded) to out's shape; out has
   // that dtype too, except for comparisons, where it is bool. alpha scales b for Add and Sub.
@@ -44,6 +57,21 @@ struct KernelTable {
   // geometry g (checked by the op); bias may be undefined.
   void (*conv2d)(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor& bias,
                  const cpu::ConvGeometry& g, int64_t groups) = nullptr;
+  // Batch norm over contiguous float32/float64 [N, C, inner] tensors, per channel c:
+  // mean[c] and biased var[c] of input;
+  void (*batch_norm_stats)(const Tensor& input, const BatchNormShape& s, double* mean,
+                           double* var) = nullptr;
+  // out = input * scale[c] + shift[c];
+  void (*batch_norm_transform)(const Tensor& out, const Tensor& input, const BatchNormShape& s,
+                               const double* scale, const double* shift) = nullptr;
+  // sum_g[c] = sum of grad_out, sum_gx[c] = sum of grad_out * (input - mean[c]);
+  void (*batch_norm_backward_reduce)(const Tensor& grad_out, const Tensor& input,
+                                     const BatchNormShape& s, const double* mean, double* sum_g,
+                                     double* sum_gx) = nullptr;
+  // grad_input from BatchNormBackwardCoefficients.
+  void (*batch_norm_backward_transform)(const Tensor& grad_input, const Tensor& grad_out,
+                                        const Tensor& input, const BatchNormShape& s,
+                                        const BatchNormBackwardCoefficients& k) = nullptr;
   // The gradients of conv2d; an undefined grad_* is not computed.
   void (*conv2d_backward)(const Tensor& grad_out, const Tensor& input, const Tensor& weight,
                           const cpu::ConvGeometry& g, int64_t groups, const Tensor& grad_input,

@@ -124,6 +124,14 @@ template <typename T>
 void weight_grad_images(const T* in, const T* go, const ConvGeometry& g, int64_t O, int64_t G,
                         T* gw, int64_t begin, int64_t end, T* buffer) {
   const int64_t Og = O / G, Cg = g.C / G, K = Cg * g.kh * g.kw, P = g.Ho * g.Wo;
+  if constexpr (std::is_same_v<T, float>) {
+    if (G == 1 && direct_conv_applies(g, O)) {
+      for (int64_t n = begin; n < end; ++n) {
+        direct_conv_weight_grad(in + n * g.C * g.H * g.W, go + n * O * P, g, O, gw, buffer);
+      }
+      return;
+    }
+  }
   for (int64_t n = begin; n < end; ++n) {
     const T* cols = image_columns(in + n * g.C * g.H * g.W, g, buffer);
     for (int64_t gi = 0; gi < G; ++gi) {
@@ -138,7 +146,9 @@ template <typename T>
 void weight_grad(const T* in, const T* go, const ConvGeometry& g, int64_t O, int64_t G, T* gw) {
   const int64_t size = O * (g.C / G) * g.kh * g.kw, P = g.Ho * g.Wo;
   const int64_t chunks = (g.N + kImagesPerWeightChunk - 1) / kImagesPerWeightChunk;
-  const int64_t cols_size = is_pointwise(g) ? 0 : g.C * g.kh * g.kw * P;
+  const bool direct = std::is_same_v<T, float> && G == 1 && direct_conv_applies(g, O);
+  const int64_t cols_size = direct ? direct_conv_weight_grad_scratch_size(g, O)
+                            : is_pointwise(g) ? 0 : g.C * g.kh * g.kw * P;
   // Chunk 0 accumulates into gw itself; the others into partials added afterwards in order.
   Tensor partials = scratch<T>((chunks - 1) * size);
   parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {

@@ -33,6 +33,63 @@ Layout layout(const ConvGeometry& g) {
   return l;
 }
 
+#ifdef EMBER_DIRECT_CONV
+// Scratch starts with the offset of each (c, i, j) row (8-byte aligned), then the padded image:
+// fills both and returns the offsets.
+const int64_t* prepare_image(const float* in, const ConvGeometry& g, const Layout& l, float* scratch) {
+  const int64_t K = g.C * g.kh * g.kw;
+  auto* taps = reinterpret_cast<int64_t*>(scratch);
+  float* padded = scratch + 2 * K;
+  std::memset(padded, 0, sizeof(float) * static_cast<size_t>(l.padded_size));
+  for (int64_t c = 0; c < g.C; ++c) {
+    for (int64_t h = 0; h < g.H; ++h) {
+      std::memcpy(padded + c * l.plane + (h + g.ph) * l.Wp + g.pw, in + (c * g.H + h) * g.W,
+                  sizeof(float) * static_cast<size_t>(g.W));
+    }
+  }
+  for (int64_t c = 0, k = 0; c < g.C; ++c) {
+    for (int64_t i = 0; i < g.kh; ++i) {
+      for (int64_t j = 0; j < g.kw; ++j) taps[k++] = c * l.plane + i * l.Wp + j;
+    }
+  }
+  return taps;
+}
+
+float horizontal_sum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// gw[o + r, k + t] += sum over q of grid[o + r, q] * padded[taps[k + t] + q], for r < 4, t < Taps:
+// 4 x Taps accumulators of 8 positions each, folded once at the end.
+template <int Taps>
+void weight_grad_tile(const float* grid, int64_t Qpad, const float* padded, const int64_t* taps,
+                      int64_t K, float* gw) {
+  __m256 acc[4][Taps];
+  for (int r = 0; r < 4; ++r) {
+    for (int t = 0; t < Taps; ++t) acc[r][t] = _mm256_setzero_ps();
+  }
+  const float* x[Taps];
+  for (int t = 0; t < Taps; ++t) x[t] = padded + taps[t];
+  for (int64_t q = 0; q < Qpad; q += 8) {
+    __m256 xs[Taps];
+#pragma GCC unroll 3
+    for (int t = 0; t < Taps; ++t) xs[t] = _mm256_loadu_ps(x[t] + q);
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; ++r) {
+      const __m256 gv = _mm256_loadu_ps(grid + r * Qpad + q);
+#pragma GCC unroll 3
+      for (int t = 0; t < Taps; ++t) acc[r][t] = _mm256_fmadd_ps(gv, xs[t], acc[r][t]);
+    }
+  }
+  for (int r = 0; r < 4; ++r) {
+    for (int t = 0; t < Taps; ++t) gw[r * K + t] += horizontal_sum(acc[r][t]);
+  }
+}
+#endif
+
 }  // namespace
 
 bool direct_conv_applies(const ConvGeometry& g, int64_t O) {
@@ -62,23 +119,9 @@ void direct_conv(const float* in, const float* weight, const ConvGeometry& g, in
 #ifdef EMBER_DIRECT_CONV
   const Layout l = layout(g);
   const int64_t K = g.C * g.kh * g.kw;
-  // Scratch: the offset of each (c, i, j) row first (8-byte aligned), the padded image, the grid.
-  auto* taps = reinterpret_cast<int64_t*>(scratch);
+  const int64_t* taps = prepare_image(in, g, l, scratch);
   float* padded = scratch + 2 * K;
   float* grid = padded + l.padded_size;  // [O, Qpad]
-
-  std::memset(padded, 0, sizeof(float) * static_cast<size_t>(l.padded_size));
-  for (int64_t c = 0; c < g.C; ++c) {
-    for (int64_t h = 0; h < g.H; ++h) {
-      std::memcpy(padded + c * l.plane + (h + g.ph) * l.Wp + g.pw, in + (c * g.H + h) * g.W,
-                  sizeof(float) * static_cast<size_t>(g.W));
-    }
-  }
-  for (int64_t c = 0, k = 0; c < g.C; ++c) {
-    for (int64_t i = 0; i < g.kh; ++i) {
-      for (int64_t j = 0; j < g.kw; ++j) taps[k++] = c * l.plane + i * l.Wp + j;
-    }
-  }
 
   // Column block outermost: its K input rows (K x 24 floats) stay in L1 across the channel blocks.
   for (int64_t q = 0; q < l.Qpad; q += kColumns) {
@@ -116,6 +159,39 @@ void direct_conv(const float* in, const float* weight, const ConvGeometry& g, in
   }
 #else
   (void)in, (void)weight, (void)g, (void)O, (void)out, (void)scratch;
+#endif
+}
+
+int64_t direct_conv_weight_grad_scratch_size(const ConvGeometry& g, int64_t O) {
+  return direct_conv_scratch_size(g, O);
+}
+
+void direct_conv_weight_grad(const float* in, const float* grad_out, const ConvGeometry& g,
+                             int64_t O, float* gw, float* scratch) {
+#ifdef EMBER_DIRECT_CONV
+  const Layout l = layout(g);
+  const int64_t K = g.C * g.kh * g.kw;
+  const int64_t* taps = prepare_image(in, g, l, scratch);
+  const float* padded = scratch + 2 * K;
+  // The output gradient on the padded-width grid [O, Qpad]: zero where the grid has no output
+  // (the Wp - Wo columns that straddle two rows, and the tail), so those positions add nothing.
+  float* grid = scratch + 2 * K + l.padded_size;
+  std::memset(grid, 0, sizeof(float) * static_cast<size_t>(O * l.Qpad));
+  for (int64_t o = 0; o < O; ++o) {
+    for (int64_t oh = 0; oh < g.Ho; ++oh) {
+      std::memcpy(grid + o * l.Qpad + oh * l.Wp, grad_out + (o * g.Ho + oh) * g.Wo,
+                  sizeof(float) * static_cast<size_t>(g.Wo));
+    }
+  }
+  // Four output channels' grid rows stay in L1 while every tap's shifted window streams past.
+  for (int64_t o = 0; o < O; o += 4) {
+    const float* rows = grid + o * l.Qpad;
+    int64_t k = 0;
+    for (; k + 3 <= K; k += 3) weight_grad_tile<3>(rows, l.Qpad, padded, taps + k, K, gw + o * K + k);
+    for (; k < K; ++k) weight_grad_tile<1>(rows, l.Qpad, padded, taps + k, K, gw + o * K + k);
+  }
+#else
+  (void)in, (void)grad_out, (void)g, (void)O, (void)gw, (void)scratch;
 #endif
 }
 

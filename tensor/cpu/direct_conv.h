@@ -29,6 +29,12 @@ int64_t direct_conv_scratch_size(const ConvGeometry& g, int64_t O);
 void direct_conv(const float* in, const float* weight, const ConvGeometry& g, int64_t O, float* out,
                  float* scratch);
 
+// One image's weight gradient by the same grid: gw [O, C, kh, kw] += the correlation of the
+// output gradient grad_out [O, Ho, Wo] with in [C, H, W] (applies where direct_conv does).
+int64_t direct_conv_weight_grad_scratch_size(const ConvGeometry& g, int64_t O);
+void direct_conv_weight_grad(const float* in, const float* grad_out, const ConvGeometry& g,
+                             int64_t O, float* gw, float* scratch);
+
 }  // namespace CPU_CAPABILITY
 using namespace CPU_CAPABILITY;
 }  // namespace ember::cpu

@@ -9,6 +9,7 @@ void register_kernels(KernelTable& table) {
   register_reduction_kernels(table);
   register_gemm_kernels(table);
   register_conv_kernels(table);
+  register_batch_norm_kernels(table);
 }
 
 }  // namespace ember::cpu::CPU_CAPABILITY

@@ -1,0 +1,149 @@
+// Batch normalisation CPU kernels over contiguous [N, C, inner] data: per-channel statistics in
+// one pass (in double), the fused scale-and-shift, and the closed-form backward's reduction and
+// transform. Channels (statistics) and rows (transforms) are split across threads; every value is
+// computed by one thread in a fixed order (Note [Deterministic parallel kernels]).
+#include <algorithm>
+#include <cmath>
+
+#include "tensor/cpu/kernels_cpu.h"
+#include "tensor/parallel.h"
+
+namespace ember::cpu::CPU_CAPABILITY {
+namespace {
+
+// Sum of a and of a*(b - shift) over one row, with eight independent partial sums in the
+// element type (vectorisable) folded into double once per row.
+template <typename T>
+void row_sums(const T* a, const T* b, T shift, int64_t n, double& sa, double& sab) {
+  T pa[8] = {0, 0, 0, 0, 0, 0, 0, 0}, pb[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int k = 0; k < 8; ++k) {
+      pa[k] += a[i + k];
+      pb[k] += a[i + k] * (b[i + k] - shift);
+    }
+  }
+  double ra = 0, rb = 0;
+  for (; i < n; ++i) {
+    ra += a[i];
+    rb += double(a[i]) * (b[i] - shift);
+  }
+  for (int k = 0; k < 8; ++k) {
+    ra += pa[k];
+    rb += pb[k];
+  }
+  sa += ra;
+  sab += rb;
+}
+
+// Rows of `inner` elements per parallel chunk: about 16K elements, at least one row.
+int64_t rows_grain(int64_t inner) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(inner, 1)); }
+
+template <typename T>
+void stats(const T* x, const BatchNormShape& s, double* mean, double* var) {
+  const int64_t M = s.N * s.inner;
+  parallel_for(0, s.C, 1, [&](int64_t c_begin, int64_t c_end) {
+    for (int64_t c = c_begin; c < c_end; ++c) {
+      // Shifting by the first value keeps sum-of-squares accurate when |mean| >> std.
+      const T shift = x[c * s.inner];
+      double sum = 0, sumsq = 0;
+      for (int64_t n = 0; n < s.N; ++n) {
+        const T* p = x + (n * s.C + c) * s.inner;
+        double d = 0;
+        row_sums(p, p, shift, s.inner, d, sumsq);
+        sum += d;
+      }
+      // sumsq accumulated x*(x - shift): var = E[x(x-shift)] - mean*(mean-shift)
+      mean[c] = sum / M;
+      var[c] = std::max(sumsq / M - mean[c] * (mean[c] - shift), 0.0);
+    }
+  });
+}
+
+template <typename T>
+void transform(T* y, const T* x, const BatchNormShape& s, const double* scale, const double* shift) {
+  parallel_for(0, s.N * s.C, rows_grain(s.inner), [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t c = row % s.C;
+      const T a = T(scale[c]), b = T(shift[c]);
+      const T* p = x + row * s.inner;
+      T* q = y + row * s.inner;
+      for (int64_t i = 0; i < s.inner; ++i) q[i] = p[i] * a + b;
+    }
+  });
+}
+
+template <typename T>
+void backward_reduce(const T* g, const T* x, const BatchNormShape& s, const double* mean,
+                     double* sum_g, double* sum_gx) {
+  parallel_for(0, s.C, 1, [&](int64_t c_begin, int64_t c_end) {
+    for (int64_t c = c_begin; c < c_end; ++c) {
+      sum_g[c] = sum_gx[c] = 0;
+      for (int64_t n = 0; n < s.N; ++n) {
+        const T* xp = x + (n * s.C + c) * s.inner;
+        const T* gp = g + (n * s.C + c) * s.inner;
+        row_sums(gp, xp, T(mean[c]), s.inner, sum_g[c], sum_gx[c]);
+      }
+    }
+  });
+}
+
+template <typename T>
+void backward_transform(T* gi, const T* g, const T* x, const BatchNormShape& s,
+                        const BatchNormBackwardCoefficients& k) {
+  parallel_for(0, s.N * s.C, rows_grain(s.inner), [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t c = row % s.C;
+      const T* xp = x + row * s.inner;
+      const T* gp = g + row * s.inner;
+      T* q = gi + row * s.inner;
+      const T a = T(k.a[c]);
+      if (k.b != nullptr) {
+        const T b = T(k.b[c]), d = T(k.d[c]), m = T(k.mean[c]);
+        for (int64_t i = 0; i < s.inner; ++i) q[i] = a * gp[i] - b - d * (xp[i] - m);
+      } else {
+        for (int64_t i = 0; i < s.inner; ++i) q[i] = a * gp[i];
+      }
+    }
+  });
+}
+
+void stats_kernel(const Tensor& input, const BatchNormShape& s, double* mean, double* var) {
+  EMBER_DISPATCH_FLOAT_AND_DOUBLE(input.dtype(), "batch_norm", [&] {
+    stats(input.data_ptr<scalar_t>(), s, mean, var);
+  });
+}
+
+void transform_kernel(const Tensor& out, const Tensor& input, const BatchNormShape& s,
+                      const double* scale, const double* shift) {
+  EMBER_DISPATCH_FLOAT_AND_DOUBLE(input.dtype(), "batch_norm", [&] {
+    transform(out.data_ptr<scalar_t>(), input.data_ptr<scalar_t>(), s, scale, shift);
+  });
+}
+
+void backward_reduce_kernel(const Tensor& grad_out, const Tensor& input, const BatchNormShape& s,
+                            const double* mean, double* sum_g, double* sum_gx) {
+  EMBER_DISPATCH_FLOAT_AND_DOUBLE(input.dtype(), "batch_norm_backward", [&] {
+    backward_reduce(grad_out.data_ptr<scalar_t>(), input.data_ptr<scalar_t>(), s, mean, sum_g, sum_gx);
+  });
+}
+
+void backward_transform_kernel(const Tensor& grad_input, const Tensor& grad_out,
+                               const Tensor& input, const BatchNormShape& s,
+                               const BatchNormBackwardCoefficients& k) {
+  EMBER_DISPATCH_FLOAT_AND_DOUBLE(input.dtype(), "batch_norm_backward", [&] {
+    backward_transform(grad_input.data_ptr<scalar_t>(), grad_out.data_ptr<scalar_t>(),
+                       input.data_ptr<scalar_t>(), s, k);
+  });
+}
+
+}  // namespace
+
+void register_batch_norm_kernels(KernelTable& table) {
+  table.batch_norm_stats = stats_kernel;
+  table.batch_norm_transform = transform_kernel;
+  table.batch_norm_backward_reduce = backward_reduce_kernel;
+  table.batch_norm_backward_transform = backward_transform_kernel;
+}
+
+}  // namespace ember::cpu::CPU_CAPABILITY
