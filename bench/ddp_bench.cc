@@ -34,6 +34,8 @@
 #include "nn/nn.h"
 #include "optim/optim.h"
 #include "tensor/all.h"
+#include "tensor/cpu/capability.h"
+#include "tensor/parallel.h"
 
 using namespace ember;
 using Clock = std::chrono::steady_clock;
@@ -45,7 +47,7 @@ struct Flags {
   std::string mode = "ddp";
   double bucket_cap_mb = 25;
   double first_bucket_mb = 1.0;  // PyTorch's _DEFAULT_FIRST_BUCKET_BYTES
-  long long steps = 30, warmup = 5, batch = 64, mlp_layers = 200, mlp_width = 64, seed = 0;
+  long long steps = 30, warmup = 5, batch = 64, mlp_layers = 200, mlp_width = 64, seed = 0, threads = 1;
   std::vector<int64_t> mlp_sizes;  // overrides mlp_layers / mlp_width when given
   examples::CommHookSpec hook{"none", 1, 2};
 };
@@ -76,6 +78,7 @@ bool parse(const std::string& arg, Flags* f) {
   else if (name == "mlp_layers") f->mlp_layers = std::atoll(v.c_str());
   else if (name == "mlp_width") f->mlp_width = std::atoll(v.c_str());
   else if (name == "seed") f->seed = std::atoll(v.c_str());
+  else if (name == "threads") f->threads = std::atoll(v.c_str());
   else if (name == "mlp_sizes") f->mlp_sizes = parse_sizes(v);
   else if (name == "comm_hook") f->hook.name = v;
   else if (name == "powersgd_rank") f->hook.powersgd_rank = std::atoll(v.c_str());
@@ -109,7 +112,7 @@ int main(int argc, char** argv) {
                    "usage: %s [--model=resnet20|mlp] [--mode=ddp|nosync|single] [--bucket_cap_mb=25] "
                    "[--first_bucket_mb=1] [--steps=30] [--warmup=5] [--batch=64] [--mlp_layers=200] "
                    "[--mlp_width=64] [--mlp_sizes=784,4096,4096,10] [--seed=0] [--comm_hook=none] "
-                   "[--powersgd_rank=1] [--powersgd_start_iter=2]\n--comm_hook:\n%s\n",
+                   "[--powersgd_rank=1] [--powersgd_start_iter=2] [--threads=1]\n--comm_hook:\n%s\n",
                    argv[0], examples::comm_hook_help("  ").c_str());
       return 2;
     }
@@ -119,6 +122,7 @@ int main(int argc, char** argv) {
     EMBER_CHECK(f.mode == "ddp" || f.mode == "nosync" || f.mode == "single", "ddp_bench: unknown --mode=", f.mode);
     EMBER_CHECK(f.model == "resnet20" || f.model == "mlp", "ddp_bench: unknown --model=", f.model);
     EMBER_CHECK(f.hook.name == "none" || f.mode == "ddp", "ddp_bench: --comm_hook needs --mode=ddp");
+    set_num_threads(static_cast<int>(f.threads));
     auto pg = distributed::init_process_group("mpi");
     rank = pg->rank();
     const int world = pg->size();
@@ -197,11 +201,11 @@ int main(int argc, char** argv) {
       std::printf(
           "RESULT impl=ember model=%s mode=%s world=%d batch=%lld steps=%lld bucket_cap_mb=%g first_bucket_mb=%g "
           "buckets=%lld params=%zu ms_per_step=%.2f mean_ms_per_step=%.2f img_per_s=%.1f comm_wait_ms=%.2f "
-          "overlap=%.2f peak_rss_mb=%.1f comm_hook=%s bytes_per_step=%.0f\n",
+          "overlap=%.2f peak_rss_mb=%.1f comm_hook=%s bytes_per_step=%.0f threads=%d capability=%s\n",
           f.model.c_str(), f.mode.c_str(), world, f.batch, f.steps, f.bucket_cap_mb, f.first_bucket_mb,
           (long long)buckets, model->parameters().size(), step_ms, mean_step_ms,
           step_ms > 0 ? 1000.0 * world * f.batch / step_ms : 0.0, wait_ms, median(overlap), rss_mb,
-          f.hook.name.c_str(), bytes_per_step);
+          f.hook.name.c_str(), bytes_per_step, get_num_threads(), cpu_capability());
       std::fflush(stdout);
     }
     ddp.reset();

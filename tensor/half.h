@@ -24,8 +24,9 @@ inline float bits_float(uint32_t u) {
 }
 
 // Float -> binary16 with round-to-nearest-even; overflow goes to inf, NaN stays NaN.
-// With F16C (part of -march=x86-64-v3) one vcvtps2ph instruction does it; the portable version
-// below is the fallback (and the reference the tests compare the two against, bit for bit).
+// With F16C (files compiled for AVX2, -march=x86-64-v3) one vcvtps2ph instruction does it; the
+// portable version below is the fallback (and the reference the tests compare the two against,
+// bit for bit).
 // The scaling trick lets the FPU do the rounding (after Maratyszcza's FP16 library).
 inline uint16_t float_to_half_bits_portable(float f) {
   const float scale_to_inf = bits_float(0x77800000u);   // 2^112

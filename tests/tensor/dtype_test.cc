@@ -17,9 +17,10 @@ TEST(HalfTest, RoundsToNearestEven) {
   EXPECT_TRUE(std::isnan(static_cast<float>(Half(NAN))));
 }
 
-// The conversions the build uses (F16C instructions under -march=x86-64-v3) agree bit for bit
-// with the portable reference: every half value to float, and floats around every half value
-// (exact, midway ties, just above and below) back to half; NaN canonicalised the same way.
+// The conversions a file uses (F16C instructions where it is compiled for AVX2, as the CPU kernels
+// are; the portable code elsewhere) agree bit for bit with the portable reference: every half
+// value to float, and floats around every half value (exact, midway ties, just above and below)
+// back to half; NaN canonicalised the same way.
 TEST(HalfTest, FastConversionsMatchThePortableReference) {
   for (uint32_t h = 0; h <= 0xFFFFu; ++h) {
     const float f = detail::half_bits_to_float(static_cast<uint16_t>(h));
