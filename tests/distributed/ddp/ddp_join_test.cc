@@ -1,0 +1,254 @@
+// Join for uneven inputs (issue 13): ranks with 3, 5 and 8 batches (and 1, at four ranks) train
+// under Join, finish without hanging, and end with what PyTorch's Join semantics give, computed in
+// one process by join_reference below:
+//   - in iteration t the ranks still training are A_t = {r : batches(r) > t}; each of them gets the
+//     gradient sum_{r in A_t} grad_r / D, with D = world size (divide_by_initial_world_size, the
+//     default) or |A_t|; joined ranks contribute zeros and take no optimizer step;
+//   - buffers are broadcast before each forward from the highest rank in A_t (not rank 0, which
+//     may have joined with stale buffers);
+//   - when all joined, every rank takes the parameters and buffers of the highest rank among those
+//     that joined last.
+// Tolerance: float32 training, relative 1e-5 (absolute 1e-6) per element.
+#include <algorithm>
+#include <chrono>
+
+#include "tests/distributed/ddp/ddp_test_util.h"
+
+namespace ember::distributed::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int64_t kPerRank = 4;
+constexpr double kRtol = 1e-5;
+
+struct JoinCase {
+  std::function<std::shared_ptr<nn::Module>(uint64_t seed)> make_model = mlp;
+  std::vector<int> batches = {3, 5, 8, 1};  // rank r trains on batches[r % size()] batches
+  JoinOptions join;
+  DDPOptions ddp;
+};
+
+int batches_of(const JoinCase& c, int rank) { return c.batches[rank % c.batches.size()]; }
+
+std::pair<Tensor, Tensor> shard(int t, int rank, int world) {
+  auto batch = rows(random_batches({6}, 4)(t, world * kPerRank), rank * kPerRank, kPerRank);
+  return batch;
+}
+
+struct Trajectory {
+  std::vector<std::vector<Tensor>> grads;  // per iteration, per parameter
+  std::vector<Tensor> params, buffers;     // at the end
+};
+
+std::vector<Tensor> clones(const std::vector<Tensor>& ts) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : ts) out.push_back(t.defined() ? t.clone() : Tensor());
+  return out;
+}
+
+void assign(const std::vector<Tensor>& dst, const std::vector<Tensor>& src) {
+  NoGradGuard g;
+  for (size_t i = 0; i < dst.size(); ++i) copy_(dst[i], src[i]);
+}
+
+// The single-process reference of the header's semantics.
+Trajectory join_reference(const JoinCase& c, int world) {
+  auto model = c.make_model(1234);
+  optim::SGD opt(model->parameters(), optim::SGDOptions(0.1).momentum(0.9));
+  int steps = 0;
+  for (int r = 0; r < world; ++r) steps = std::max(steps, batches_of(c, r));
+  auto active = [&](int t) {
+    std::vector<int> a;
+    for (int r = 0; r < world; ++r) if (batches_of(c, r) > t) a.push_back(r);
+    return a;
+  };
+  Trajectory out;
+  std::vector<Tensor> buffers = clones(model->buffers());
+  for (int t = 0; t < steps; ++t) {
+    const std::vector<int> a = active(t);
+    // Whose buffers the next forward starts from: the highest rank training in t + 1, or, after
+    // the last iteration, the final sync's source (the highest rank among the last joiners).
+    const int next_source = t + 1 < steps ? active(t + 1).back() : a.back();
+    const double divisor = c.join.divide_by_initial_world_size ? world : static_cast<double>(a.size());
+    std::vector<Tensor> next_buffers = buffers;
+    opt.zero_grad();
+    for (int r : a) {
+      assign(model->buffers(), buffers);
+      set_shard(*model, r);
+      auto s = shard(t, r, world);
+      div(nn::functional::cross_entropy(model->forward(s.first), s.second), divisor).backward();
+      if (r == next_source) next_buffers = clones(model->buffers());
+    }
+    buffers = next_buffers;
+    std::vector<Tensor> grads;
+    for (const Tensor& p : model->parameters()) grads.push_back(p.grad().defined() ? p.grad().clone() : Tensor());
+    out.grads.push_back(grads);
+    opt.step();
+  }
+  out.params = model->parameters();
+  out.buffers = buffers;
+  return out;
+}
+
+// BatchNorm2d over [N, C] rows (as [N, C, 1, 1]): a model with running-statistics buffers.
+struct RowBatchNorm : nn::Module {
+  std::shared_ptr<nn::BatchNorm2d> bn;
+  explicit RowBatchNorm(int64_t c) : nn::Module("RowBatchNorm") {
+    bn = register_module("bn", std::make_shared<nn::BatchNorm2d>(c));
+  }
+  Tensor forward(const Tensor& x) override {
+    return bn->forward(x.reshape({x.size(0), x.size(1), 1, 1})).reshape({x.size(0), x.size(1)});
+  }
+};
+
+class DdpJoin : public MpiTest {
+ protected:
+  // Trains this rank's batches under Join; returns its gradients per iteration and final state.
+  Trajectory train(const JoinCase& c) {
+    auto model = c.make_model(rank_ == 0 ? 1234 : 1234 + 17 * rank_);
+    set_shard(*model, rank_);
+    auto ddp = std::make_shared<DistributedDataParallel>(model, c.ddp);
+    optim::SGD opt(ddp->parameters(), optim::SGDOptions(0.1).momentum(0.9));
+    Trajectory out;
+    const auto start = std::chrono::steady_clock::now();
+    Join::run({ddp.get()}, c.join, [&] {
+      for (int t = 0; t < batches_of(c, rank_); ++t) {
+        opt.zero_grad();
+        auto s = shard(t, rank_, world_);
+        nn::functional::cross_entropy(ddp->forward(s.first), s.second).backward();
+        out.grads.push_back(clones([&] {
+          std::vector<Tensor> g;
+          for (const Tensor& p : ddp->parameters()) g.push_back(p.grad());
+          return g;
+        }()));
+        opt.step();
+      }
+    });
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
+    out.params = ddp->parameters();
+    out.buffers = model->buffers();
+    int last = 0;
+    for (int r = 0; r < world_; ++r) {
+      if (batches_of(c, r) >= batches_of(c, last)) last = r;
+    }
+    EXPECT_EQ(ddp->authoritative_rank(), last);
+    return out;
+  }
+
+  void expect_matches_reference(const JoinCase& c) {
+    const Trajectory want = join_reference(c, world_);
+    const Trajectory got = train(c);
+    ASSERT_EQ(got.grads.size(), static_cast<size_t>(batches_of(c, rank_)));
+    for (size_t t = 0; t < got.grads.size(); ++t) {
+      for (size_t i = 0; i < got.grads[t].size(); ++i) {
+        ASSERT_EQ(got.grads[t][i].defined(), want.grads[t][i].defined()) << "iteration " << t << " parameter " << i;
+      }
+      std::vector<Tensor> g, w;
+      for (size_t i = 0; i < got.grads[t].size(); ++i) {
+        if (got.grads[t][i].defined()) {
+          g.push_back(got.grads[t][i]);
+          w.push_back(want.grads[t][i]);
+        }
+      }
+      EXPECT_TRUE(parameters_match(g, w, kRtol)) << "gradients of iteration " << t;
+    }
+    EXPECT_TRUE(parameters_match(got.params, want.params, kRtol)) << "final parameters";
+    EXPECT_TRUE(parameters_match(got.buffers, want.buffers, kRtol)) << "final buffers";
+  }
+};
+
+TEST_F(DdpJoin, UnevenBatchesDivideByInitialWorldSize) { expect_matches_reference(JoinCase{}); }
+
+TEST_F(DdpJoin, UnevenBatchesDivideByRanksStillTraining) {
+  JoinCase c;
+  c.join.divide_by_initial_world_size = false;
+  expect_matches_reference(c);
+}
+
+// Several buckets (rebuilt after the first iteration) and gradients as bucket views: a joined
+// rank's zeros must follow the rebuilt layout.
+TEST_F(DdpJoin, SeveralBucketsAndBucketViews) {
+  JoinCase c;
+  c.ddp.bucket_cap_mb = 400.0 / (1024 * 1024);
+  c.ddp.first_bucket_mb = 200.0 / (1024 * 1024);
+  c.ddp.gradient_as_bucket_view = true;
+  expect_matches_reference(c);
+}
+
+// find_unused_parameters: Branchy's branch is used only on rank 0's shards and rank 0 stops first;
+// after that no rank uses it, the joined ranks' zeros in the used-parameter map keep it globally
+// unused, and its gradient stays undefined; "never" is unused throughout.
+TEST_F(DdpJoin, UnusedParametersShadowTheUsedMap) {
+  JoinCase c;
+  c.make_model = [](uint64_t seed) {
+    auto m = std::make_shared<Branchy>(seed);
+    m->use_branch_on = 1;
+    return m;
+  };
+  c.ddp.find_unused_parameters = true;
+  expect_matches_reference(c);
+}
+
+// Buffers (BatchNorm running statistics) come from the highest rank still training: the highest
+// ranks stop first here, so the source moves from rank world-1 down to rank 0.
+TEST_F(DdpJoin, BuffersComeFromTheHighestRankStillTraining) {
+  JoinCase c;
+  c.batches = {8, 5, 3, 1};
+  c.make_model = [](uint64_t seed) -> std::shared_ptr<nn::Module> {
+    Generator g(seed);
+    auto seq = std::make_shared<nn::Sequential>();
+    seq->push_back(std::make_shared<nn::Linear>(6, 8, true, &g));
+    seq->push_back(std::make_shared<RowBatchNorm>(8));
+    seq->push_back(std::make_shared<nn::ReLU>());
+    seq->push_back(std::make_shared<nn::Linear>(8, 4, true, &g));
+    return seq;
+  };
+  expect_matches_reference(c);
+}
+
+// throw_on_early_termination: the first rank out of data throws from Join::finish, every other
+// rank from its next forward; nobody hangs.
+TEST_F(DdpJoin, ThrowOnEarlyTermination) {
+  JoinCase c;
+  c.join.throw_on_early_termination = true;
+  const auto start = std::chrono::steady_clock::now();
+  const std::string msg = error_of([&] { train(c); });
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
+  int first = 0;
+  for (int r = 0; r < world_; ++r) {
+    if (batches_of(c, r) < batches_of(c, first)) first = r;
+  }
+  if (batches_of(c, rank_) == batches_of(c, first)) {
+    EXPECT_THAT(msg, HasSubstr("Rank " + std::to_string(rank_) + " exhausted all inputs"));
+  } else {
+    EXPECT_THAT(msg, HasSubstr("Detected at least one rank that exhausted inputs. Throwing across all ranks"));
+  }
+}
+
+// Join's constructor checks its joinables.
+TEST_F(DdpJoin, JoinNeedsJoinablesOfOneGroup) {
+  EXPECT_THAT(error_of([] { Join j({}); }), HasSubstr("requires at least one joinable"));
+  auto a = std::make_shared<DistributedDataParallel>(mlp(1));
+  DDPOptions other;
+  std::vector<int> all(world_);
+  for (int r = 0; r < world_; ++r) all[r] = r;
+  other.process_group = new_group(all);
+  auto b = std::make_shared<DistributedDataParallel>(mlp(1), other);
+  EXPECT_THAT(error_of([&] { Join j({a.get(), b.get()}); }), HasSubstr("multiple process groups"));
+}
+
+// After the Join scope a DDP issues no join collectives: plain training continues in step.
+TEST_F(DdpJoin, DdpAfterJoinScopeTrainsNormally) {
+  auto ddp = std::make_shared<DistributedDataParallel>(mlp(1234));
+  {
+    Join join({ddp.get()});
+    sum(ddp->forward(ones({2, 6}))).backward();
+    join.finish();
+  }
+  EXPECT_FALSE(ddp->join_config().enable);
+  for (int it = 0; it < 2; ++it) sum(ddp->forward(ones({2, 6}))).backward();
+}
+
+}  // namespace
+}  // namespace ember::distributed::testing
