@@ -1,6 +1,7 @@
-// Ranks running different numbers of iterations must not hang silently (issue 6): until Join
-// exists, the extra iteration's bucket allreduce hits the group's collective timeout and
-// finalize_backward reports it naming DistributedDataParallel and the bucket. The DDP runs on its
+// Ranks running different numbers of iterations without Join must not hang silently (issues 6 and
+// 13): the extra iteration's bucket allreduce hits the group's collective timeout and
+// finalize_backward reports it naming DistributedDataParallel, the bucket, that inputs look uneven
+// and (at two ranks) the rank that stopped. ddp_join_test covers training under Join. The DDP runs on its
 // own short-timeout group, so only that group breaks (a timed-out group refuses later calls); the
 // default group stays healthy for the fixture's TearDown. Separate binary from ddp_errors_test so a
 // broken group never shares a process with the other cases.
@@ -42,18 +43,26 @@ class DdpUneven : public MpiTest {
   }
 };
 
-void expect_timeout_message(const std::string& msg, int rank) {
+void expect_timeout_message(const std::string& msg, int rank, int world) {
   EXPECT_THAT(msg, HasSubstr("DistributedDataParallel (rank " + std::to_string(rank) +
                              "): the reduction of bucket 0 of 1 (4 parameters: "));
   EXPECT_THAT(msg, HasSubstr("did not complete"));
   EXPECT_THAT(msg, HasSubstr("timed out after 3000 ms"));
+  EXPECT_THAT(msg, HasSubstr("Inputs look uneven: this rank is in the backward of its iteration 3"));
+  // With two ranks the one that stopped is known; with more, the message lists the candidates.
+  if (world == 2) {
+    EXPECT_THAT(msg, HasSubstr("rank " + std::to_string(1 - rank) + " (the only other rank) stopped"));
+  } else {
+    EXPECT_THAT(msg, HasSubstr("at least one of ranks "));
+  }
+  EXPECT_THAT(msg, HasSubstr("Wrap the training loop in Join"));
   EXPECT_THAT(msg, HasSubstr("every rank must call forward/backward the same number of times"));
 }
 
 TEST_F(DdpUneven, ExtraIterationOnRankZeroTimesOutNamingTheBucket) {
   const std::string msg = train_with_extra_iteration_on(0);
   if (rank_ == 0) {
-    expect_timeout_message(msg, 0);
+    expect_timeout_message(msg, 0, world_);
   } else {
     EXPECT_EQ(msg, "");  // finished its iterations and left
   }
@@ -64,7 +73,7 @@ TEST_F(DdpUneven, ExtraIterationOnLastRankTimesOutNamingTheBucket) {
   const int last = world_ - 1;
   const std::string msg = train_with_extra_iteration_on(last);
   if (rank_ == last) {
-    expect_timeout_message(msg, last);
+    expect_timeout_message(msg, last, world_);
   } else {
     EXPECT_EQ(msg, "");
   }
