@@ -1,6 +1,7 @@
 // Join for uneven inputs: Note [Join protocol] in join.h.
 #include "distributed/join.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "tensor/factories.h"
@@ -34,9 +35,17 @@ Join::Join(std::vector<Joinable*> joinables, JoinOptions options)
                   group->group_name(), "')");
     }
   }
-  for (Joinable* j : joinables_) hooks_.push_back(j->join_hook(options_));
-  for (size_t i = 0; i < joinables_.size(); ++i) {
-    joinables_[i]->join_config_ = JoinConfig{options_.enable, options_.throw_on_early_termination, i == 0};
+  // Async shadows' hooks first (see Joinable::is_async_shadow), each group in list order.
+  for (bool async : {true, false}) {
+    for (Joinable* j : joinables_) {
+      if (j->is_async_shadow() == async) hooks_.push_back(j->join_hook(options_));
+    }
+  }
+  auto first = std::find_if(joinables_.begin(), joinables_.end(), [](Joinable* j) { return !j->is_async_shadow(); });
+  EMBER_CHECK(first != joinables_.end(), "Join: every joinable is an async shadow (e.g. SyncBatchNormJoinable); "
+              "pass the joinable that drives the iterations (DistributedDataParallel) too");
+  for (Joinable* j : joinables_) {
+    j->join_config_ = JoinConfig{options_.enable, options_.throw_on_early_termination, j == *first};
   }
 }
 

@@ -17,7 +17,8 @@ namespace ember::distributed {
 
 // Note [Join protocol]
 // Per iteration of a rank that has NOT joined, on the Join's process group:
-//   1. Join::notify_join_context (the first joinable only): an async allreduce of 1, and with
+//   1. Join::notify_join_context (the first joinable that is not an async shadow, see Joinable):
+//      an async allreduce of 1, and with
 //      throw_on_early_termination a blocking allreduce of 0 that is non-zero once any rank joined;
 //   2. then each joinable's own collectives (DDP: bucket rebuild, buffer broadcast, the
 //      "backward will synchronise" allreduce, bucket allreduces, the used-parameter map).
@@ -25,7 +26,8 @@ namespace ember::distributed {
 //   1'. an allreduce of 0 that pairs with 1 and counts the ranks still training (0 ends the loop);
 //       with throw_on_early_termination, an allreduce of 1 that pairs with 1's second allreduce,
 //       then this rank throws (and the others throw from notify_join_context);
-//   2'. each hook's main_hook(), issuing the same collectives as 2, in the same order, with zeros.
+//   2'. each hook's main_hook() (async shadows first), issuing the same collectives as 2, in the
+//       same order, with zeros.
 // Every joinable must use the Join's process group for steps 1/1' (checked in the constructor);
 // the count from 1 is what DDP divides gradients by when divide_by_initial_world_size is false.
 
@@ -62,6 +64,12 @@ class Joinable {
   virtual ~Joinable() = default;
   virtual std::unique_ptr<JoinHook> join_hook(const JoinOptions& options) = 0;
   virtual ProcessGroupPtr join_process_group() const = 0;
+  // ember extension: a joinable with no per-iteration entry point of its own (it never calls
+  // notify_join_context) whose main_hook only starts its shadow on its own thread and group, e.g.
+  // SyncBatchNormJoinable. Join runs these hooks first in each iteration, so their collectives are
+  // posted before a blocking hook (DDP's) waits for gradients that depend on them, and never
+  // makes one of them the notifying (first) joinable.
+  virtual bool is_async_shadow() const { return false; }
   const JoinConfig& join_config() const { return join_config_; }
 
  private:
@@ -72,7 +80,7 @@ class Joinable {
 class Join {
  public:
   // PyTorch's __init__ + __enter__: builds the hooks and enables the joinables. Throws when the
-  // list is empty or the joinables use different process groups.
+  // list is empty, holds only async shadows, or the joinables use different process groups.
   Join(std::vector<Joinable*> joinables, JoinOptions options = {});
   // Disables the joinables again (PyTorch leaves them enabled after the context; here a DDP used
   // after the Join scope issues no join collectives). Never communicates.

@@ -61,13 +61,14 @@ namespace ember::distributed {
 // in registration order, which must be the order forward calls them) and, where the gathered rows
 // say the others will run it, the backward allreduce of zeros (reverse order). Note [SyncBatchNorm
 // collectives]. The layers must use a group other than the Join's: the shadowing runs on its own
-// thread, concurrently with the other joinables' hooks (DDP's waits for gradients that the others
-// only produce after their SyncBatchNorm backward).
+// thread (an async shadow, Joinable::is_async_shadow), concurrently with the other joinables' hooks
+// (DDP's waits for gradients that the others only produce after their SyncBatchNorm backward).
 class SyncBatchNormJoinable : public Joinable {
  public:
   SyncBatchNormJoinable(std::shared_ptr<nn::Module> module, ProcessGroupPtr join_process_group);
   std::unique_ptr<JoinHook> join_hook(const JoinOptions& options) override;
   ProcessGroupPtr join_process_group() const override { return join_process_group_; }
+  bool is_async_shadow() const override { return true; }
 
  private:
   std::vector<std::pair<std::string, std::shared_ptr<nn::SyncBatchNorm>>> layers_;

@@ -91,17 +91,6 @@ Trajectory join_reference(const JoinCase& c, int world) {
   return out;
 }
 
-// BatchNorm2d over [N, C] rows (as [N, C, 1, 1]): a model with running-statistics buffers.
-struct RowBatchNorm : nn::Module {
-  std::shared_ptr<nn::BatchNorm2d> bn;
-  explicit RowBatchNorm(int64_t c) : nn::Module("RowBatchNorm") {
-    bn = register_module("bn", std::make_shared<nn::BatchNorm2d>(c));
-  }
-  Tensor forward(const Tensor& x) override {
-    return bn->forward(x.reshape({x.size(0), x.size(1), 1, 1})).reshape({x.size(0), x.size(1)});
-  }
-};
-
 class DdpJoin : public MpiTest {
  protected:
   // Trains this rank's batches under Join; returns its gradients per iteration and final state.
@@ -195,15 +184,7 @@ TEST_F(DdpJoin, UnusedParametersShadowTheUsedMap) {
 TEST_F(DdpJoin, BuffersComeFromTheHighestRankStillTraining) {
   JoinCase c;
   c.batches = {8, 5, 3, 1};
-  c.make_model = [](uint64_t seed) -> std::shared_ptr<nn::Module> {
-    Generator g(seed);
-    auto seq = std::make_shared<nn::Sequential>();
-    seq->push_back(std::make_shared<nn::Linear>(6, 8, true, &g));
-    seq->push_back(std::make_shared<RowBatchNorm>(8));
-    seq->push_back(std::make_shared<nn::ReLU>());
-    seq->push_back(std::make_shared<nn::Linear>(8, 4, true, &g));
-    return seq;
-  };
+  c.make_model = mlp_with_batch_norm;
   expect_matches_reference(c);
 }
 
