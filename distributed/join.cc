@@ -30,9 +30,10 @@ Join::Join(std::vector<Joinable*> joinables, JoinOptions options)
     if (i == 0) {
       process_group_ = group;
     } else {
-      EMBER_CHECK(group == process_group_, "Join: using the join context manager with multiple process "
-                  "groups (joinable 0 uses '", process_group_->group_name(), "', joinable ", i, " uses '",
-                  group->group_name(), "')");
+      EMBER_CHECK(group == process_group_,
+                  "Join: using the join context manager with multiple process "
+                  "groups (joinable 0 uses '",
+                  process_group_->group_name(), "', joinable ", i, " uses '", group->group_name(), "')");
     }
   }
   // Async shadows' hooks first (see Joinable::is_async_shadow), each group in list order.
@@ -41,8 +42,10 @@ Join::Join(std::vector<Joinable*> joinables, JoinOptions options)
       if (j->is_async_shadow() == async) hooks_.push_back(j->join_hook(options_));
     }
   }
-  auto first = std::find_if(joinables_.begin(), joinables_.end(), [](Joinable* j) { return !j->is_async_shadow(); });
-  EMBER_CHECK(first != joinables_.end(), "Join: every joinable is an async shadow (e.g. SyncBatchNormJoinable); "
+  auto first =
+      std::find_if(joinables_.begin(), joinables_.end(), [](Joinable* j) { return !j->is_async_shadow(); });
+  EMBER_CHECK(first != joinables_.end(),
+              "Join: every joinable is an async shadow (e.g. SyncBatchNormJoinable); "
               "pass the joinable that drives the iterations (DistributedDataParallel) too");
   for (Joinable* j : joinables_) {
     j->join_config_ = JoinConfig{options_.enable, options_.throw_on_early_termination, j == *first};
@@ -82,9 +85,7 @@ void Join::finish() {
 }
 
 // Step 1' of Note [Join protocol]: pairs with the ranks still training's allreduce of 1.
-int64_t Join::num_nonjoined_procs() {
-  return static_cast<int64_t>(allreduce_scalar(*process_group_, 0.0));
-}
+int64_t Join::num_nonjoined_procs() { return static_cast<int64_t>(allreduce_scalar(*process_group_, 0.0)); }
 
 void Join::notify_procs_to_terminate() {
   allreduce_scalar(*process_group_, 1.0);
@@ -99,7 +100,8 @@ WorkPtr Join::notify_join_context(Joinable& joinable) {
   std::vector<Tensor> one{full({1}, Scalar(1.0), kFloat64)};
   WorkPtr work = group->allreduce(one);
   if (config.throw_on_early_termination && allreduce_scalar(*group, 0.0) != 0) {
-    EMBER_THROW("Join (rank ", group->rank(), "): Detected at least one rank that exhausted inputs. "
+    EMBER_THROW("Join (rank ", group->rank(),
+                "): Detected at least one rank that exhausted inputs. "
                 "Throwing across all ranks (throw_on_early_termination=true).");
   }
   return work;

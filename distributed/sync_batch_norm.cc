@@ -42,8 +42,9 @@ distributed::ProcessGroupPtr SyncBatchNorm::process_group() const {
 // PyTorch's SyncBatchNorm.forward: batch statistics when training (or without running statistics),
 // synchronised only in training mode over a group of more than one rank.
 Tensor SyncBatchNorm::forward(const Tensor& input) {
-  EMBER_CHECK(input.defined() && input.dim() >= 2 && input.size(1) == num_features_, "SyncBatchNorm: expected input [N, ",
-              num_features_, ", ...] (at least 2D), got ", input.defined() ? input.describe() : "an undefined tensor");
+  EMBER_CHECK(input.defined() && input.dim() >= 2 && input.size(1) == num_features_,
+              "SyncBatchNorm: expected input [N, ", num_features_, ", ...] (at least 2D), got ",
+              input.defined() ? input.describe() : "an undefined tensor");
   const bool track = options_.track_running_stats;
   if (is_training() && track) {
     NoGradGuard g;

@@ -1,5 +1,6 @@
 // sync_batch_norm: the forward statistics gather and the backward allreduce (Note [SyncBatchNorm
-// collectives]). Statistics are combined in float64 on whatever device the input lives on.
+// collectives]). Statistics are combined in float64. CPU tensors only for now: the rows and sums
+// are built on the CPU, where the MPI backend's collectives run.
 #include "distributed/sync_batch_norm_function.h"
 
 #include "autograd/functions/function_node.h"
@@ -20,8 +21,11 @@ Layout check_input(const Tensor& input, const Tensor& weight, const Tensor& bias
   EMBER_CHECK(args.process_group != nullptr, "sync_batch_norm: no process group");
   const int rank = args.process_group->rank();
   EMBER_CHECK(input.defined() && input.dim() >= 2, "sync_batch_norm (rank ", rank,
-              "): expected an input [N, C, ...], got ", input.defined() ? input.describe() : "an undefined tensor");
-  EMBER_CHECK(is_floating_point(input.dtype()), "sync_batch_norm (rank ", rank, "): expected a floating-point input, got ",
+              "): expected an input [N, C, ...], got ",
+              input.defined() ? input.describe() : "an undefined tensor");
+  EMBER_CHECK(is_floating_point(input.dtype()), "sync_batch_norm (rank ", rank,
+              "): expected a floating-point input, got ", input.describe());
+  EMBER_CHECK(input.is_cpu(), "sync_batch_norm (rank ", rank, "): only CPU tensors are supported, got ",
               input.describe());
   Layout l;
   l.N = input.size(0);
@@ -33,8 +37,8 @@ Layout check_input(const Tensor& input, const Tensor& weight, const Tensor& bias
   for (int i = 0; i < 4; ++i) {
     const Tensor& t = *tensors[i];
     if (!t.defined()) continue;
-    EMBER_CHECK(t.dim() == 1 && t.size(0) == l.C, "sync_batch_norm (rank ", rank, "): ", names[i], " ", t.describe(),
-                " must have ", l.C, " elements to match input ", input.describe());
+    EMBER_CHECK(t.dim() == 1 && t.size(0) == l.C, "sync_batch_norm (rank ", rank, "): ", names[i], " ",
+                t.describe(), " must have ", l.C, " elements to match input ", input.describe());
   }
   EMBER_CHECK(running_mean.defined() == running_var.defined(), "sync_batch_norm (rank ", rank,
               "): running_mean and running_var must both be given or both be undefined");
@@ -59,7 +63,8 @@ GroupStats combine(const Tensor& gathered, int64_t world, int64_t C) {
   return s;
 }
 
-void update_running_stats(const Tensor& running_mean, const Tensor& running_var, const GroupStats& s, double momentum) {
+void update_running_stats(const Tensor& running_mean, const Tensor& running_var, const GroupStats& s,
+                          double momentum) {
   if (!running_mean.defined()) return;
   const double unbiased = s.count / (s.count - 1);
   copy_(running_mean, add(mul(running_mean.to(kFloat64), 1 - momentum), mul(s.mean, momentum)));
@@ -72,8 +77,8 @@ Tensor per_channel_or(const Tensor& t, int64_t C, double fill) {
 
 }  // namespace
 
-Tensor sync_batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
-                       const Tensor& running_var, const SyncBatchNormArgs& args) {
+Tensor sync_batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                       const Tensor& running_mean, const Tensor& running_var, const SyncBatchNormArgs& args) {
   const Layout l = check_input(input, weight, bias, running_mean, running_var, args);
   ProcessGroupPtr group = args.process_group;
   const int64_t C = l.C;
@@ -96,9 +101,10 @@ Tensor sync_batch_norm(const Tensor& input, const Tensor& weight, const Tensor& 
     Tensor gathered = empty({group->size() * row.numel()}, kFloat64);
     group->allgather_base(gathered, row)->wait();
     stats = combine(gathered, group->size(), C);
-    EMBER_CHECK(stats.count > 1, "sync_batch_norm (rank ", group->rank(), "): expected more than 1 value per ",
-                "channel across the ", group->size(), " ranks of group '", group->group_name(),
-                "' when training, got ", stats.count, " (this rank's input ", input.describe(), ")");
+    EMBER_CHECK(stats.count > 1, "sync_batch_norm (rank ", group->rank(),
+                "): expected more than 1 value per channel across the ", group->size(),
+                " ranks of group '", group->group_name(), "' when training, got ", stats.count,
+                " (this rank's input ", input.describe(), ")");
     invstd = rsqrt(add(stats.var, eps));
     update_running_stats(running_mean, running_var, stats, args.momentum);
     if (l.count() == 0) return empty(input.sizes(), input.dtype());
@@ -113,8 +119,8 @@ Tensor sync_batch_norm(const Tensor& input, const Tensor& weight, const Tensor& 
   if (has_w) spec.inputs.push_back(weight);
   if (has_b) spec.inputs.push_back(bias);
   spec.saved = {input, weight};
-  if (!GradMode::is_enabled() || !(input.requires_grad() || (has_w && weight.requires_grad()) ||
-                                   (has_b && bias.requires_grad()))) {
+  if (!GradMode::is_enabled() ||
+      !(input.requires_grad() || (has_w && weight.requires_grad()) || (has_b && bias.requires_grad()))) {
     return forward();
   }
   Tensor out = autograd::record_op(spec, forward, nullptr);

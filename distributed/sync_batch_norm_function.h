@@ -32,8 +32,8 @@ struct SyncBatchNormArgs {
 // undefined. Training-mode normalisation with the group's statistics; running statistics, when
 // given, are updated in place with the group's mean and unbiased variance (PyTorch's momentum
 // convention). Differentiable in input, weight and bias (first order).
-Tensor sync_batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
-                       const Tensor& running_var, const SyncBatchNormArgs& args);
+Tensor sync_batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                       const Tensor& running_mean, const Tensor& running_var, const SyncBatchNormArgs& args);
 
 // The length of one rank's forward row for C channels: 2C + 2.
 inline int64_t sync_batch_norm_row_size(int64_t channels) { return 2 * channels + 2; }

@@ -76,7 +76,8 @@ class SyncBatchNormJoinHook final : public JoinHook {
 
 }  // namespace
 
-SyncBatchNormJoinable::SyncBatchNormJoinable(std::shared_ptr<nn::Module> module, ProcessGroupPtr join_process_group)
+SyncBatchNormJoinable::SyncBatchNormJoinable(std::shared_ptr<nn::Module> module,
+                                             ProcessGroupPtr join_process_group)
     : join_process_group_(std::move(join_process_group)) {
   EMBER_CHECK(module != nullptr, "SyncBatchNormJoinable: module is null");
   EMBER_CHECK(join_process_group_ != nullptr, "SyncBatchNormJoinable: the Join's process group is null");
@@ -84,8 +85,9 @@ SyncBatchNormJoinable::SyncBatchNormJoinable(std::shared_ptr<nn::Module> module,
     auto layer = std::dynamic_pointer_cast<nn::SyncBatchNorm>(m);
     if (!layer) continue;
     EMBER_CHECK(layer->process_group() != join_process_group_, "SyncBatchNormJoinable (rank ",
-                join_process_group_->rank(), "): SyncBatchNorm '", name, "' communicates over the Join's process group '",
-                join_process_group_->group_name(), "'; give the SyncBatchNorm layers a group of their own "
+                join_process_group_->rank(), "): SyncBatchNorm '", name,
+                "' communicates over the Join's process group '", join_process_group_->group_name(),
+                "'; give the SyncBatchNorm layers a group of their own "
                 "(new_group, or convert_sync_batchnorm(module, group)) so that a joined rank can shadow them "
                 "while it shadows DDP");
     layers_.emplace_back(name, layer);

@@ -3,7 +3,6 @@
 // rank's DDPJoinHook issues, per iteration of the others, the same collectives in the same order
 // (Note [Join protocol]): bucket rebuild, buffer broadcast from the highest rank still training,
 // the "backward synchronises" allreduce, then zeros for every bucket and the used-parameter map.
-#include "distributed/collective_helpers.h"
 #include "distributed/ddp/distributed_data_parallel.h"
 #include "tensor/factories.h"
 

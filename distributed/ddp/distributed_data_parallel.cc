@@ -137,7 +137,14 @@ void DistributedDataParallel::pre_forward() {
   if (grad_enabled && reducer_->rebuild_buckets() && Trace::get().enabled()) {
     Trace::get().instant("buckets rebuilt", "ddp");
   }
-  if (will_sync_module_buffers()) sync_buffers();
+  if (will_sync_module_buffers()) {
+    try {
+      sync_buffers();
+    } catch (const std::exception& e) {
+      EMBER_THROW("DistributedDataParallel (rank ", process_group_->rank(), "): broadcasting the buffers "
+                  "before forward failed: ", e.what(), ". ", reducer_->uneven_inputs_hint());
+    }
+  }
   if (join_config().enable) requires_sync_work_ = check_global_requires_backward_grad_sync(false);
 }
 

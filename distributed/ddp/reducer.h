@@ -66,6 +66,9 @@ class Reducer {
   // buckets together with the ranks still training (PyTorch's _push_all_rebuilt_params).
   void push_all_rebuilt_params();
 
+  // What a collective timeout most likely means (a rank ran out of data) and what to do (Join).
+  std::string uneven_inputs_hint() const;
+
   DDPLoggingData logging_data() const;
   bool static_graph_first_iteration() const { return options_.static_graph && num_iterations_ == 1; }
   bool dynamic_graph_find_unused() const {
@@ -113,7 +116,6 @@ class Reducer {
   void finalize_backward();
   std::exception_ptr wait_for_bucket_reductions(std::vector<Tensor>& results);
   std::exception_ptr wait_for_local_used_map();
-  std::string uneven_inputs_hint() const;
   void write_back_bucket(Bucket& bucket, size_t bucket_index, const Tensor& result);
   void finalize_bucket_dense(Bucket& bucket, size_t bucket_index);
   bool is_globally_unused(size_t variable_index) const;

@@ -160,8 +160,8 @@ std::string Reducer::uneven_inputs_hint() const {
   }
   const std::string who = world == 2 ? "rank " + others + " (the only other rank) stopped"
                                      : "at least one of ranks " + others + " stopped";
-  return detail::str_cat("Inputs look uneven: this rank is in the backward of its iteration ", num_iterations_,
-                         " but ", who, " before issuing this reduction, e.g. because it ran out of data. "
+  return detail::str_cat("Inputs look uneven: this rank is in its iteration ", num_iterations_, " but ", who,
+                         " before issuing this collective -- it ran out of data (or stalled, or died). "
                          "Wrap the training loop in Join (distributed/join.h) to train on uneven inputs; "
                          "without it every rank must call forward/backward the same number of times.");
 }

@@ -22,8 +22,8 @@ double Reducer::divide_factor() {
   if (forward_pass_work_ && !use_static_world_size_) {
     forward_pass_work_->wait();
     const double active = forward_pass_work_->result().at(0).item<double>();
-    EMBER_CHECK(active >= 1, "DistributedDataParallel (rank ", process_group_->rank(),
-                "): Join counted ", active, " ranks still training, expected at least 1");
+    EMBER_CHECK(active >= 1, "DistributedDataParallel (rank ", process_group_->rank(), "): Join counted ",
+                active, " ranks still training, expected at least 1");
     div_factor_ = active;
   }
   return div_factor_;
@@ -35,6 +35,11 @@ double Reducer::divide_factor() {
 // zeros, fresh tensors so that gradients aliasing its bucket views (gradient_as_bucket_view) stay.
 void Reducer::match_all_reduce_for_bwd_pass() {
   std::lock_guard<std::mutex> lock(mutex_);
+  // static_graph's first iteration reduces the used map before the buckets (delay_all_reduce);
+  // a joined rank shadows only the later iterations' layout.
+  EMBER_CHECK(!options_.static_graph || num_iterations_ > 0, "DistributedDataParallel (rank ",
+              process_group_->rank(), "): Join with static_graph=true needs every rank to train at least one "
+              "iteration before it joins; this rank joined before its first");
   NoGradGuard no_grad;
   std::vector<FuturePtr> futures;
   for (size_t b = 0; b < buckets_.size(); ++b) {
@@ -44,7 +49,8 @@ void Reducer::match_all_reduce_for_bwd_pass() {
       const Tensor& param = bucket.variables[0];
       Shape value_shape = param.sizes();
       value_shape[0] = 0;
-      zeros_buffer = sparse_coo_tensor(empty({1, 0}, kInt64), empty(value_shape, param.dtype()), param.sizes());
+      zeros_buffer =
+          sparse_coo_tensor(empty({1, 0}, kInt64), empty(value_shape, param.dtype()), param.sizes());
     } else {
       zeros_buffer = zeros_like(bucket.gradients);
     }
@@ -64,8 +70,8 @@ void Reducer::match_all_reduce_for_bwd_pass() {
       futures[b]->wait();
     } catch (const std::exception& e) {
       EMBER_THROW("DistributedDataParallel (rank ", process_group_->rank(), ", joined): shadowing the ",
-                  "reduction of bucket ", b, " of ", buckets_.size(), " for the ranks still training failed: ",
-                  e.what());
+                  "reduction of bucket ", b, " of ", buckets_.size(),
+                  " for the ranks still training failed: ", e.what());
     }
   }
   if (used_map_work) used_map_work->wait();

@@ -23,9 +23,11 @@ constexpr int64_t kC = 3;
   if (got.sizes() != want.sizes()) {
     return ::testing::AssertionFailure() << got.describe() << " vs expected " << want.describe();
   }
-  if (got.numel() == 0 || allclose(got.to(kFloat64), want.to(kFloat64), rtol, rtol)) return ::testing::AssertionSuccess();
+  if (got.numel() == 0 || allclose(got.to(kFloat64), want.to(kFloat64), rtol, rtol))
+    return ::testing::AssertionSuccess();
   Tensor diff = max(abs(sub(got.to(kFloat64), want.to(kFloat64))));
-  return ::testing::AssertionFailure() << got.describe() << " differs from expected by up to " << diff.item<double>();
+  return ::testing::AssertionFailure()
+         << got.describe() << " differs from expected by up to " << diff.item<double>();
 }
 
 Tensor summed_over_ranks(ProcessGroup& pg, const Tensor& t) {
@@ -79,8 +81,10 @@ class SyncBatchNormTest : public MpiTest {
     EXPECT_TRUE(near(out, ref_out.narrow(0, first, n), rtol)) << "output";
     ASSERT_TRUE(xs.grad().defined());
     EXPECT_TRUE(near(xs.grad(), x.grad().narrow(0, first, n), rtol)) << "input gradient";
-    EXPECT_TRUE(near(summed_over_ranks(*pg_, layer.parameters()[0].grad()), w.grad(), rtol)) << "weight gradient";
-    EXPECT_TRUE(near(summed_over_ranks(*pg_, layer.parameters()[1].grad()), b.grad(), rtol)) << "bias gradient";
+    EXPECT_TRUE(near(summed_over_ranks(*pg_, layer.parameters()[0].grad()), w.grad(), rtol))
+        << "weight gradient";
+    EXPECT_TRUE(near(summed_over_ranks(*pg_, layer.parameters()[1].grad()), b.grad(), rtol))
+        << "bias gradient";
     const auto buffers = layer.buffers();
     EXPECT_TRUE(near(buffers[0], rm, rtol)) << "running_mean";
     EXPECT_TRUE(near(buffers[1], rv, rtol)) << "running_var";
@@ -89,7 +93,8 @@ class SyncBatchNormTest : public MpiTest {
     layer.eval();
     NoGradGuard ng;
     Tensor eval_ref = batch_norm(X, w0, b0, rm, rv, false, 0.1, 1e-5);
-    EXPECT_TRUE(near(layer.forward(X.narrow(0, first, n)), eval_ref.narrow(0, first, n), rtol)) << "eval output";
+    EXPECT_TRUE(near(layer.forward(X.narrow(0, first, n)), eval_ref.narrow(0, first, n), rtol))
+        << "eval output";
   }
 };
 
@@ -101,10 +106,14 @@ TEST_F(SyncBatchNormTest, UnequalShardsMatchBatchNormOnTheWholeBatch) {
   check_against_whole_batch({3, 5, 1, 2}, {kC, 2, 3}, kFloat64, 1e-9);
 }
 
-TEST_F(SyncBatchNormTest, UnequalShardsFloat32) { check_against_whole_batch({5, 2, 3, 1}, {kC, 4, 4}, kFloat32, 1e-5); }
+TEST_F(SyncBatchNormTest, UnequalShardsFloat32) {
+  check_against_whole_batch({5, 2, 3, 1}, {kC, 4, 4}, kFloat32, 1e-5);
+}
 
 // [N, C] input (BatchNorm1d's shape), rank 1 with a single row.
-TEST_F(SyncBatchNormTest, TwoDimensionalInput) { check_against_whole_batch({6, 1, 3, 2}, {kC}, kFloat64, 1e-9); }
+TEST_F(SyncBatchNormTest, TwoDimensionalInput) {
+  check_against_whole_batch({6, 1, 3, 2}, {kC}, kFloat64, 1e-9);
+}
 
 // A rank with no rows contributes count 0 to the statistics and zeros to the backward sums.
 TEST_F(SyncBatchNormTest, EmptyShardContributesNothing) {
@@ -172,12 +181,16 @@ TEST_F(SyncBatchNormTest, GradcheckOnOneRankGroup) {
   }
   ASSERT_NE(alone, nullptr);
   Generator g(3);
-  std::vector<Tensor> inputs{randn({4, kC, 2}, &g, kFloat64), randn({kC}, &g, kFloat64), randn({kC}, &g, kFloat64)};
+  std::vector<Tensor> inputs{randn({4, kC, 2}, &g, kFloat64), randn({kC}, &g, kFloat64),
+                             randn({kC}, &g, kFloat64)};
   for (Tensor& t : inputs) t.set_requires_grad(true);
   SyncBatchNormArgs args;
   args.process_group = alone;
   auto result = autograd::gradcheck(
-      [&](const std::vector<Tensor>& in) { return sync_batch_norm(in[0], in[1], in[2], Tensor(), Tensor(), args); }, inputs);
+      [&](const std::vector<Tensor>& in) {
+        return sync_batch_norm(in[0], in[1], in[2], Tensor(), Tensor(), args);
+      },
+      inputs);
   EXPECT_TRUE(result.ok) << result.message;
 }
 
@@ -196,15 +209,21 @@ TEST_F(SyncBatchNormTest, EvalModeIssuesNoCollectives) {
 
 TEST_F(SyncBatchNormTest, BadInputsNameTheLayerAndShapes) {
   nn::SyncBatchNorm layer(kC);
-  EXPECT_THAT(error_of([&] { layer.forward(ones({4})); }), HasSubstr("SyncBatchNorm: expected input [N, 3, ...]"));
+  EXPECT_THAT(error_of([&] { layer.forward(ones({4})); }),
+              HasSubstr("SyncBatchNorm: expected input [N, 3, ...]"));
   EXPECT_THAT(error_of([&] { layer.forward(ones({4, 2})); }), HasSubstr("got float32[4, 2]"));
   SyncBatchNormArgs args;
   args.process_group = pg_;
-  EXPECT_THAT(error_of([&] { sync_batch_norm(ones({2, kC}), ones({2}), Tensor(), Tensor(), Tensor(), args); }),
-              HasSubstr("(rank " + std::to_string(rank_) + "): weight float32[2] on cpu must have 3 elements"));
+  EXPECT_THAT(
+      error_of([&] {
+        sync_batch_norm(ones({2, kC}), ones({2}), Tensor(), Tensor(), Tensor(), args);
+      }),
+      HasSubstr("(rank " + std::to_string(rank_) + "): weight float32[2] on cpu must have 3 elements"));
   // Every rank with one value per channel: no variance to estimate.
   if (world_ == 1) {
-    EXPECT_THAT(error_of([&] { sync_batch_norm(ones({1, kC}), Tensor(), Tensor(), Tensor(), Tensor(), args); }),
+    EXPECT_THAT(error_of([&] {
+                  sync_batch_norm(ones({1, kC}), Tensor(), Tensor(), Tensor(), Tensor(), args);
+                }),
                 HasSubstr("expected more than 1 value per channel"));
   }
 }
@@ -236,12 +255,15 @@ TEST_F(SyncBatchNormTest, ConvertReplacesEveryBatchNormAndSharesItsTensors) {
   const std::vector<Tensor> after = converted->parameters();
   ASSERT_EQ(after.size(), before.size());
   for (size_t i = 0; i < after.size(); ++i) EXPECT_TRUE(after[i].is_same(before[i])) << "parameter " << i;
-  for (size_t i = 0; i < buffers_before.size(); ++i) EXPECT_TRUE(converted->buffers()[i].is_same(buffers_before[i]));
+  for (size_t i = 0; i < buffers_before.size(); ++i)
+    EXPECT_TRUE(converted->buffers()[i].is_same(buffers_before[i]));
   // The typed pointer now reaches the SyncBatchNorm: statistics over the group, so each rank's
   // output differs from its local BatchNorm whenever shards differ.
   Tensor x = add(randn({2, kC, 2, 2}), static_cast<double>(rank_));
   Tensor y = model->forward(x);
-  auto local_bn = [](const Tensor& t) { return batch_norm(t, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5); };
+  auto local_bn = [](const Tensor& t) {
+    return batch_norm(t, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5);
+  };
   if (world_ > 1) {
     EXPECT_FALSE(allclose(y, local_bn(local_bn(x)), 1e-3, 1e-3));
   }

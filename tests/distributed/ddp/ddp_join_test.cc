@@ -27,6 +27,9 @@ struct JoinCase {
   std::vector<int> batches = {3, 5, 8, 1};  // rank r trains on batches[r % size()] batches
   JoinOptions join;
   DDPOptions ddp;
+  // > 1: each batch is that many micro-batches, all but the last under no_sync (models without
+  // buffers only: the reference does not model the skipped buffer broadcasts).
+  int micro_batches = 1;
 };
 
 int batches_of(const JoinCase& c, int rank) { return c.batches[rank % c.batches.size()]; }
@@ -60,7 +63,8 @@ Trajectory join_reference(const JoinCase& c, int world) {
   for (int r = 0; r < world; ++r) steps = std::max(steps, batches_of(c, r));
   auto active = [&](int t) {
     std::vector<int> a;
-    for (int r = 0; r < world; ++r) if (batches_of(c, r) > t) a.push_back(r);
+    for (int r = 0; r < world; ++r)
+      if (batches_of(c, r) > t) a.push_back(r);
     return a;
   };
   Trajectory out;
@@ -76,13 +80,16 @@ Trajectory join_reference(const JoinCase& c, int world) {
     for (int r : a) {
       assign(model->buffers(), buffers);
       set_shard(*model, r);
-      auto s = shard(t, r, world);
-      div(nn::functional::cross_entropy(model->forward(s.first), s.second), divisor).backward();
+      for (int mb = 0; mb < c.micro_batches; ++mb) {
+        auto s = shard(t * c.micro_batches + mb, r, world);
+        div(nn::functional::cross_entropy(model->forward(s.first), s.second), divisor).backward();
+      }
       if (r == next_source) next_buffers = clones(model->buffers());
     }
     buffers = next_buffers;
     std::vector<Tensor> grads;
-    for (const Tensor& p : model->parameters()) grads.push_back(p.grad().defined() ? p.grad().clone() : Tensor());
+    for (const Tensor& p : model->parameters())
+      grads.push_back(p.grad().defined() ? p.grad().clone() : Tensor());
     out.grads.push_back(grads);
     opt.step();
   }
@@ -104,8 +111,15 @@ class DdpJoin : public MpiTest {
     Join::run({ddp.get()}, c.join, [&] {
       for (int t = 0; t < batches_of(c, rank_); ++t) {
         opt.zero_grad();
-        auto s = shard(t, rank_, world_);
-        nn::functional::cross_entropy(ddp->forward(s.first), s.second).backward();
+        for (int mb = 0; mb < c.micro_batches; ++mb) {
+          auto s = shard(t * c.micro_batches + mb, rank_, world_);
+          if (mb + 1 < c.micro_batches) {
+            auto no_sync = ddp->no_sync();
+            nn::functional::cross_entropy(ddp->forward(s.first), s.second).backward();
+          } else {
+            nn::functional::cross_entropy(ddp->forward(s.first), s.second).backward();
+          }
+        }
         out.grads.push_back(clones([&] {
           std::vector<Tensor> g;
           for (const Tensor& p : ddp->parameters()) g.push_back(p.grad());
@@ -131,7 +145,8 @@ class DdpJoin : public MpiTest {
     ASSERT_EQ(got.grads.size(), static_cast<size_t>(batches_of(c, rank_)));
     for (size_t t = 0; t < got.grads.size(); ++t) {
       for (size_t i = 0; i < got.grads[t].size(); ++i) {
-        ASSERT_EQ(got.grads[t][i].defined(), want.grads[t][i].defined()) << "iteration " << t << " parameter " << i;
+        ASSERT_EQ(got.grads[t][i].defined(), want.grads[t][i].defined())
+            << "iteration " << t << " parameter " << i;
       }
       std::vector<Tensor> g, w;
       for (size_t i = 0; i < got.grads[t].size(); ++i) {
@@ -162,6 +177,14 @@ TEST_F(DdpJoin, SeveralBucketsAndBucketViews) {
   c.ddp.bucket_cap_mb = 400.0 / (1024 * 1024);
   c.ddp.first_bucket_mb = 200.0 / (1024 * 1024);
   c.ddp.gradient_as_bucket_view = true;
+  expect_matches_reference(c);
+}
+
+// Gradient accumulation: the no_sync micro-batches tell joined ranks (through the "backward
+// synchronises" allreduce) to skip shadowing that backward.
+TEST_F(DdpJoin, NoSyncMicroBatches) {
+  JoinCase c;
+  c.micro_batches = 3;
   expect_matches_reference(c);
 }
 
@@ -203,7 +226,8 @@ TEST_F(DdpJoin, ThrowOnEarlyTermination) {
   if (batches_of(c, rank_) == batches_of(c, first)) {
     EXPECT_THAT(msg, HasSubstr("Rank " + std::to_string(rank_) + " exhausted all inputs"));
   } else {
-    EXPECT_THAT(msg, HasSubstr("Detected at least one rank that exhausted inputs. Throwing across all ranks"));
+    EXPECT_THAT(msg,
+                HasSubstr("Detected at least one rank that exhausted inputs. Throwing across all ranks"));
   }
 }
 

@@ -46,7 +46,8 @@ TEST_F(DdpSyncBatchNorm, UnequalShardsMatchBatchNormOnTheWholeBatch) {
     Tensor out = reference->forward(b.first);
     Tensor loss;
     for (int r = 0; r < world_; ++r) {
-      Tensor l = div(nn::functional::cross_entropy(out.narrow(0, offsets[r], sizes[r]), b.second.narrow(0, offsets[r], sizes[r])),
+      Tensor l = div(nn::functional::cross_entropy(out.narrow(0, offsets[r], sizes[r]),
+                                                   b.second.narrow(0, offsets[r], sizes[r])),
                      static_cast<double>(world_));
       loss = loss.defined() ? add(loss, l) : l;
     }
@@ -73,7 +74,9 @@ TEST_F(DdpSyncBatchNorm, JoinedRanksContributeZeroCount) {
   const std::vector<int> counts = {3, 5, 8, 1};
   auto batches_of = [&](int r) { return counts[r % counts.size()]; };
   constexpr int64_t kPerRank = 4;
-  auto shard = [&](int t, int r) { return rows(random_batches({6}, 4)(t, world_ * kPerRank), r * kPerRank, kPerRank); };
+  auto shard = [&](int t, int r) {
+    return rows(random_batches({6}, 4)(t, world_ * kPerRank), r * kPerRank, kPerRank);
+  };
   int steps = 0;
   for (int r = 0; r < world_; ++r) steps = std::max(steps, batches_of(r));
 
@@ -91,7 +94,8 @@ TEST_F(DdpSyncBatchNorm, JoinedRanksContributeZeroCount) {
     Tensor out = reference->forward(cat(xs));
     Tensor loss;
     for (size_t i = 0; i < xs.size(); ++i) {
-      Tensor l = div(nn::functional::cross_entropy(out.narrow(0, i * kPerRank, kPerRank), ys[i]), static_cast<double>(world_));
+      Tensor l = div(nn::functional::cross_entropy(out.narrow(0, i * kPerRank, kPerRank), ys[i]),
+                     static_cast<double>(world_));
       loss = loss.defined() ? add(loss, l) : l;
     }
     loss.backward();
@@ -99,7 +103,8 @@ TEST_F(DdpSyncBatchNorm, JoinedRanksContributeZeroCount) {
   }
 
   ProcessGroupPtr bn_group = new_group(all_ranks());
-  auto model = nn::convert_sync_batchnorm(mlp_with_batch_norm(rank_ == 0 ? 1234 : 1234 + 17 * rank_), bn_group);
+  auto model =
+      nn::convert_sync_batchnorm(mlp_with_batch_norm(rank_ == 0 ? 1234 : 1234 + 17 * rank_), bn_group);
   auto ddp = std::make_shared<DistributedDataParallel>(model);
   SyncBatchNormJoinable bn_joinable(model, ddp->join_process_group());
   optim::SGD opt(ddp->parameters(), optim::SGDOptions(0.1).momentum(0.9));
@@ -121,11 +126,13 @@ TEST_F(DdpSyncBatchNorm, JoinableNeedsItsOwnGroup) {
   auto model = nn::convert_sync_batchnorm(mlp_with_batch_norm(1), pg_);
   EXPECT_THAT(error_of([&] { SyncBatchNormJoinable j(model, pg_); }),
               ::testing::HasSubstr("communicates over the Join's process group"));
-  EXPECT_THAT(error_of([&] { SyncBatchNormJoinable j(mlp(1), pg_); }), ::testing::HasSubstr("no SyncBatchNorm layer"));
+  EXPECT_THAT(error_of([&] { SyncBatchNormJoinable j(mlp(1), pg_); }),
+              ::testing::HasSubstr("no SyncBatchNorm layer"));
   // Alone it cannot drive Join: nothing would count the ranks still training.
   auto own = nn::convert_sync_batchnorm(mlp_with_batch_norm(1), new_group(all_ranks()));
   SyncBatchNormJoinable shadow(own, pg_);
-  EXPECT_THAT(error_of([&] { Join j({&shadow}); }), ::testing::HasSubstr("every joinable is an async shadow"));
+  EXPECT_THAT(error_of([&] { Join j({&shadow}); }),
+              ::testing::HasSubstr("every joinable is an async shadow"));
 }
 
 }  // namespace

@@ -19,22 +19,25 @@ constexpr auto kGroupTimeout = std::chrono::seconds(3);
 
 class DdpUneven : public MpiTest {
  protected:
-  // Trains on a fresh short-timeout group; `extra_rank` runs one iteration more than the others.
+  // Trains on a fresh short-timeout group; `extra_rank` runs one iteration more than the others
+  // (the model: make_model, or a small MLP without buffers).
   // Returns the error this rank saw ("" when none) and checks how long the loop took.
-  std::string train_with_extra_iteration_on(int extra_rank) {
+  using ModelFactory = std::function<std::shared_ptr<nn::Module>(uint64_t)>;
+  std::string train_with_extra_iteration_on(int extra_rank, ModelFactory make_model = nullptr) {
     std::vector<int> ranks(world_);
     for (int r = 0; r < world_; ++r) ranks[r] = r;
     DDPOptions options;
     options.process_group = new_group(ranks, std::chrono::milliseconds(kGroupTimeout));
     Generator g(42);
-    auto ddp = std::make_shared<DistributedDataParallel>(nn::make_mlp({4, 8, 2}, &g), options);
+    auto model = make_model ? make_model(42) : nn::make_mlp({4, 8, 2}, &g);
+    auto ddp = std::make_shared<DistributedDataParallel>(model, options);
     // Two iterations everywhere (the second forward rebuilds the buckets, a broadcast every rank
     // joins), then one more on `extra_rank` alone.
     const int iterations = rank_ == extra_rank ? 3 : 2;
     const auto start = std::chrono::steady_clock::now();
     std::string msg;
     for (int it = 0; it < iterations && msg.empty(); ++it) {
-      msg = error_of([&] { sum(ddp->forward(ones({3, 4}))).backward(); });
+      msg = error_of([&] { sum(ddp->forward(randn({3, make_model ? 6 : 4}, &g))).backward(); });
     }
     const auto took = std::chrono::steady_clock::now() - start;
     // The timeout fires once; far from the mpi_test wrapper's limit.
@@ -48,7 +51,7 @@ void expect_timeout_message(const std::string& msg, int rank, int world) {
                              "): the reduction of bucket 0 of 1 (4 parameters: "));
   EXPECT_THAT(msg, HasSubstr("did not complete"));
   EXPECT_THAT(msg, HasSubstr("timed out after 3000 ms"));
-  EXPECT_THAT(msg, HasSubstr("Inputs look uneven: this rank is in the backward of its iteration 3"));
+  EXPECT_THAT(msg, HasSubstr("Inputs look uneven: this rank is in its iteration 3 but "));
   // With two ranks the one that stopped is known; with more, the message lists the candidates.
   if (world == 2) {
     EXPECT_THAT(msg, HasSubstr("rank " + std::to_string(1 - rank) + " (the only other rank) stopped"));
@@ -74,6 +77,20 @@ TEST_F(DdpUneven, ExtraIterationOnLastRankTimesOutNamingTheBucket) {
   const std::string msg = train_with_extra_iteration_on(last);
   if (rank_ == last) {
     expect_timeout_message(msg, last, world_);
+  } else {
+    EXPECT_EQ(msg, "");
+  }
+}
+
+// With buffers (BatchNorm) the extra iteration already fails in forward, at the buffer broadcast.
+TEST_F(DdpUneven, ExtraIterationWithBuffersFailsAtTheBufferBroadcast) {
+  const int last = world_ - 1;
+  const std::string msg = train_with_extra_iteration_on(last, mlp_with_batch_norm);
+  if (rank_ == last) {
+    EXPECT_THAT(msg, HasSubstr("DistributedDataParallel (rank " + std::to_string(last) +
+                               "): broadcasting the buffers before forward failed: "));
+    EXPECT_THAT(msg, HasSubstr("timed out after 3000 ms"));
+    EXPECT_THAT(msg, HasSubstr("Inputs look uneven: this rank is in its iteration 3 but "));
   } else {
     EXPECT_EQ(msg, "");
   }
