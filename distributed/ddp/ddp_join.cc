@@ -2,7 +2,8 @@
 // Joinable. A rank still training adds Join's collectives to its forward (pre_forward); a joined
 // rank's DDPJoinHook issues, per iteration of the others, the same collectives in the same order
 // (Note [Join protocol]): bucket rebuild, buffer broadcast from the highest rank still training,
-// the "backward synchronises" allreduce, then zeros for every bucket and the used-parameter map.
+// the "backward synchronises" allreduce, then zeros for every bucket, and its last used-parameter
+// map (reducer_join.cc).
 #include "distributed/ddp/distributed_data_parallel.h"
 #include "tensor/factories.h"
 

@@ -60,7 +60,7 @@ class Reducer {
   // instead of the group size (Note [Who divides gradients by the world size]).
   void set_forward_pass_work_handle(WorkPtr work, bool use_static_world_size);
   // A joined rank's shadow of one backward: every bucket's comm hook on zeros, in launch order, and
-  // (find_unused_parameters) the used-parameter map's allreduce of zeros; waits for all of them.
+  // (find_unused_parameters) the used-parameter map's allreduce; waits for all of them.
   void match_all_reduce_for_bwd_pass();
   // A joined rank that never saw a gradient order queues every parameter, so it rebuilds its
   // buckets together with the ranks still training (PyTorch's _push_all_rebuilt_params).

@@ -60,9 +60,12 @@ void Reducer::match_all_reduce_for_bwd_pass() {
   }
   WorkPtr used_map_work;
   if (dynamic_graph_find_unused()) {
-    // A joined rank used no parameter. (PyTorch sends its last iteration's reduced map here, which
-    // can turn a parameter no training rank used into a zero gradient; zeros keep it untouched.)
-    std::vector<Tensor> map{zeros_like(local_used_map_)};
+    // As PyTorch's _match_unused_params_allreduce: the joined rank sends the map of its last
+    // iteration, reduced in place, so it stays the global map of the previous iteration. A
+    // parameter used in the iteration before is therefore "used" for good once a rank joined, and
+    // the ranks still training get zeros for it instead of leaving its .grad untouched.
+    if (!local_used_map_dev_.defined()) local_used_map_dev_ = zeros_like(local_used_map_);
+    std::vector<Tensor> map{local_used_map_dev_};
     used_map_work = process_group_->allreduce(map);
   }
   for (size_t b = 0; b < futures.size(); ++b) {

@@ -1,8 +1,9 @@
 // DDP under Join against PyTorch itself (issue 13): the expected final parameters and buffers below
 // were produced by torch 1.13's DistributedDataParallel under torch.distributed.algorithms.Join
 // (gloo) with gen_join_cases.py -- same model, initial weights, data and optimizer. Each case runs
-// at its own world size. Tolerance: float32 training in two implementations, relative 1e-5
-// (absolute 1e-6) per element after up to 8 steps (they agree to about 1e-7).
+// at its own world size; the UnusedBranch cases check find_unused_parameters, where a joined rank
+// keeps sending its last used-parameter map (reducer_join.cc). Tolerance: float32 training in two
+// implementations, relative 1e-5 (absolute 1e-6) per element after up to 8 steps (they agree to about 1e-7).
 #include <cmath>
 #include <vector>
 
@@ -16,7 +17,8 @@ struct PyTorchCase {
   int world;
   std::vector<int> batches;
   bool divide_by_initial_world_size;
-  // Parameters (0.weight, 0.bias, 1.weight, 1.bias, 3.weight, 3.bias), then running_mean, running_var.
+  bool branchy;  // PyTorchBranchy with find_unused_parameters, else the Sequential
+  // Parameters in registration order, then running_mean, running_var.
   std::vector<std::vector<double>> expected;
 };
 
@@ -27,6 +29,7 @@ const std::vector<PyTorchCase>& cases() {
        2,
        {3, 5},
        true,
+       false,
        {{0.420735478, 0.348638862, -0.281663656, -0.465744138, 0.0823930874, 0.498610705, 0.086597465,
          -0.469478548, -0.273872197, 0.352753133, 0.412417293, -0.188240096},
         {0.454648703, -0.113213263, -0.499809414, -0.0861604363},
@@ -41,6 +44,7 @@ const std::vector<PyTorchCase>& cases() {
        3,
        {3, 5, 8},
        true,
+       false,
        {{0.420735478, 0.348638862, -0.281663656, -0.463358641, 0.0901579261, 0.499322563, 0.0919921249,
          -0.465900242, -0.277839452, 0.349164605, 0.417868525, -0.182477072},
         {0.454648703, -0.113213263, -0.499809414, -0.0861604363},
@@ -54,6 +58,7 @@ const std::vector<PyTorchCase>& cases() {
       {"World3DivideByActive",
        3,
        {3, 5, 8},
+       false,
        false,
        {{0.420735478, 0.348638862, -0.281663656, -0.464126468, 0.0876527205, 0.499091059, 0.0851273313,
          -0.470391899, -0.272766382, 0.352908134, 0.412265033, -0.18845585},
@@ -69,6 +74,7 @@ const std::vector<PyTorchCase>& cases() {
        4,
        {8, 5, 3, 1},
        true,
+       false,
        {{0.420735478, 0.348638862, -0.281663656, -0.462292373, 0.0936142653, 0.499635011, 0.0957609937,
          -0.463471979, -0.280639648, 0.344527841, 0.424755543, -0.175093114},
         {0.454648703, -0.113213263, -0.499809414, -0.0861604363},
@@ -79,6 +85,44 @@ const std::vector<PyTorchCase>& cases() {
         {0.0997105688, 0.203156292},
         {0.268570453, -0.0670484006, -0.29150492, -0.038873408},
         {0.484808385, 0.513481855, 0.465157062, 0.471167475}}},
+      {"World2UnusedBranch",
+       2,
+       {3, 5},
+       true,
+       true,
+       {{0.420735478, 0.348638862, -0.281663656, -0.461567611, 0.0959298313, 0.499833971, 0.110408373,
+         -0.453520775, -0.291317582, 0.348042697, 0.419520706, -0.1806961},
+        {0.454648703, -0.113213263, -0.499809414, -0.0861604363},
+        {0.0705600008, -0.487428278, -0.237691402, 0.326792985},
+        {-0.37840125, -0.38283512, 0.202764302, 0.48951444},
+        {-0.479462147, 0.0466073602, 0.492053151, 0.173121899, -0.43500486, -0.328811944, 0.304543614,
+         0.447229534, -0.124688432, -0.503632545, -0.0697752386, 0.4481695, 0.261833042, -0.36518088,
+         -0.407503486, 0.202627972},
+        {-0.138309985, 0.443223745, 0.32212767, -0.316422462},
+        {0.329684198, 0.43983075, -0.120859325, -0.455508798, -0.0443225093, 0.474589646, 0.200259477,
+         -0.427239001},
+        {0.430715114, 0.0913392901},
+        {0.186860308, -0.0487627238, -0.202602863, -0.0351543501},
+        {0.629772782, 0.648617804, 0.615309119, 0.620396316}}},
+      {"World3UnusedBranch",
+       3,
+       {3, 5, 8},
+       false,
+       true,
+       {{0.420735478, 0.348638862, -0.281663656, -0.461551875, 0.0959870219, 0.499841034, 0.101771511,
+         -0.459498793, -0.285065353, 0.356728256, 0.406294227, -0.194657803},
+        {0.454648703, -0.113213263, -0.499809414, -0.0861604363},
+        {0.0705600008, -0.494134724, -0.214813054, 0.319024026},
+        {-0.37840125, -0.377495974, 0.198857263, 0.503094018},
+        {-0.479462147, 0.0463620462, 0.49171418, 0.172933728, -0.43500486, -0.328798771, 0.304594249,
+         0.447185993, -0.124688432, -0.503563166, -0.0691885501, 0.44757241, 0.261833042, -0.36518088,
+         -0.407503486, 0.202627972},
+        {-0.139369398, 0.443150282, 0.321498454, -0.316422462},
+        {0.329527259, 0.414767325, -0.100486986, -0.510174334, -0.0441656075, 0.499653071, 0.179887131,
+         -0.372573435},
+        {0.349289209, 0.17276518},
+        {0.263182521, -0.0720132738, -0.280339181, -0.0462092832},
+        {0.485700071, 0.512499928, 0.464487553, 0.472383648}}},
   };
   return table;
 }
@@ -92,16 +136,40 @@ Tensor filled(const Shape& shape, double salt) {
   return from_vector<double>(v, shape).to(kFloat32);
 }
 
-std::shared_ptr<nn::Module> model() {
-  auto seq = std::make_shared<nn::Sequential>();
-  seq->push_back(std::make_shared<nn::Linear>(3, 4));
-  seq->push_back(std::make_shared<RowBatchNorm>(4));
-  seq->push_back(std::make_shared<nn::ReLU>());
-  seq->push_back(std::make_shared<nn::Linear>(4, 2));
+// gen_join_cases.py's Branchy: the branch runs on rank 0 only.
+struct PyTorchBranchy : nn::Module {
+  int rank;
+  std::shared_ptr<nn::Linear> a, branch, head;
+  std::shared_ptr<RowBatchNorm> bn;
+  explicit PyTorchBranchy(int r) : nn::Module("PyTorchBranchy"), rank(r) {
+    a = register_module("a", std::make_shared<nn::Linear>(3, 4));
+    bn = register_module("bn", std::make_shared<RowBatchNorm>(4));
+    branch = register_module("branch", std::make_shared<nn::Linear>(4, 4));
+    head = register_module("head", std::make_shared<nn::Linear>(4, 2));
+  }
+  Tensor forward(const Tensor& x) override {
+    Tensor h = relu(bn->forward(a->forward(x)));
+    if (rank == 0) h = add(h, relu(branch->forward(h)));
+    return head->forward(h);
+  }
+};
+
+std::shared_ptr<nn::Module> model(bool branchy, int rank) {
+  std::shared_ptr<nn::Module> m;
+  if (branchy) {
+    m = std::make_shared<PyTorchBranchy>(rank);
+  } else {
+    auto seq = std::make_shared<nn::Sequential>();
+    seq->push_back(std::make_shared<nn::Linear>(3, 4));
+    seq->push_back(std::make_shared<RowBatchNorm>(4));
+    seq->push_back(std::make_shared<nn::ReLU>());
+    seq->push_back(std::make_shared<nn::Linear>(4, 2));
+    m = seq;
+  }
   NoGradGuard g;
-  const std::vector<Tensor> params = seq->parameters();
+  const std::vector<Tensor> params = m->parameters();
   for (size_t i = 0; i < params.size(); ++i) copy_(params[i], filled(params[i].sizes(), 1.0 + i));
-  return seq;
+  return m;
 }
 
 std::pair<Tensor, Tensor> batch(int t, int r) {
@@ -117,8 +185,10 @@ TEST_F(DdpJoinPyTorch, FinalModelMatchesPyTorchJoin) {
   for (const PyTorchCase& c : cases()) {
     if (c.world != world_) continue;
     ++ran;
-    auto m = model();
-    auto ddp = std::make_shared<DistributedDataParallel>(m);
+    auto m = model(c.branchy, rank_);
+    DDPOptions ddp_options;
+    ddp_options.find_unused_parameters = c.branchy;
+    auto ddp = std::make_shared<DistributedDataParallel>(m, ddp_options);
     optim::SGD opt(ddp->parameters(), optim::SGDOptions(0.1).momentum(0.9));
     JoinOptions options;
     options.divide_by_initial_world_size = c.divide_by_initial_world_size;

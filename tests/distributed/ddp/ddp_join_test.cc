@@ -6,6 +6,10 @@
 //     default) or |A_t|; joined ranks contribute zeros and take no optimizer step;
 //   - buffers are broadcast before each forward from the highest rank in A_t (not rank 0, which
 //     may have joined with stale buffers);
+//   - find_unused_parameters: a joined rank sends its last (globally reduced) used-parameter map,
+//     reduced in place at every shadowed iteration (PyTorch's _match_unused_params_allreduce), so
+//     once a rank joined, a parameter counts as used in t if used in t or counted used in t - 1;
+//     such a parameter that no rank in A_t used gets a zero gradient instead of none;
 //   - when all joined, every rank takes the parameters and buffers of the highest rank among those
 //     that joined last.
 // Tolerance: float32 training, relative 1e-5 (absolute 1e-6) per element.
@@ -69,6 +73,7 @@ Trajectory join_reference(const JoinCase& c, int world) {
   };
   Trajectory out;
   std::vector<Tensor> buffers = clones(model->buffers());
+  std::vector<bool> counted_used(model->parameters().size(), false);  // the previous global used map
   for (int t = 0; t < steps; ++t) {
     const std::vector<int> a = active(t);
     // Whose buffers the next forward starts from: the highest rank training in t + 1, or, after
@@ -87,6 +92,15 @@ Trajectory join_reference(const JoinCase& c, int world) {
       if (r == next_source) next_buffers = clones(model->buffers());
     }
     buffers = next_buffers;
+    if (c.ddp.find_unused_parameters) {
+      const bool someone_joined = static_cast<int>(a.size()) < world;
+      const std::vector<Tensor> params = model->parameters();
+      for (size_t i = 0; i < params.size(); ++i) {
+        const bool used = params[i].grad().defined() || (someone_joined && counted_used[i]);
+        if (used && !params[i].grad().defined()) params[i].mutable_grad() = zeros_like(params[i]);
+        counted_used[i] = used;
+      }
+    }
     std::vector<Tensor> grads;
     for (const Tensor& p : model->parameters())
       grads.push_back(p.grad().defined() ? p.grad().clone() : Tensor());
@@ -189,8 +203,9 @@ TEST_F(DdpJoin, NoSyncMicroBatches) {
 }
 
 // find_unused_parameters: Branchy's branch is used only on rank 0's shards and rank 0 stops first;
-// after that no rank uses it, the joined ranks' zeros in the used-parameter map keep it globally
-// unused, and its gradient stays undefined; "never" is unused throughout.
+// after that no rank uses it, but the joined rank's stale used map keeps it "used", so it gets zero
+// gradients (and momentum keeps moving it), as in PyTorch; "never" is unused throughout and keeps
+// no gradient.
 TEST_F(DdpJoin, UnusedParametersShadowTheUsedMap) {
   JoinCase c;
   c.make_model = [](uint64_t seed) {
