@@ -5,6 +5,7 @@
 // the "backward synchronises" allreduce, then zeros for every bucket, and its last used-parameter
 // map (reducer_join.cc).
 #include "distributed/ddp/distributed_data_parallel.h"
+#include "distributed/trace.h"
 #include "tensor/factories.h"
 
 namespace ember::distributed {
@@ -14,11 +15,13 @@ class DDPJoinHook final : public JoinHook {
  public:
   DDPJoinHook(DistributedDataParallel& ddp, const JoinOptions& options) : ddp_(ddp) {
     ddp_.divide_by_initial_world_size_ = options.divide_by_initial_world_size;
+    ddp_.join_uneven_inputs_ = true;
   }
 
   // One iteration of the ranks still training, shadowed (their pre_forward, then their backward).
   void main_hook() override {
     DistributedDataParallel& ddp = ddp_;
+    TraceScope scope("Join: shadow iteration", "ddp");
     ddp.reducer_->rebuild_buckets();  // a broadcast, once, in the iteration the others rebuild
     if (ddp.will_sync_module_buffers()) ddp.broadcast_buffers_from(ddp.find_common_rank(false));
     WorkPtr work = ddp.check_global_requires_backward_grad_sync(true);

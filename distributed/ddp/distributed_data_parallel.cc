@@ -185,6 +185,7 @@ void DistributedDataParallel::register_builtin_comm_hook(BuiltinCommHookType typ
 DDPLoggingData DistributedDataParallel::get_ddp_logging_data() const {
   DDPLoggingData d = reducer_->logging_data();
   d.broadcast_buffers = options_.broadcast_buffers;
+  d.join_uneven_inputs = join_uneven_inputs_;
   d.last.forward_ms = last_forward_ms_;
   return d;
 }

@@ -132,6 +132,7 @@ class DistributedDataParallel : public nn::Module, public Joinable {
   // no_sync micro-batch does not make the forward after it broadcast.
   bool require_forward_param_sync_ = true;
   bool divide_by_initial_world_size_ = true;
+  bool join_uneven_inputs_ = false;  // a Join built a hook for this DDP
   int authoritative_rank_ = -1;
   WorkPtr requires_sync_work_;  // kept until the next forward; nobody waits on it here
   double forward_start_us_ = 0;

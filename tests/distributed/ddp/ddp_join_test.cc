@@ -150,6 +150,7 @@ class DdpJoin : public MpiTest {
       if (batches_of(c, r) >= batches_of(c, last)) last = r;
     }
     EXPECT_EQ(ddp->authoritative_rank(), last);
+    EXPECT_TRUE(ddp->get_ddp_logging_data().join_uneven_inputs);
     return out;
   }
 
