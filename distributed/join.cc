@@ -30,10 +30,9 @@ Join::Join(std::vector<Joinable*> joinables, JoinOptions options)
     if (i == 0) {
       process_group_ = group;
     } else {
-      EMBER_CHECK(group == process_group_,
-                  "Join: using the join context manager with multiple process "
-                  "groups (joinable 0 uses '",
-                  process_group_->group_name(), "', joinable ", i, " uses '", group->group_name(), "')");
+      EMBER_CHECK(group == process_group_, "Join: using the join context manager with multiple process groups ",
+                  "(joinable 0 uses '", process_group_->group_name(), "', joinable ", i, " uses '",
+                  group->group_name(), "')");
     }
   }
   // Async shadows' hooks first (see Joinable::is_async_shadow), each group in list order.

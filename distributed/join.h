@@ -18,8 +18,8 @@ namespace ember::distributed {
 // Note [Join protocol]
 // Per iteration of a rank that has NOT joined, on the Join's process group:
 //   1. Join::notify_join_context (the first joinable that is not an async shadow, see Joinable):
-//      an async allreduce of 1, and with
-//      throw_on_early_termination a blocking allreduce of 0 that is non-zero once any rank joined;
+//      an async allreduce of 1, and with throw_on_early_termination a blocking allreduce of 0 that
+//      is non-zero once any rank joined;
 //   2. then each joinable's own collectives (DDP: bucket rebuild, buffer broadcast, the
 //      "backward will synchronise" allreduce, bucket allreduces, the used-parameter map).
 // Per iteration shadowed by a rank that HAS joined (Join::finish's loop):
@@ -81,6 +81,7 @@ class Join {
  public:
   // PyTorch's __init__ + __enter__: builds the hooks and enables the joinables. Throws when the
   // list is empty, holds only async shadows, or the joinables use different process groups.
+  // The joinables must outlive the Join.
   Join(std::vector<Joinable*> joinables, JoinOptions options = {});
   // Disables the joinables again (PyTorch leaves them enabled after the context; here a DDP used
   // after the Join scope issues no join collectives). Never communicates.

@@ -31,8 +31,8 @@ double Reducer::divide_factor() {
 
 // PyTorch's _match_all_reduce_for_bwd_pass + _match_unused_params_allreduce: the same collectives,
 // in the same order, as a rank still training issues in its backward (mark_bucket_ready launches
-// buckets strictly in order; the used map follows the last bucket). A joined rank contributes
-// zeros, fresh tensors so that gradients aliasing its bucket views (gradient_as_bucket_view) stay.
+// buckets strictly in order; the used map follows the last bucket). A joined rank's buckets hold
+// zeros, in fresh tensors, so gradients aliasing its bucket views (gradient_as_bucket_view) stay.
 void Reducer::match_all_reduce_for_bwd_pass() {
   std::lock_guard<std::mutex> lock(mutex_);
   // static_graph's first iteration reduces the used map before the buckets (delay_all_reduce);
