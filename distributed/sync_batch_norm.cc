@@ -6,7 +6,14 @@
 #include "tensor/nn_ops.h"
 #include "tensor/ops.h"
 
+#include <atomic>
+
 namespace ember::nn {
+namespace {
+
+std::atomic<int64_t> next_sync_call{0};
+
+}  // namespace
 
 SyncBatchNorm::SyncBatchNorm(int64_t num_features, SyncBatchNormOptions options)
     : Module("SyncBatchNorm"), num_features_(num_features), options_(std::move(options)) {
@@ -59,6 +66,7 @@ Tensor SyncBatchNorm::forward(const Tensor& input) {
   if (!group || group->size() < 2) {
     return batch_norm(input, weight, bias, rm, rv, bn_training, options_.momentum, options_.eps);
   }
+  last_sync_call_ = next_sync_call.fetch_add(1);
   distributed::SyncBatchNormArgs args;
   args.eps = options_.eps;
   args.momentum = options_.momentum;

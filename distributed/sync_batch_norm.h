@@ -39,10 +39,14 @@ class SyncBatchNorm : public Module {
   int64_t num_features() const { return num_features_; }
   // The group forward() communicates over (resolving the default group when none was given).
   distributed::ProcessGroupPtr process_group() const;
+  // When forward() last synchronised, on a process-wide counter (-1: never). SyncBatchNormJoinable
+  // replays the layers in this order.
+  int64_t last_sync_call() const { return last_sync_call_; }
 
  private:
   int64_t num_features_;
   SyncBatchNormOptions options_;
+  int64_t last_sync_call_ = -1;
 };
 
 // Replaces every BatchNorm2d in `module` (itself included) by a SyncBatchNorm over `process_group`
@@ -57,12 +61,15 @@ std::shared_ptr<Module> convert_sync_batchnorm(std::shared_ptr<Module> module,
 namespace ember::distributed {
 
 // The SyncBatchNorm layers of `module` as a Joinable. A joined rank's hook shadows, per iteration of
-// the ranks still training, each layer in training mode: the forward allgather with count 0 (layers
-// in registration order, which must be the order forward calls them) and, where the gathered rows
-// say the others will run it, the backward allreduce of zeros (reverse order). Note [SyncBatchNorm
+// the ranks still training, each layer in training mode: the forward allgather with count 0 and,
+// where the gathered rows say the others will run it, the backward allreduce of zeros (reverse
+// order). The forward order is the one this rank's own last training iteration used
+// (SyncBatchNorm::last_sync_call), or registration order if some layer never ran here; each layer
+// is assumed to run once per iteration. Note [SyncBatchNorm
 // collectives]. The layers must use a group other than the Join's: the shadowing runs on its own
 // thread (an async shadow, Joinable::is_async_shadow), concurrently with the other joinables' hooks
 // (DDP's waits for gradients that the others only produce after their SyncBatchNorm backward).
+// The joinable must outlive the Join it is passed to.
 class SyncBatchNormJoinable : public Joinable {
  public:
   SyncBatchNormJoinable(std::shared_ptr<nn::Module> module, ProcessGroupPtr join_process_group);

@@ -1,6 +1,8 @@
 // SyncBatchNormJoinable: a joined rank shadows the SyncBatchNorm collectives of the ranks still
 // training (Note [SyncBatchNorm collectives], sync_batch_norm_function.h), on a thread of its own.
+#include <algorithm>
 #include <exception>
+#include <numeric>
 #include <thread>
 
 #include "distributed/sync_batch_norm.h"
@@ -16,8 +18,18 @@ using Layers = std::vector<std::pair<std::string, std::shared_ptr<nn::SyncBatchN
 // One iteration of the others: every training-mode layer's forward allgather with count 0, then
 // the backward allreduces of zeros, last layer first, for the layers whose rows asked for one.
 void shadow_iteration(const Layers& layers) {
+  // This rank's own last forward order when every layer ran here, else registration order.
+  std::vector<size_t> order(layers.size());
+  std::iota(order.begin(), order.end(), 0);
+  const bool all_ran = std::all_of(layers.begin(), layers.end(),
+                                   [](const auto& l) { return l.second->last_sync_call() >= 0; });
+  if (all_ran) {
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return layers[a].second->last_sync_call() < layers[b].second->last_sync_call();
+    });
+  }
   std::vector<size_t> backward;
-  for (size_t i = 0; i < layers.size(); ++i) {
+  for (size_t i : order) {
     const auto& layer = layers[i].second;
     if (!layer->is_training()) continue;
     ProcessGroupPtr group = layer->process_group();

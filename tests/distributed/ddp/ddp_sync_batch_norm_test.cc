@@ -22,8 +22,11 @@ std::vector<int64_t> shard_sizes(int world) {
   return sizes;
 }
 
+using ModelFactory = std::function<std::shared_ptr<nn::Module>(uint64_t seed)>;
+
 class DdpSyncBatchNorm : public MpiTest {
  protected:
+  void expect_join_matches_reference(const ModelFactory& make_model);
   std::vector<int> all_ranks() const {
     std::vector<int> r(world_);
     std::iota(r.begin(), r.end(), 0);
@@ -70,7 +73,7 @@ TEST_F(DdpSyncBatchNorm, UnequalShardsMatchBatchNormOnTheWholeBatch) {
 
 // Join: in iteration t the ranks with more than t batches train; the others shadow DDP and
 // SyncBatchNorm. SyncBatchNorm runs on a group of its own (SyncBatchNormJoinable requires it).
-TEST_F(DdpSyncBatchNorm, JoinedRanksContributeZeroCount) {
+void DdpSyncBatchNorm::expect_join_matches_reference(const ModelFactory& make_model) {
   const std::vector<int> counts = {3, 5, 8, 1};
   auto batches_of = [&](int r) { return counts[r % counts.size()]; };
   constexpr int64_t kPerRank = 4;
@@ -80,7 +83,7 @@ TEST_F(DdpSyncBatchNorm, JoinedRanksContributeZeroCount) {
   int steps = 0;
   for (int r = 0; r < world_; ++r) steps = std::max(steps, batches_of(r));
 
-  auto reference = mlp_with_batch_norm(1234);
+  auto reference = make_model(1234);
   optim::SGD ref_opt(reference->parameters(), optim::SGDOptions(0.1).momentum(0.9));
   for (int t = 0; t < steps; ++t) {
     std::vector<Tensor> xs, ys;
@@ -103,8 +106,7 @@ TEST_F(DdpSyncBatchNorm, JoinedRanksContributeZeroCount) {
   }
 
   ProcessGroupPtr bn_group = new_group(all_ranks());
-  auto model =
-      nn::convert_sync_batchnorm(mlp_with_batch_norm(rank_ == 0 ? 1234 : 1234 + 17 * rank_), bn_group);
+  auto model = nn::convert_sync_batchnorm(make_model(rank_ == 0 ? 1234 : 1234 + 17 * rank_), bn_group);
   auto ddp = std::make_shared<DistributedDataParallel>(model);
   SyncBatchNormJoinable bn_joinable(model, ddp->join_process_group());
   optim::SGD opt(ddp->parameters(), optim::SGDOptions(0.1).momentum(0.9));
@@ -118,6 +120,33 @@ TEST_F(DdpSyncBatchNorm, JoinedRanksContributeZeroCount) {
   });
   EXPECT_TRUE(parameters_match(ddp->parameters(), reference->parameters(), kRtol));
   EXPECT_TRUE(parameters_match(model->buffers(), reference->buffers(), kRtol));
+}
+
+TEST_F(DdpSyncBatchNorm, JoinedRanksContributeZeroCount) {
+  expect_join_matches_reference(mlp_with_batch_norm);
+}
+
+// Two BatchNorms of different widths, registered in the opposite order of their use: a joined rank
+// replays the order its own last iteration used, not registration order.
+struct CrossedBatchNorms : nn::Module {
+  std::shared_ptr<nn::Linear> fc1, fc2, head;
+  std::shared_ptr<RowBatchNorm> late, early;
+  explicit CrossedBatchNorms(uint64_t seed) : nn::Module("CrossedBatchNorms") {
+    Generator g(seed);
+    late = register_module("late", std::make_shared<RowBatchNorm>(3));
+    early = register_module("early", std::make_shared<RowBatchNorm>(5));
+    fc1 = register_module("fc1", std::make_shared<nn::Linear>(6, 5, true, &g));
+    fc2 = register_module("fc2", std::make_shared<nn::Linear>(5, 3, true, &g));
+    head = register_module("head", std::make_shared<nn::Linear>(3, 4, true, &g));
+  }
+  Tensor forward(const Tensor& x) override {
+    Tensor h = relu(early->forward(fc1->forward(x)));
+    return head->forward(relu(late->forward(fc2->forward(h))));
+  }
+};
+
+TEST_F(DdpSyncBatchNorm, JoinedRanksReplayTheForwardOrder) {
+  expect_join_matches_reference([](uint64_t seed) { return std::make_shared<CrossedBatchNorms>(seed); });
 }
 
 // The joinable refuses layers on the Join's own group (their collectives would interleave with
