@@ -195,6 +195,14 @@ TEST_F(DdpJoin, SeveralBucketsAndBucketViews) {
   expect_matches_reference(c);
 }
 
+// static_graph: after its first iteration (delay_all_reduce) the layout is the rebuilt one, which
+// the joined ranks shadow (every rank must train at least once before it joins).
+TEST_F(DdpJoin, StaticGraph) {
+  JoinCase c;
+  c.ddp.static_graph = true;
+  expect_matches_reference(c);
+}
+
 // Gradient accumulation: the no_sync micro-batches tell joined ranks (through the "backward
 // synchronises" allreduce) to skip shadowing that backward.
 TEST_F(DdpJoin, NoSyncMicroBatches) {

@@ -96,6 +96,31 @@ TEST_F(DdpUneven, ExtraIterationWithBuffersFailsAtTheBufferBroadcast) {
   }
 }
 
+// Join cannot shadow static_graph's first iteration (delay_all_reduce): a rank with no batch at
+// all says so, and the others time out instead of hanging.
+TEST_F(DdpUneven, JoinWithStaticGraphNeedsOneIterationPerRank) {
+  std::vector<int> ranks(world_);
+  for (int r = 0; r < world_; ++r) ranks[r] = r;
+  DDPOptions options;
+  options.process_group = new_group(ranks, std::chrono::milliseconds(kGroupTimeout));
+  options.static_graph = true;
+  Generator g(42);
+  auto ddp = std::make_shared<DistributedDataParallel>(nn::make_mlp({4, 8, 2}, &g), options);
+  const int batches = rank_ == 0 ? 0 : 2;
+  const auto start = std::chrono::steady_clock::now();
+  const std::string msg = error_of([&] {
+    Join::run({ddp.get()}, JoinOptions{}, [&] {
+      for (int i = 0; i < batches; ++i) sum(ddp->forward(randn({3, 4}, &g))).backward();
+    });
+  });
+  EXPECT_LT(std::chrono::steady_clock::now() - start, kGroupTimeout + std::chrono::seconds(20));
+  if (rank_ == 0) {
+    EXPECT_THAT(msg, HasSubstr("Join with static_graph=true needs every rank to train at least one iteration"));
+  } else {
+    EXPECT_THAT(msg, HasSubstr("timed out after 3000 ms"));
+  }
+}
+
 // The default group is unaffected by the broken ones.
 TEST_F(DdpUneven, DefaultGroupStillWorks) {
   Tensor t = ones({2});
