@@ -149,7 +149,7 @@ class DdpJoin : public MpiTest {
     for (int r = 0; r < world_; ++r) {
       if (batches_of(c, r) >= batches_of(c, last)) last = r;
     }
-    EXPECT_EQ(ddp->authoritative_rank(), last);
+    EXPECT_EQ(ddp->authoritative_rank(), c.join.enable ? last : -1);  // no final sync when disabled
     EXPECT_TRUE(ddp->get_ddp_logging_data().join_uneven_inputs);
     return out;
   }
@@ -265,6 +265,14 @@ TEST_F(DdpJoin, JoinNeedsJoinablesOfOneGroup) {
   other.process_group = new_group(all);
   auto b = std::make_shared<DistributedDataParallel>(mlp(1), other);
   EXPECT_THAT(error_of([&] { Join j({a.get(), b.get()}); }), HasSubstr("multiple process groups"));
+}
+
+// enable=false: Join does nothing (no notify in forward, no shadowing); even inputs train as usual.
+TEST_F(DdpJoin, DisabledJoinIsPlainTraining) {
+  JoinCase c;
+  c.batches = {4};
+  c.join.enable = false;
+  expect_matches_reference(c);
 }
 
 // After the Join scope a DDP issues no join collectives: plain training continues in step.
