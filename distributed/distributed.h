@@ -1,12 +1,13 @@
 // ember::distributed in one include: process groups (init_process_group, ProcessGroup, Work, Future),
 // the MPI backend (registered as "mpi"; init_mpi/finalize_mpi), debug levels, and the collective
-// helpers DDP's constructor uses. Not <mpi.h>: code that needs raw MPI or ProcessGroupMPI includes
+// helpers DDP's constructor uses, Join. Not <mpi.h>: code that needs raw MPI or ProcessGroupMPI includes
 // distributed/backends/mpi/process_group_mpi.h itself (tests/distributed/no_mpi_header_test.cc).
 #pragma once
 
 #include "distributed/backends/mpi/mpi_backend.h"
 #include "distributed/collective_helpers.h"
 #include "distributed/debug.h"
+#include "distributed/join.h"
 #include "distributed/process_group.h"
 #include "distributed/utils.h"
 #include "distributed/work.h"

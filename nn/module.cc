@@ -68,6 +68,17 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> module) 
   children_.emplace_back(name, std::move(module));
 }
 
+void Module::replace_module(const std::string& name, std::shared_ptr<Module> module) {
+  EMBER_CHECK(module != nullptr, type_name_, ": replace_module('", name, "') got a null module");
+  for (auto& kv : children_) {
+    if (kv.first == name) {
+      kv.second = std::move(module);
+      return;
+    }
+  }
+  EMBER_THROW(type_name_, ": replace_module: no child module named '", name, "'");
+}
+
 Tensor& Module::param(const std::string& name) {
   for (auto& kv : params_) {
     if (kv.first == name) return kv.second;

@@ -41,6 +41,10 @@ class Module : public std::enable_shared_from_this<Module> {
     return module;
   }
 
+  // Replaces the registered child `name` in place (PyTorch's setattr of an existing submodule);
+  // throws if there is none. The module's own typed pointers, if any, are not touched.
+  void replace_module(const std::string& name, std::shared_ptr<Module> module);
+
   // Recursive, registration order, shared parameters listed once (under their first name).
   std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const;
   std::vector<Tensor> parameters(bool recurse = true) const;

@@ -78,16 +78,17 @@ void DistributedDataParallel::build_params_for_reducer() {
               "parameter that requires a gradient (rank ", process_group_->rank(), ")");
 }
 
-// Step 3: every parameter (trainable or frozen) and every buffer, except the ignored ones, as
-// PyTorch's _sync_module_states: a frozen layer must not keep each rank's own initialisation.
-void DistributedDataParallel::sync_module_states() {
+// Step 3 (and Join's final sync, from the last joiner): every parameter (trainable or frozen) and
+// every buffer, except the ignored ones, as PyTorch's _sync_module_states: a frozen layer must not
+// keep each rank's own initialisation.
+void DistributedDataParallel::sync_module_states(int root) {
   NoGradGuard no_grad;
   std::vector<Tensor> tensors;
   for (auto& [name, p] : module_->named_parameters()) {
     if (!options_.parameters_to_ignore.count(name)) tensors.push_back(p);
   }
   for (const Tensor& b : buffers_to_sync()) tensors.push_back(b);
-  broadcast_coalesced(*process_group_, tensors, kDefaultBroadcastBucketBytes, 0);
+  broadcast_coalesced(*process_group_, tensors, kDefaultBroadcastBucketBytes, root);
 }
 
 // Looked up at every sync: a module may replace its buffers (PyTorch's _assign_modules_buffers).
@@ -99,12 +100,22 @@ std::vector<Tensor> DistributedDataParallel::buffers_to_sync() const {
   return buffers;
 }
 
-// Step 6: rank 0's buffers (e.g. BatchNorm running statistics) overwrite everyone's.
+// Step 6: rank 0's buffers (e.g. BatchNorm running statistics) overwrite everyone's. Under Join
+// rank 0 may have joined with stale buffers: the highest rank still training is the source.
 void DistributedDataParallel::sync_buffers() {
+  broadcast_buffers_from(join_config().enable ? find_common_rank(true) : 0);
+}
+
+void DistributedDataParallel::broadcast_buffers_from(int root) {
   std::vector<Tensor> buffers = buffers_to_sync();
   if (buffers.empty()) return;
   NoGradGuard no_grad;
-  broadcast_coalesced(*process_group_, buffers, kDefaultBroadcastBucketBytes, 0);
+  broadcast_coalesced(*process_group_, buffers, kDefaultBroadcastBucketBytes, root);
+}
+
+// PyTorch's will_sync_module_buffers (the joined rank asks too, so both sides agree).
+bool DistributedDataParallel::will_sync_module_buffers() const {
+  return require_forward_param_sync_ && options_.broadcast_buffers && !buffers_to_sync().empty();
 }
 
 Tensor DistributedDataParallel::forward(const Tensor& input) {
@@ -120,11 +131,21 @@ void DistributedDataParallel::pre_forward() {
   forward_start_us_ = Trace::now_us();
   const bool grad_enabled = GradMode::is_enabled();
   if (grad_enabled && require_backward_grad_sync_) reducer_->prepare_for_forward();
+  // Note [Join protocol], step 1 (a no-op without Join).
+  notify_join_context();
   // Step 13 happens here, before the forward's activations raise the memory peak.
   if (grad_enabled && reducer_->rebuild_buckets() && Trace::get().enabled()) {
     Trace::get().instant("buckets rebuilt", "ddp");
   }
-  if (require_forward_param_sync_ && options_.broadcast_buffers) sync_buffers();
+  if (will_sync_module_buffers()) {
+    try {
+      sync_buffers();
+    } catch (const std::exception& e) {
+      EMBER_THROW("DistributedDataParallel (rank ", process_group_->rank(), "): broadcasting the buffers "
+                  "before forward failed: ", e.what(), ". ", reducer_->uneven_inputs_hint());
+    }
+  }
+  if (join_config().enable) requires_sync_work_ = check_global_requires_backward_grad_sync(false);
 }
 
 // Step 7, PyTorch's _post_forward: prepare the Reducer, and route the outputs through the sink
@@ -164,6 +185,7 @@ void DistributedDataParallel::register_builtin_comm_hook(BuiltinCommHookType typ
 DDPLoggingData DistributedDataParallel::get_ddp_logging_data() const {
   DDPLoggingData d = reducer_->logging_data();
   d.broadcast_buffers = options_.broadcast_buffers;
+  d.join_uneven_inputs = join_uneven_inputs_;
   d.last.forward_ms = last_forward_ms_;
   return d;
 }

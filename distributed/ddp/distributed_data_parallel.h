@@ -16,6 +16,7 @@
 #include "distributed/ddp/logging.h"
 #include "distributed/ddp/reducer.h"
 #include "distributed/hooks/default_hooks.h"
+#include "distributed/join.h"
 #include "distributed/process_group.h"
 #include "nn/module.h"
 
@@ -38,7 +39,9 @@ struct DDPOptions {
   std::string trace_dir;               // write a Chrome trace per rank here (or EMBER_DDP_TRACE)
 };
 
-class DistributedDataParallel : public nn::Module {
+// A Joinable (distributed/join.h): under Join, a rank out of data shadows this DDP's collectives
+// (ddp_join.cc, Note [Join protocol]).
+class DistributedDataParallel : public nn::Module, public Joinable {
  public:
   explicit DistributedDataParallel(std::shared_ptr<nn::Module> module, DDPOptions options = {});
   ~DistributedDataParallel() override;
@@ -82,6 +85,12 @@ class DistributedDataParallel : public nn::Module {
   // PyTorch's _register_builtin_comm_hook: a built-in hook over this DDP's process group.
   void register_builtin_comm_hook(BuiltinCommHookType type);
 
+  // Joinable (ddp_join.cc). Options read: divide_by_initial_world_size.
+  std::unique_ptr<JoinHook> join_hook(const JoinOptions& options) override;
+  ProcessGroupPtr join_process_group() const override { return process_group_; }
+  // The rank whose parameters every rank took when the last Join finished (-1 before).
+  int authoritative_rank() const { return authoritative_rank_; }
+
   DDPLoggingData get_ddp_logging_data() const;
   const std::vector<std::string>& parameter_names() const { return param_names_; }
   ProcessGroup& process_group() const { return *process_group_; }
@@ -91,13 +100,24 @@ class DistributedDataParallel : public nn::Module {
   // Step 1.
   void build_params_for_reducer();
   // Step 3.
-  void sync_module_states();
-  // Step 6.
+  void sync_module_states(int root = 0);
+  // Step 6: from rank 0, or under Join from the highest rank still training (ddp_join.cc).
   void sync_buffers();
+  void broadcast_buffers_from(int root);
+  bool will_sync_module_buffers() const;
   std::vector<Tensor> buffers_to_sync() const;
   // Around the wrapped module's forward (PyTorch's _pre_forward / _post_forward).
   void pre_forward();
   std::vector<Tensor> post_forward(std::vector<Tensor> outputs);
+  // Join (ddp_join.cc).
+  friend class DDPJoinHook;
+  void notify_join_context();
+  // The highest rank for which `condition` holds (PyTorch's _find_common_rank).
+  int find_common_rank(bool condition);
+  // Async allreduce telling joined ranks whether this iteration's backward synchronises.
+  WorkPtr check_global_requires_backward_grad_sync(bool is_joined_rank);
+  // Every rank takes the last joiner's parameters and buffers (PyTorch's _sync_final_model).
+  void sync_final_model(bool is_last_joiner);
 
   std::shared_ptr<nn::Module> module_;
   DDPOptions options_;
@@ -111,6 +131,10 @@ class DistributedDataParallel : public nn::Module {
   // synchronising" (PyTorch's require_forward_param_sync), so a validation pass under no_grad or a
   // no_sync micro-batch does not make the forward after it broadcast.
   bool require_forward_param_sync_ = true;
+  bool divide_by_initial_world_size_ = true;
+  bool join_uneven_inputs_ = false;  // a Join built a hook for this DDP
+  int authoritative_rank_ = -1;
+  WorkPtr requires_sync_work_;  // kept until the next forward; nobody waits on it here
   double forward_start_us_ = 0;
   double last_forward_ms_ = 0;
 };

@@ -43,6 +43,7 @@ struct DDPLoggingData {
   std::vector<int64_t> initial_bucket_sizes;
   std::vector<std::vector<size_t>> initial_bucket_indices;
   bool has_rebuilt_buckets = false;
+  bool join_uneven_inputs = false;                 // trained under Join (PyTorch's join_uneven_inputs)
   int64_t num_iterations = 0;                      // forwards that synchronised gradients
   int64_t unused_parameter_count = 0;               // in the last iteration
   std::vector<std::string> unused_parameter_names;

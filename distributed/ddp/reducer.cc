@@ -25,7 +25,6 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> param_name
       comm_hook_(std::make_unique<AllReduceBySumCommHook>(process_group_)) {
   EMBER_CHECK(!params_.empty(), "Reducer: no parameters to reduce");
   if (expect_sparse_gradient_.empty()) expect_sparse_gradient_.assign(params_.size(), false);
-  div_factor_ = static_cast<double>(process_group_->size());
   ready_this_iteration_.assign(params_.size(), false);
   local_used_map_ = zeros({static_cast<int64_t>(params_.size())}, kInt32);
   num_grad_hooks_triggered_.assign(params_.size(), 0);
@@ -217,13 +216,14 @@ void Reducer::mark_variable_ready_dense(size_t index) {
                  shape_to_string(view.strides()).c_str());
   }
   // See Note [Who divides gradients by the world size].
-  const bool scale = comm_hook_->expects_prescaled_gradients() && div_factor_ != 1.0;
+  const double factor = comm_hook_->expects_prescaled_gradients() ? divide_factor() : 1.0;
+  const bool scale = factor != 1.0;
   if (options_.gradient_as_bucket_view && grad.data_ptr() == view.data_ptr()) {
-    if (scale) div_(view, div_factor_);
+    if (scale) div_(view, factor);
     return;
   }
   copy_(view, grad);
-  if (scale) div_(view, div_factor_);
+  if (scale) div_(view, factor);
   if (options_.gradient_as_bucket_view) grad = view;  // alias .grad to the bucket from now on
 }
 
@@ -246,8 +246,8 @@ void Reducer::mark_variable_ready_sparse(size_t index) {
               "): parameter '", param_name(index), "' (index ", index,
               ") expects a sparse gradient but got ", grad.describe());
   // See Note [Who divides gradients by the world size].
-  const bool scale = comm_hook_->expects_prescaled_gradients() && div_factor_ != 1.0;
-  bucket.sparse_gradient = scale ? sparse_mul_scalar(grad, 1.0 / div_factor_) : grad;
+  const double factor = comm_hook_->expects_prescaled_gradients() ? divide_factor() : 1.0;
+  bucket.sparse_gradient = factor != 1.0 ? sparse_mul_scalar(grad, 1.0 / factor) : grad;
 }
 
 // Step 10: buckets launch strictly in order, so every rank issues the same collectives in the

@@ -55,6 +55,20 @@ class Reducer {
   void register_comm_hook(std::unique_ptr<CommHookInterface> hook);
   const CommHookInterface& comm_hook() const { return *comm_hook_; }
 
+  // Join (distributed/join.h, reducer_join.cc). DDP's forward hands over Join's async count of the
+  // ranks still training; with divide_by_initial_world_size=false the default path divides by it
+  // instead of the group size (Note [Who divides gradients by the world size]).
+  void set_forward_pass_work_handle(WorkPtr work, bool use_static_world_size);
+  // A joined rank's shadow of one backward: every bucket's comm hook on zeros, in launch order, and
+  // (find_unused_parameters) the used-parameter map's allreduce; waits for all of them.
+  void match_all_reduce_for_bwd_pass();
+  // A joined rank that never saw a gradient order queues every parameter, so it rebuilds its
+  // buckets together with the ranks still training (PyTorch's _push_all_rebuilt_params).
+  void push_all_rebuilt_params();
+
+  // What a collective timeout most likely means (a rank ran out of data) and what to do (Join).
+  std::string uneven_inputs_hint() const;
+
   DDPLoggingData logging_data() const;
   bool static_graph_first_iteration() const { return options_.static_graph && num_iterations_ == 1; }
   bool dynamic_graph_find_unused() const {
@@ -96,6 +110,8 @@ class Reducer {
   void all_reduce_bucket(Bucket& bucket, size_t bucket_index);
   FuturePtr run_comm_hook(GradBucket& grad_bucket);
   void all_reduce_local_used_map();
+  // The divisor of the default path in this iteration: the group size, or Join's count.
+  double divide_factor();
   // Step 12 (reducer_finalize.cc).
   void finalize_backward();
   std::exception_ptr wait_for_bucket_reductions(std::vector<Tensor>& results);
@@ -156,7 +172,10 @@ class Reducer {
   Tensor local_used_map_dev_;  // what goes over the wire
   WorkPtr local_used_work_;
   bool local_used_map_reduced_ = false;
-  double div_factor_ = 1.0;
+  // 0 until divide_factor() resolved it for this iteration (PyTorch's kUnsetDivFactor).
+  double div_factor_ = 0.0;
+  WorkPtr forward_pass_work_;  // Join's count of the ranks still training (this iteration)
+  bool use_static_world_size_ = true;
 
   // Bucket rebuild (step 13).
   std::vector<Tensor> rebuilt_params_;

@@ -142,13 +142,28 @@ std::exception_ptr Reducer::wait_for_bucket_reductions(std::vector<Tensor>& resu
       first = std::make_exception_ptr(Error(detail::str_cat(
           "DistributedDataParallel (rank ", process_group_->rank(), "): the reduction of bucket ", i,
           " of ", buckets_.size(), " (", bucket.variables.size(), " parameters: ", names,
-          ") did not complete: ", e.what(),
-          ". If ranks ran different numbers of iterations (uneven inputs), every rank must call "
-          "forward/backward the same number of times. No gradient was written back in this "
-          "iteration; skip this optimizer step.")));
+          ") did not complete: ", e.what(), ". ", uneven_inputs_hint(),
+          " No gradient was written back in this iteration; skip this optimizer step.")));
     }
   }
   return first;
+}
+
+// Without Join, a rank that ran out of data simply stops issuing collectives: the others' next
+// bucket allreduce finds no partner. Which rank stopped is known for certain only with two ranks
+// (the other one); with more, every rank that did arrive times out alike.
+std::string Reducer::uneven_inputs_hint() const {
+  const int rank = process_group_->rank(), world = process_group_->size();
+  std::string others;
+  for (int r = 0; r < world; ++r) {
+    if (r != rank) others += (others.empty() ? "" : ", ") + std::to_string(r);
+  }
+  const std::string who = world == 2 ? "rank " + others + " (the only other rank) stopped"
+                                     : "at least one of ranks " + others + " stopped";
+  return detail::str_cat("Inputs look uneven: this rank is in its iteration ", num_iterations_, " but ", who,
+                         " before issuing this collective -- it ran out of data (or stalled, or died). "
+                         "Wrap the training loop in Join (distributed/join.h) to train on uneven inputs; "
+                         "without it every rank must call forward/backward the same number of times.");
 }
 
 // The used map's allreduce (find_unused_parameters, static_graph's first iteration) is always
@@ -201,6 +216,8 @@ void Reducer::reset_after_iteration() {
     local_used_map_reduced_ = false;
   }
   local_used_work_.reset();
+  div_factor_ = 0.0;
+  forward_pass_work_.reset();
 }
 
 // Statistics for logging_data() and the trace.

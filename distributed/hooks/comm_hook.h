@@ -22,7 +22,10 @@ namespace ember::distributed {
 // - any other hook (the built-ins in default_hooks.h, PowerSGD, a user's): the bucket arrives
 //   un-divided and the hook divides (allreduce_hook divides before summing, which is why it is
 //   bit-identical to the default path; fp16 divides after compressing; PowerSGD divides P Q^T).
-// The divisor is the process group's size, fixed at construction.
+// The divisor is the process group's size, fixed at construction -- except on the default path
+// under Join with divide_by_initial_world_size=false, where it is the number of ranks that have not
+// joined in this iteration (Reducer::divide_factor, reducer_join.cc); hooks keep dividing by the
+// group size, as PyTorch's do.
 
 class CommHookInterface {
  public:

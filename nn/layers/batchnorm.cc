@@ -26,7 +26,13 @@ BatchNorm2d::BatchNorm2d(int64_t num_features, double eps, double momentum, bool
   }
 }
 
+void BatchNorm2d::redirect_forward(std::shared_ptr<Module> replacement) {
+  EMBER_CHECK(replacement.get() != this, "BatchNorm2d::redirect_forward: a layer cannot redirect to itself");
+  redirect_ = std::move(replacement);
+}
+
 Tensor BatchNorm2d::forward(const Tensor& input) {
+  if (redirect_) return redirect_->forward(input);
   EMBER_CHECK(input.defined() && input.dim() == 4 && input.size(1) == num_features_,
               "BatchNorm2d: expected input [N, ", num_features_, ", H, W], got ", input.describe());
   const bool use_batch_stats = is_training() || !track_running_stats_;

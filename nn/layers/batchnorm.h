@@ -13,7 +13,18 @@ class BatchNorm2d : public Module {
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
 
+  int64_t num_features() const { return num_features_; }
+  double eps() const { return eps_; }
+  double momentum() const { return momentum_; }
+  bool affine() const { return affine_; }
+  bool track_running_stats() const { return track_running_stats_; }
+  // From now on forward() runs `replacement` instead. Note [Converted BatchNorm]: after a layer was
+  // replaced in its parent (distributed's convert_sync_batchnorm), a model that still calls it
+  // through its own typed pointer (ResNet's bn1_) reaches the replacement.
+  void redirect_forward(std::shared_ptr<Module> replacement);
+
  private:
+  std::shared_ptr<Module> redirect_;
   int64_t num_features_;
   double eps_, momentum_;
   bool affine_, track_running_stats_;

@@ -57,6 +57,31 @@ TEST(Module, BuffersModulesTrainEval) {
   EXPECT_TRUE((*net)[1]->is_training());
 }
 
+// replace_module swaps a registered child (names and order kept); redirect_forward routes a
+// BatchNorm2d's forward to another module (Note [Converted BatchNorm]).
+TEST(Module, ReplaceModuleAndRedirectForward) {
+  auto net = std::make_shared<Sequential>(
+      std::vector<ModulePtr>{std::make_shared<BatchNorm2d>(2), std::make_shared<ReLU>()});
+  auto bn = std::dynamic_pointer_cast<BatchNorm2d>((*net)[0]);
+  net->replace_module("0", std::make_shared<Flatten>());
+  EXPECT_EQ(net->named_children()[0].second->type_name(), "Flatten");
+  EXPECT_TRUE(net->named_buffers().empty());
+  EXPECT_THROW(
+      {
+        try {
+          net->replace_module("7", std::make_shared<ReLU>());
+        } catch (const Error& e) {
+          EXPECT_THAT(e.what(), ::testing::HasSubstr("Sequential: replace_module: no child module named '7'"));
+          throw;
+        }
+      },
+      Error);
+  Tensor x = sub(full({1, 2, 1, 1}, Scalar(3.0)), 5.0);
+  bn->redirect_forward(std::make_shared<ReLU>());
+  EXPECT_TRUE(allclose(bn->forward(x), zeros({1, 2, 1, 1})));  // ReLU's result, not BatchNorm's
+  EXPECT_THROW(bn->redirect_forward(bn), Error);
+}
+
 TEST(Module, StateDictRoundTripAndErrors) {
   Generator g1(1), g2(2);
   auto a = make_mlp({4, 8, 2}, &g1);

@@ -145,6 +145,28 @@ inline Scenario mlp_scenario() {
   return sc;
 }
 
+// BatchNorm2d over [N, C] rows (as [N, C, 1, 1]): running-statistics buffers in an MLP.
+struct RowBatchNorm : nn::Module {
+  std::shared_ptr<nn::BatchNorm2d> bn;
+  explicit RowBatchNorm(int64_t c) : nn::Module("RowBatchNorm") {
+    bn = register_module("bn", std::make_shared<nn::BatchNorm2d>(c));
+  }
+  Tensor forward(const Tensor& x) override {
+    return bn->forward(x.reshape({x.size(0), x.size(1), 1, 1})).reshape({x.size(0), x.size(1)});
+  }
+};
+
+// 6 inputs -> Linear(8) -> BatchNorm -> ReLU -> Linear(4).
+inline std::shared_ptr<nn::Module> mlp_with_batch_norm(uint64_t seed) {
+  Generator g(seed);
+  auto seq = std::make_shared<nn::Sequential>();
+  seq->push_back(std::make_shared<nn::Linear>(6, 8, true, &g));
+  seq->push_back(std::make_shared<RowBatchNorm>(8));
+  seq->push_back(std::make_shared<nn::ReLU>());
+  seq->push_back(std::make_shared<nn::Linear>(8, 4, true, &g));
+  return seq;
+}
+
 // A model with a branch used only on shards < use_branch_on, and one never used.
 struct Branchy : nn::Module, ShardAware {
   std::shared_ptr<nn::Linear> trunk, branch, never, head;
