@@ -9,7 +9,13 @@ CPU_CAPABILITY_COPTS = {
     "AVX2": ["-march=x86-64-v3", "-mtune=generic"],
     # Eigen picks 16-float packets from __AVX512F__; let GCC's own loops use zmm too.
     # GCC 12 reports false (maybe-)uninitialized warnings inside its own avx512fintrin.h.
-    "AVX512": ["-march=x86-64-v4", "-mtune=generic", "-mprefer-vector-width=512", "-Wno-maybe-uninitialized", "-Wno-uninitialized"],
+    "AVX512": [
+        "-march=x86-64-v4",
+        "-mtune=generic",
+        "-mprefer-vector-width=512",
+        "-Wno-maybe-uninitialized",
+        "-Wno-uninitialized",
+    ],
 }
 
 def cpu_kernel_libraries(name, srcs, deps = [], **kwargs):
