@@ -6,9 +6,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "tensor/half.h"
-
 #include "tensor/cpu/capability_namespace.h"
+#include "tensor/half.h"
 
 namespace ember::cpu {
 namespace CPU_CAPABILITY {  // Note [CPU capability namespaces]

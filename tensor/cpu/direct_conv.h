@@ -11,9 +11,8 @@
 
 #include <cstdint>
 
-#include "tensor/cpu/im2col.h"
-
 #include "tensor/cpu/capability_namespace.h"
+#include "tensor/cpu/im2col.h"
 
 namespace ember::cpu {
 namespace CPU_CAPABILITY {  // Note [CPU capability namespaces]

@@ -4,103 +4,77 @@
 // innermost run is handed to the kernel with its byte strides, letting it pick a vectorisable path.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
-#include <vector>
-
-#include "tensor/parallel.h"
-#include "tensor/tensor.h"
 
 #include "tensor/cpu/capability_namespace.h"
+#include "tensor/parallel.h"
+#include "tensor/tensor.h"
 
 namespace ember::cpu {
 namespace CPU_CAPABILITY {  // Note [CPU capability namespaces]
 
+// Loops have at most this many dimensions (PyTorch's TensorIterator allows 25 on CUDA). Fixed
+// arrays, not std::vector: vector members instantiated here would be shared with baseline code
+// (Note [CPU capability namespaces]).
+constexpr int64_t kMaxLoopDims = 25;
+using LoopDims = std::array<int64_t, kMaxLoopDims>;
+
 template <size_t N>
 struct LoopPlan {
-  std::vector<int64_t> sizes;                   // innermost last
-  std::array<std::vector<int64_t>, N> strides;  // in bytes, per operand
+  int64_t ndim = 0;
+  LoopDims sizes{};                   // [0, ndim), innermost last
+  std::array<LoopDims, N> strides{};  // in bytes, per operand
   int64_t numel = 1;
 };
 
-// `tensors` all have shape `sizes` (operand 0 is usually the output).
+// `tensors` all have shape `sizes` (operand 0 is usually the output). Size-1 dims are dropped and
+// dim d merged into the dim outside it when stride[outer] == stride[d] * size[d] for every operand.
 template <size_t N>
 LoopPlan<N> make_loop_plan(const Shape& sizes, const std::array<const Tensor*, N>& tensors) {
+  EMBER_CHECK(static_cast<int64_t>(sizes.size()) <= kMaxLoopDims, "elementwise and reduction "
+              "kernels support at most ", kMaxLoopDims, " dimensions, got ", tensors[0]->describe());
   LoopPlan<N> plan;
   for (int64_t s : sizes) plan.numel *= s;
-  // Keep non-trivial dims, outermost first.
-  for (size_t d = 0; d < sizes.size(); ++d) {
+  for (size_t d = 0; d < sizes.size(); ++d) {  // outermost first
     if (sizes[d] == 1) continue;
-    plan.sizes.push_back(sizes[d]);
+    std::array<int64_t, N> st;
     for (size_t k = 0; k < N; ++k) {
-      plan.strides[k].push_back(tensors[k]->strides()[d] *
-                                static_cast<int64_t>(tensors[k]->element_size()));
+      st[k] = tensors[k]->strides()[d] * static_cast<int64_t>(tensors[k]->element_size());
     }
-  }
-  // Merge dim i into dim i-1 when stride[i-1] == stride[i] * size[i] for every operand.
-  std::vector<int64_t> sz;
-  std::array<std::vector<int64_t>, N> st;
-  for (size_t d = 0; d < plan.sizes.size(); ++d) {
-    bool merge = !sz.empty();
+    bool merge = plan.ndim > 0;
     for (size_t k = 0; k < N && merge; ++k) {
-      merge = st[k].back() == plan.strides[k][d] * plan.sizes[d];
+      merge = plan.strides[k][plan.ndim - 1] == st[k] * sizes[d];
     }
     if (merge) {
-      sz.back() *= plan.sizes[d];
-      for (size_t k = 0; k < N; ++k) st[k].back() = plan.strides[k][d];
+      plan.sizes[plan.ndim - 1] *= sizes[d];
+      for (size_t k = 0; k < N; ++k) plan.strides[k][plan.ndim - 1] = st[k];
     } else {
-      sz.push_back(plan.sizes[d]);
-      for (size_t k = 0; k < N; ++k) st[k].push_back(plan.strides[k][d]);
+      plan.sizes[plan.ndim] = sizes[d];
+      for (size_t k = 0; k < N; ++k) plan.strides[k][plan.ndim] = st[k];
+      ++plan.ndim;
     }
   }
-  if (sz.empty()) {  // a single element
-    sz.push_back(1);
-    for (size_t k = 0; k < N; ++k) st[k].push_back(0);
+  if (plan.ndim == 0) {  // a single element
+    plan.sizes[0] = 1;
+    for (size_t k = 0; k < N; ++k) plan.strides[k][0] = 0;
+    plan.ndim = 1;
   }
-  plan.sizes = std::move(sz);
-  plan.strides = std::move(st);
   return plan;
 }
 
-// Calls inner(ptrs, inner_strides, n) once per innermost run.
-template <size_t N, typename Inner>
-void run_loop_plan(const LoopPlan<N>& plan, std::array<char*, N> base, Inner&& inner) {
-  if (plan.numel == 0) return;
-  const int64_t ndim = static_cast<int64_t>(plan.sizes.size());
-  const int64_t n = plan.sizes[ndim - 1];
-  std::array<int64_t, N> inner_strides;
-  for (size_t k = 0; k < N; ++k) inner_strides[k] = plan.strides[k][ndim - 1];
-  if (ndim == 1) {
-    inner(base, inner_strides, n);
-    return;
-  }
-  std::vector<int64_t> counter(ndim - 1, 0);
-  std::array<char*, N> ptrs = base;
-  const int64_t outer = plan.numel / n;
-  for (int64_t it = 0; it < outer; ++it) {
-    inner(ptrs, inner_strides, n);
-    // Odometer increment over the outer dims.
-    for (int64_t d = ndim - 2; d >= 0; --d) {
-      if (++counter[d] < plan.sizes[d]) {
-        for (size_t k = 0; k < N; ++k) ptrs[k] += plan.strides[k][d];
-        break;
-      }
-      for (size_t k = 0; k < N; ++k) ptrs[k] -= plan.strides[k][d] * (plan.sizes[d] - 1);
-      counter[d] = 0;
-    }
-  }
-}
-
-// Like run_loop_plan, for the elements [lo, hi) in the plan's order (runs are clipped to it).
+// Calls inner(ptrs, inner_strides, n) once per innermost run, for the elements [lo, hi) in the
+// plan's order (the first and last runs are clipped to them).
 template <size_t N, typename Inner>
 void run_loop_plan_range(const LoopPlan<N>& plan, std::array<char*, N> base, int64_t lo, int64_t hi,
                          Inner&& inner) {
-  const int64_t ndim = static_cast<int64_t>(plan.sizes.size());
+  const int64_t ndim = plan.ndim;
   const int64_t n = plan.sizes[ndim - 1];
   std::array<int64_t, N> inner_strides;
   for (size_t k = 0; k < N; ++k) inner_strides[k] = plan.strides[k][ndim - 1];
   // The odometer of run lo / n over the outer dims.
-  std::vector<int64_t> counter(std::max<int64_t>(ndim - 1, 0), 0);
+  LoopDims counter{};
   std::array<char*, N> ptrs = base;
   for (int64_t d = ndim - 2, run = lo / n; d >= 0; --d) {
     counter[d] = run % plan.sizes[d];
@@ -124,6 +98,12 @@ void run_loop_plan_range(const LoopPlan<N>& plan, std::array<char*, N> base, int
       counter[d] = 0;
     }
   }
+}
+
+// Every element, on this thread.
+template <size_t N, typename Inner>
+void run_loop_plan(const LoopPlan<N>& plan, std::array<char*, N> base, Inner&& inner) {
+  if (plan.numel > 0) run_loop_plan_range<N>(plan, base, 0, plan.numel, inner);
 }
 
 template <size_t N, typename Inner>

@@ -90,17 +90,18 @@ void extreme_into(bool is_max, const Tensor& out, const Tensor& in) {
 template <typename T>
 void arg_extreme(bool is_max, const Tensor& out, const Tensor& in, const std::vector<bool>& mask) {
   using M = opmath_t<T>;
-  Shape perm;
-  int64_t rows = 1, cols = 1;
+  // Kept dims first, reduced dims last. Filled by index: no push_back here (loops.h says why).
+  Shape perm(in.dim());
+  int64_t rows = 1, cols = 1, next = 0;
   for (int64_t d = 0; d < in.dim(); ++d) {
     if (!mask[d]) {
-      perm.push_back(d);
+      perm[next++] = d;
       rows *= in.sizes()[d];
     }
   }
   for (int64_t d = 0; d < in.dim(); ++d) {
     if (mask[d]) {
-      perm.push_back(d);
+      perm[next++] = d;
       cols *= in.sizes()[d];
     }
   }
