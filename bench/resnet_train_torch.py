@@ -64,6 +64,8 @@ def main():
     # ATen's level (torch 1.13 has no torch.backends.cpu.get_cpu_capability yet).
     found = re.search(r"CPU capability usage: (\w+)", torch.__config__.show())
     capability = found.group(1) if found else "?"
+    if capability == "NO":  # "NO AVX": ATen's default level
+        capability = "default"
     print(f"RESULT impl=torch model=resnet{a.depth} batch={a.batch} steps={a.steps} "
           f"threads={torch.get_num_threads()} capability={capability.lower()} "
           f"ms_per_step={step_ms:.2f} fwd_ms={statistics.median(fwd):.2f} "
