@@ -1,7 +1,7 @@
 // conv2d forward and backward CPU kernels: image by image, im2col into a per-thread buffer and one
 // GEMM per group straight into NCHW. Backward recomputes the columns rather than keeping them alive
-// between forward and backward. Stride-1 float convolutions on wide enough maps (the forward and
-// input gradient of ResNet's 3x3 layers) skip im2col: tensor/cpu/direct_conv.h.
+// between forward and backward. Stride-1 float convolutions on wide enough maps (ResNet's 3x3
+// layers: forward, input gradient and weight gradient) skip im2col: tensor/cpu/direct_conv.h.
 // Threads split the images (forward, input gradient) and fixed chunks of images (weight gradient;
 // Note [Deterministic parallel kernels]). Checks and output allocation are the op's (tensor/conv.cc).
 #include <type_traits>
