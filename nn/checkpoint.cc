@@ -6,10 +6,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <set>
+#include <vector>
 
-#include "nn/checkpoint_json.h"
+#include <nlohmann/json.hpp>
+#include <zlib.h>
+
 #include "tensor/factories.h"
 
 namespace ember::nn {
@@ -19,6 +23,60 @@ namespace ember::nn {
 #endif
 
 namespace {
+
+// Keys keep document order, so the header lists tensors in saved (data) order.
+using Json = nlohmann::ordered_json;
+
+// Note [Checkpoint checksum]: save stores a CRC-32 in __metadata__["ember.crc32"] over the header
+// written without that entry (compact JSON, as nlohmann dumps it) followed by the data bytes; load
+// recomputes it from the parsed header, so a flipped bit anywhere -- a shape, an offset, a weight --
+// is caught. Files from other writers carry no checksum and load as before.
+constexpr const char* kChecksumKey = "ember.crc32";
+
+uint32_t crc32_update(uint32_t crc, const void* data, size_t n) {
+  const auto* p = static_cast<const Bytef*>(data);
+  while (n > 0) {  // zlib's length is a uInt
+    const uInt chunk = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
+    crc = static_cast<uint32_t>(::crc32(crc, p, chunk));
+    p += chunk;
+    n -= chunk;
+  }
+  return crc;
+}
+
+std::string hex32(uint32_t v) {
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08x", v);
+  return buf;
+}
+
+// "a number", "an array", ...: what a JSON value is, for error messages.
+std::string kind_of(const Json& v) {
+  const std::string t = v.type_name();
+  return (t == "array" || t == "object" ? "an " : "a ") + t;
+}
+
+// Parses the header, rejecting duplicate keys (nlohmann keeps the last; safetensors forbids them).
+Json parse_header(const std::string& text) {
+  std::vector<std::set<std::string>> keys;  // one set per open object
+  auto reject_duplicates = [&keys](int, Json::parse_event_t event, Json& parsed) {
+    if (event == Json::parse_event_t::object_start) keys.emplace_back();
+    if (event == Json::parse_event_t::object_end) keys.pop_back();
+    if (event == Json::parse_event_t::key && !keys.back().insert(parsed.get<std::string>()).second) {
+      EMBER_THROW("duplicate key \"", parsed.get<std::string>(), "\"");
+    }
+    return true;
+  };
+  try {
+    return Json::parse(text, reject_duplicates);
+  } catch (const Json::parse_error& e) {
+    // what() reads "[json.exception.parse_error.101] parse error at line 1, column 9: <problem>".
+    std::string problem = e.what();
+    const size_t colon = problem.find(": ");
+    if (colon != std::string::npos) problem = problem.substr(colon + 2);
+    EMBER_THROW("invalid JSON at byte ", e.byte, ": ", problem);
+  }
+}
 
 // The safetensors spec's cap on the header (guards against allocating a bogus length).
 constexpr uint64_t kMaxHeaderBytes = 100ull << 20;
@@ -102,15 +160,12 @@ void save(const StateDict& sd, const std::string& path, const CheckpointMetadata
   // Validate and collect contiguous CPU copies before touching the file system.
   std::vector<Tensor> data;
   std::set<std::string> names;
-  std::string header = "{";
-  if (!metadata.empty()) {
-    header += "\"__metadata__\":{";
-    bool first = true;
-    for (const auto& [k, v] : metadata) {
-      header += (first ? "" : ",") + json::quote(k) + ":" + json::quote(v);
-      first = false;
-    }
-    header += "}";
+  // __metadata__ always comes first (as in the spec's examples) and always holds the checksum.
+  Json head = Json::object();
+  head["__metadata__"] = Json::object();
+  for (const auto& [k, v] : metadata) {
+    EMBER_CHECK(k != kChecksumKey, "save: '", path, "': metadata key '", k, "' is reserved");
+    head["__metadata__"][k] = v;
   }
   uint64_t offset = 0;
   for (const auto& [name, t] : sd) {
@@ -121,16 +176,25 @@ void save(const StateDict& sd, const std::string& path, const CheckpointMetadata
     EMBER_CHECK(!t.is_sparse(), "save: '", path, "': tensor '", name, "' is sparse (", t.describe(),
                 "); safetensors stores dense tensors only");
     Tensor c = t.cpu().contiguous();
-    std::string shape;
-    for (int64_t d = 0; d < c.dim(); ++d) shape += (d ? "," : "") + std::to_string(c.sizes()[d]);
     const uint64_t end = offset + c.nbytes();
-    header += (header.size() > 1 ? "," : "") + json::quote(name) + ":{\"dtype\":\"" +
-              safetensors_dtype(c.dtype()) + "\",\"shape\":[" + shape + "],\"data_offsets\":[" +
-              std::to_string(offset) + "," + std::to_string(end) + "]}";
+    head[name] = {{"dtype", safetensors_dtype(c.dtype())},
+                    {"shape", std::vector<int64_t>(c.sizes().begin(), c.sizes().end())},
+                    {"data_offsets", {offset, end}}};
     offset = end;
     data.push_back(std::move(c));
   }
-  header += "}";
+  std::string header;
+  try {
+    // Note [Checkpoint checksum]: over the header without the checksum, then the data.
+    const std::string unsummed = head.dump();
+    uint32_t crc = crc32_update(static_cast<uint32_t>(::crc32(0L, Z_NULL, 0)), unsummed.data(),
+                                unsummed.size());
+    for (const Tensor& c : data) crc = crc32_update(crc, c.data_ptr(), c.nbytes());
+    head["__metadata__"][kChecksumKey] = hex32(crc);
+    header = head.dump();
+  } catch (const Json::exception& e) {  // e.g. a name that is not valid UTF-8
+    EMBER_THROW("save: '", path, "': cannot write the header: ", e.what());
+  }
   // Pad so the data starts 8-byte aligned (the spec's recommendation; readers mmap the file).
   header.append((8 - header.size() % 8) % 8, ' ');
   char len_bytes[8];
@@ -205,14 +269,14 @@ StateDict load(const std::string& path, CheckpointMetadata* metadata) {
   std::string header(n, '\0');
   EMBER_CHECK(read_exact(fd, header.data(), n, 8), "load: cannot read the header of '", path, "': ",
               errno_text());
-  json::Value root;
+  Json root;
   try {
-    root = json::parse(header);
+    root = parse_header(header);
   } catch (const Error& e) {
     EMBER_THROW("load: '", path, "' has a corrupt header: ", e.what());
   }
-  EMBER_CHECK(root.kind == json::Value::Kind::Object, "load: '", path,
-              "' has a corrupt header: expected a JSON object, got ", root.kind_name());
+  EMBER_CHECK(root.is_object(), "load: '", path, "' has a corrupt header: expected a JSON object, got ",
+              kind_of(root));
 
   const uint64_t data_size = file_size - 8 - n;
   struct Entry {
@@ -223,34 +287,44 @@ StateDict load(const std::string& path, CheckpointMetadata* metadata) {
     size_t order;  // position in the header, to keep equal offsets (empty tensors) stable
   };
   std::vector<Entry> entries;
-  for (const auto& [name, v] : root.object) {
+  std::string stored_checksum;
+  const auto as_uint64 = [](const Json& v, uint64_t* out) {
+    if (!v.is_number_unsigned()) return false;  // negative, fractional or too large numbers are not
+    *out = v.get<uint64_t>();
+    return true;
+  };
+  for (auto& [name, v] : root.items()) {
     const std::string where = "load: '" + path + "': ";
     if (name == "__metadata__") {
-      EMBER_CHECK(v.kind == json::Value::Kind::Object, where, "__metadata__ must be an object, got ",
-                  v.kind_name());
-      for (const auto& [k, mv] : v.object) {
-        EMBER_CHECK(mv.kind == json::Value::Kind::String, where, "__metadata__ value of '", k,
-                    "' must be a string, got ", mv.kind_name());
-        if (metadata != nullptr) (*metadata)[k] = mv.text;
+      EMBER_CHECK(v.is_object(), where, "__metadata__ must be an object, got ", kind_of(v));
+      for (const auto& [k, mv] : v.items()) {
+        EMBER_CHECK(mv.is_string(), where, "__metadata__ value of '", k, "' must be a string, got ",
+                    kind_of(mv));
+        if (k == kChecksumKey) {
+          stored_checksum = mv.get<std::string>();
+        } else if (metadata != nullptr) {
+          (*metadata)[k] = mv.get<std::string>();
+        }
       }
       continue;
     }
     const std::string tw = where + "tensor '" + name + "': ";
-    EMBER_CHECK(v.kind == json::Value::Kind::Object, tw, "expected an object, got ", v.kind_name());
-    const json::Value* dt = v.find("dtype");
-    const json::Value* shape = v.find("shape");
-    const json::Value* offsets = v.find("data_offsets");
-    EMBER_CHECK(dt && shape && offsets, tw, "needs \"dtype\", \"shape\" and \"data_offsets\"");
+    EMBER_CHECK(v.is_object(), tw, "expected an object, got ", kind_of(v));
+    EMBER_CHECK(v.contains("dtype") && v.contains("shape") && v.contains("data_offsets"), tw,
+                "needs \"dtype\", \"shape\" and \"data_offsets\"");
+    const Json& dt = v["dtype"];
+    const Json& shape = v["shape"];
+    const Json& offsets = v["data_offsets"];
     Entry e{name, kFloat32, {}, 0, 0, entries.size()};
-    EMBER_CHECK(dt->kind == json::Value::Kind::String && parse_dtype(dt->text, &e.dtype), tw,
-                "unknown dtype ", dt->kind == json::Value::Kind::String ? dt->text : dt->kind_name(),
+    const std::string dtype_name = dt.is_string() ? dt.get<std::string>() : kind_of(dt);
+    EMBER_CHECK(dt.is_string() && parse_dtype(dtype_name, &e.dtype), tw, "unknown dtype ", dtype_name,
                 " (supported: F32 F64 F16 BF16 I32 I64 U8 BOOL)");
-    EMBER_CHECK(shape->kind == json::Value::Kind::Array, tw, "shape must be an array");
+    EMBER_CHECK(shape.is_array(), tw, "shape must be an array");
     uint64_t numel = 1;
     bool overflow = false, has_zero = false;
-    for (const json::Value& d : shape->array) {
+    for (const Json& d : shape) {
       uint64_t s = 0;
-      EMBER_CHECK(json::to_uint64(d, &s) && s <= static_cast<uint64_t>(INT64_MAX), tw,
+      EMBER_CHECK(as_uint64(d, &s) && s <= static_cast<uint64_t>(INT64_MAX), tw,
                   "shape entries must be non-negative integers");
       if (s == 0) has_zero = true;
       if (s != 0 && numel > UINT64_MAX / s) overflow = true;
@@ -261,15 +335,14 @@ StateDict load(const std::string& path, CheckpointMetadata* metadata) {
       overflow = false;
       numel = 0;
     }
-    EMBER_CHECK(offsets->kind == json::Value::Kind::Array && offsets->array.size() == 2 &&
-                    json::to_uint64(offsets->array[0], &e.begin) &&
-                    json::to_uint64(offsets->array[1], &e.end),
+    EMBER_CHECK(offsets.is_array() && offsets.size() == 2 && as_uint64(offsets[0], &e.begin) &&
+                    as_uint64(offsets[1], &e.end),
                 tw, "data_offsets must be two non-negative integers");
     EMBER_CHECK(e.begin <= e.end && e.end <= data_size, tw, "data_offsets [", e.begin, ", ", e.end,
                 "] are out of range for ", data_size, " bytes of data");
     const uint64_t esize = element_size(e.dtype);
     EMBER_CHECK(!overflow && numel <= UINT64_MAX / esize && numel * esize == e.end - e.begin, tw,
-                "shape ", shape_to_string(e.shape), " of ", dt->text, " needs ",
+                "shape ", shape_to_string(e.shape), " of ", dtype_name, " needs ",
                 overflow ? std::string("more than 2^64") : std::to_string(numel * esize),
                 " bytes but data_offsets [", e.begin, ", ", e.end, "] span ", e.end - e.begin);
     entries.push_back(std::move(e));
@@ -303,6 +376,25 @@ StateDict load(const std::string& path, CheckpointMetadata* metadata) {
       }
     }
     sd.emplace_back(e.name, std::move(t));
+  }
+  if (!stored_checksum.empty()) {
+    // Note [Checkpoint checksum]: the header as written before the checksum was added, then the
+    // data in file order (the whole data section, gaps included, as save leaves none).
+    root["__metadata__"].erase(kChecksumKey);
+    const std::string unsummed = root.dump();
+    uint32_t crc = crc32_update(static_cast<uint32_t>(::crc32(0L, Z_NULL, 0)), unsummed.data(),
+                                unsummed.size());
+    std::vector<char> buf(std::min<uint64_t>(data_size, 1u << 20));
+    for (uint64_t at = 0; at < data_size;) {
+      const size_t chunk = static_cast<size_t>(std::min<uint64_t>(buf.size(), data_size - at));
+      EMBER_CHECK(read_exact(fd, buf.data(), chunk, 8 + n + at), "load: cannot read '", path, "': ",
+                  errno_text());
+      crc = crc32_update(crc, buf.data(), chunk);
+      at += chunk;
+    }
+    EMBER_CHECK(hex32(crc) == stored_checksum, "load: '", path, "' is corrupt: checksum mismatch (",
+                kChecksumKey, " ", stored_checksum, " in the header, ", hex32(crc),
+                " computed) -- the file was modified or damaged after it was written");
   }
   return sd;
 }

@@ -7,6 +7,9 @@
 // padded with spaces to a multiple of 8; then the tensors' raw little-endian bytes, offsets
 // relative to the end of the header. dtypes: F32 F64 F16 BF16 I32 I64 U8 BOOL.
 //
+// The header is read and written with nlohmann-json (Debian's nlohmann-json3-dev). save adds a CRC-32
+// of the header and data to __metadata__ (Note [Checkpoint checksum]); load verifies it when present.
+//
 // Nothing is lost on a crash: save writes a temporary file in the target's directory, fsyncs it,
 // and renames it over the target. load validates everything (header length, JSON, dtypes, shapes
 // against offsets, offsets in range and not overlapping) and throws ember::Error naming the file

@@ -111,6 +111,8 @@ cc_library(
     _system_headers_repository("gtest", "/usr/include/gtest", "gtest", ["-lgtest", "-pthread"])
     _system_headers_repository("gmock", "/usr/include/gmock", "gmock", ["-lgmock", "-lgtest", "-pthread"])
     _system_headers_repository("benchmark", "/usr/include/benchmark", "benchmark", ["-lbenchmark", "-pthread"])
+    # nlohmann-json3-dev: header-only; included as <nlohmann/json.hpp>.
+    _system_headers_repository("nlohmann_json", "/usr/include/nlohmann", "nlohmann", [], ["**/*.hpp"])
     native.new_local_repository(
         name = "zlib",
         path = "/usr/include",

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include "tensor/all.h"
 #include "tensor/sparse.h"
@@ -159,19 +160,28 @@ TEST_F(CheckpointTest, BadSavesThrowAndLeaveNothing) {
 TEST_F(CheckpointTest, ExactByteLayoutOfATinyFile) {
   save({{"a", from_vector<float>({1.0f, 2.0f})}, {"b", from_vector<uint8_t>({7})}},
        path("tiny.safetensors"), {{"k", "v"}});
-  std::string header =
-      "{\"__metadata__\":{\"k\":\"v\"},"
+  const float data[2] = {1.0f, 2.0f};
+  const std::string tensors =
       "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
       "\"b\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[8,9]}}";
+  // Note [Checkpoint checksum]: CRC-32 of the header without it, then of the data.
+  const std::string unsummed = "{\"__metadata__\":{\"k\":\"v\"}," + tensors;
+  uLong crc = crc32(0L, Z_NULL, 0);
+  crc = crc32(crc, reinterpret_cast<const Bytef*>(unsummed.data()), unsummed.size());
+  crc = crc32(crc, reinterpret_cast<const Bytef*>(data), 8);
+  crc = crc32(crc, reinterpret_cast<const Bytef*>("\x07"), 1);
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08lx", crc);
+  std::string header = "{\"__metadata__\":{\"k\":\"v\",\"ember.crc32\":\"" + std::string(hex) + "\"}," + tensors;
   header.append((8 - header.size() % 8) % 8, ' ');  // padded with spaces to a multiple of 8
   ASSERT_EQ(header.size() % 8, 0u);
-  const float data[2] = {1.0f, 2.0f};
   const std::string want = le64(header.size()) + header +
                            std::string(reinterpret_cast<const char*>(data), 8) + "\x07";
   EXPECT_EQ(read_bytes(path("tiny.safetensors")), want);
   // Little-endian by definition: the length's low byte comes first, 1.0f is 00 00 80 3f.
   const std::string bytes = read_bytes(path("tiny.safetensors"));
   EXPECT_EQ(static_cast<unsigned char>(bytes[0]), header.size());
+  ASSERT_EQ(bytes.size(), 8 + header.size() + 9);
   EXPECT_EQ(bytes.substr(8 + header.size(), 4), std::string("\x00\x00\x80\x3f", 4));
 }
 
@@ -216,13 +226,11 @@ TEST_F(CheckpointTest, CorruptJson) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"{\"a\":{\"dtype\":\"F32\",", "unexpected end of input"},
       {"{\"a\" 1}", "expected ':'"},
-      {"{\"a\":1,\"a\":2}", "duplicate key"},
-      {"{\"a\":tru}", "unexpected character"},
-      {"{\"a\":\"\\q\"}", "bad escape"},
-      {"{\"a\":\"\\ud800\"}", "unpaired surrogate"},
-      {"{} x", "trailing characters"},
-      {std::string(100, '[') + std::string(100, ']'), "nesting deeper"},
-      {std::string("{\"a\":\"x\0y\"}", 11), "control character"},
+      {"{\"a\":tru}", "invalid literal"},
+      {"{\"a\":\"\\q\"}", "forbidden character after backslash"},
+      {"{\"a\":\"\\ud800\"}", "surrogate U+D800..U+DBFF must be followed by U+DC00..U+DFFF"},
+      {"{} x", "expected end of input"},
+      {std::string("{\"a\":\"x\0y\"}", 11), "control character U+0000"},
   };
   for (const auto& [header, needle] : cases) {
     SCOPED_TRACE(header);
@@ -230,8 +238,12 @@ TEST_F(CheckpointTest, CorruptJson) {
     EXPECT_EMBER_ERROR(load(path("json.safetensors")), "json.safetensors", "corrupt header",
                        "invalid JSON at byte", needle);
   }
+  write_bytes(path("dup.safetensors"), file_with("{\"m\":{\"a\":1,\"a\":2}}"));
+  EXPECT_EMBER_ERROR(load(path("dup.safetensors")), "corrupt header", "duplicate key \"a\"");
   write_bytes(path("arr.safetensors"), file_with("[1, 2]"));
   EXPECT_EMBER_ERROR(load(path("arr.safetensors")), "expected a JSON object, got an array");
+  write_bytes(path("deep.safetensors"), file_with(std::string(10000, '[') + std::string(10000, ']')));
+  EXPECT_EMBER_ERROR(load(path("deep.safetensors")), "expected a JSON object, got an array");
 }
 
 TEST_F(CheckpointTest, BadTensorEntries) {
@@ -285,6 +297,29 @@ TEST_F(CheckpointTest, TruncatedData) {
   // Cut inside the header.
   write_bytes(path("cut.safetensors"), full.substr(0, 20));
   EXPECT_EMBER_ERROR(load(path("cut.safetensors")), "cut.safetensors", "runs past the end");
+}
+
+TEST_F(CheckpointTest, ChecksumCatchesAFlippedBitAnywhere) {
+  save({{"w", arange(16.0, kFloat32)}, {"b", from_vector<int64_t>({3, 4})}}, path("sum.safetensors"),
+       {{"epoch", "2"}});
+  const std::string good = read_bytes(path("sum.safetensors"));
+  const uint64_t header_size = static_cast<unsigned char>(good[0]) | (static_cast<unsigned char>(good[1]) << 8);
+  // A weight's byte, the epoch in the metadata, a dtype that keeps the sizes consistent.
+  std::string weight = good;
+  weight[8 + header_size + 5] ^= 0x10;
+  std::string epoch = good;
+  epoch.replace(epoch.find("\"epoch\":\"2\""), 11, "\"epoch\":\"3\"");
+  std::string dtype = good;
+  dtype.replace(dtype.find("\"F32\""), 5, "\"I32\"");
+  for (const std::string* bad : {&weight, &epoch, &dtype}) {
+    write_bytes(path("bad.safetensors"), *bad);
+    EXPECT_EMBER_ERROR(load(path("bad.safetensors")), "bad.safetensors", "is corrupt: checksum mismatch");
+  }
+  // The checksum key is not user metadata and cannot be overridden.
+  CheckpointMetadata meta;
+  load(path("sum.safetensors"), &meta);
+  EXPECT_EQ(meta, (CheckpointMetadata{{"epoch", "2"}}));
+  EXPECT_EMBER_ERROR(save({{"w", ones({1})}}, path("r.safetensors"), {{"ember.crc32", "0"}}), "reserved");
 }
 
 TEST_F(CheckpointTest, EmptyTensorsMayShareOffsets) {
