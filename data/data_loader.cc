@@ -57,6 +57,11 @@ void DataLoader::set_epoch(int64_t epoch) {
   sampler_->set_epoch(epoch);
 }
 
+void DataLoader::set_start_batch(int64_t batch) {
+  EMBER_CHECK(batch >= 0, "DataLoader::set_start_batch: batch ", batch, " is negative");
+  start_batch_ = batch;
+}
+
 void DataLoader::start_epoch() {
   stop_worker();
   indices_ = sampler_->indices();
@@ -67,12 +72,13 @@ void DataLoader::start_epoch() {
   const int64_t n = static_cast<int64_t>(indices_.size());
   epoch_batches_ = options_.drop_last ? n / options_.batch_size : (n + options_.batch_size - 1) / options_.batch_size;
   running_epoch_ = epoch_++;
-  next_batch_ = 0;
+  next_batch_ = std::min(start_batch_, epoch_batches_);
+  start_batch_ = 0;
   active_ = true;
-  if (options_.prefetch && epoch_batches_ > 0) {
+  if (options_.prefetch && next_batch_ < epoch_batches_) {
     stop_ = false;
     worker_done_ = false;
-    worker_ = std::thread([this] { worker_loop(); });
+    worker_ = std::thread([this, first = next_batch_] { worker_loop(first); });
   }
 }
 
@@ -91,8 +97,8 @@ Batch DataLoader::make_batch(int64_t batch_index) const {
   return {data, ex.target};
 }
 
-void DataLoader::worker_loop() {
-  for (int64_t b = 0; b < epoch_batches_; ++b) {
+void DataLoader::worker_loop(int64_t first_batch) {
+  for (int64_t b = first_batch; b < epoch_batches_; ++b) {
     Item item;
     try {
       item.batch = make_batch(b);

@@ -73,6 +73,10 @@ class DataLoader {
   // sampler.set_epoch). Without calls the loader counts epochs itself: 0, 1, 2, ...
   void set_epoch(int64_t epoch);
   int64_t epoch() const { return epoch_; }
+  // The next epoch started begins at batch `batch` instead of 0, for resuming mid-epoch (the
+  // skipped batches are never built; the rest are the same batches as in a whole epoch). Applies to
+  // that one epoch; like torchdata's StatefulDataLoader.load_state_dict.
+  void set_start_batch(int64_t batch);
 
   // Batches per epoch: ceil(samples / batch_size), or floor with drop_last.
   int64_t num_batches() const;
@@ -104,7 +108,7 @@ class DataLoader {
  private:
   // The batch at position `batch_index` of the running epoch. Pure given (indices, epoch, index).
   Batch make_batch(int64_t batch_index) const;
-  void worker_loop();
+  void worker_loop(int64_t first_batch);
   void stop_worker();
 
   // One finished batch, or the error that prevented it.
@@ -125,6 +129,7 @@ class DataLoader {
   std::vector<int64_t> indices_;
   int64_t epoch_batches_ = 0;
   int64_t next_batch_ = 0;  // consumer position
+  int64_t start_batch_ = 0;  // where the next epoch starts (set_start_batch)
 
   // Prefetch thread and its bounded queue.
   std::thread worker_;

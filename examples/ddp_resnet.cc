@@ -2,11 +2,12 @@
 //   mpirun -np 2 bazel-bin/examples/ddp_resnet --epochs=5 [--comm_hook=powersgd --powersgd_rank=4]
 // Every rank reads its DistributedSampler shard with a per-rank batch; DDP averages gradients
 // with bucketed allreduces overlapped with backward (through a comm hook when one is chosen).
-// Rank 0 shows progress, evaluation is split across ranks, rank 0 writes checkpoints (each rank
-// adds its own PowerSGD state next to it: error feedback is per rank) and the final line
+// Rank 0 shows progress, evaluation is split across ranks, checkpoints resume exactly
+// (examples/common/train_checkpoint.h: every rank adds its own PowerSGD state) and the final line
 //   RESULT test_acc=... img_per_s=... ms_per_step=... comm_hook=... bytes_per_step=... compression=...
 // (img/s counts all ranks; bytes_per_step: payload this rank handed to collectives per step in the
 // last epoch; compression: the model's fp32 gradient bytes / bytes_per_step).
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -20,24 +21,66 @@
 
 using namespace ember;
 
+namespace {
+
+// DDP's rebuilt bucket layout for the checkpoint: [bucket count, sizes..., parameter indices...]
+// (empty before the rebuild, when the next run rebuilds by itself).
+nn::StateDict bucket_layout_state(const distributed::DistributedDataParallel& ddp) {
+  const auto layout = ddp.rebuilt_bucket_layout();
+  if (layout.empty()) return {};
+  std::vector<int64_t> flat{static_cast<int64_t>(layout.size())};
+  for (const auto& b : layout) flat.push_back(static_cast<int64_t>(b.size()));
+  for (const auto& b : layout) flat.insert(flat.end(), b.begin(), b.end());
+  return {{"bucket_layout", from_vector<int64_t>(flat)}};
+}
+
+void load_bucket_layout_state(distributed::DistributedDataParallel& ddp, const nn::StateDict& sd) {
+  EMBER_CHECK(sd.size() == 1 && sd[0].first == "bucket_layout" && sd[0].second.dtype() == kInt64 &&
+                  sd[0].second.dim() == 1 && sd[0].second.numel() >= 1,
+              "resume: the checkpoint's ddp.* state is not a bucket layout");
+  const Tensor& t = sd[0].second;
+  const int64_t* p = t.data_ptr<int64_t>();
+  const int64_t n = t.numel(), buckets = p[0];
+  EMBER_CHECK(buckets >= 1 && 1 + buckets <= n, "resume: corrupt ddp.bucket_layout");
+  std::vector<std::vector<size_t>> layout(static_cast<size_t>(buckets));
+  int64_t at = 1 + buckets;
+  for (int64_t b = 0; b < buckets; ++b) {
+    EMBER_CHECK(p[1 + b] >= 0 && at + p[1 + b] <= n, "resume: corrupt ddp.bucket_layout");
+    for (int64_t k = 0; k < p[1 + b]; ++k) layout[b].push_back(static_cast<size_t>(p[at++]));
+  }
+  EMBER_CHECK(at == n, "resume: corrupt ddp.bucket_layout");
+  ddp.load_bucket_layout(std::move(layout));
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   int rank = 0;
   try {
     bool help = false;
     examples::CommHookSpec hook;
     hook.powersgd_start_iter = -1;
+    int64_t timeout_s = 60;
     std::map<std::string, examples::Flag> ddp_flags = {
         {"comm_hook", {"communication hook (none):\n" + examples::comm_hook_help("      "),
                        [&](const std::string& v) { hook.name = v; }}},
         {"powersgd_rank", {"PowerSGD matrix_approximation_rank (1)",
-                           [&](const std::string& v) { hook.powersgd_rank = std::stoll(v); }}},
+                           [&](const std::string& v) { hook.powersgd_rank = examples::parse_int64(v); }}},
         {"powersgd_start_iter", {"PowerSGD start_powerSGD_iter (-1: 10% of the training steps)",
-                                 [&](const std::string& v) { hook.powersgd_start_iter = std::stoll(v); }}},
+                                 [&](const std::string& v) { hook.powersgd_start_iter = examples::parse_int64(v); }}},
+        {"timeout", {"seconds a collective may wait for a peer before the job fails, naming it (60)",
+                     [&](const std::string& v) {
+                       timeout_s = examples::parse_int64(v);
+                       EMBER_CHECK(timeout_s > 0, "not positive");
+                     }}},
     };
     // Linear scaling: the global batch grows with the world size, so does the default peak lr.
     examples::TrainConfig cfg = examples::parse_flags(argc, argv, "ddp_resnet", &help, ddp_flags);
     if (help) return 0;
-    auto pg = distributed::init_process_group("mpi");
+    // A stalled or dead peer ends the job within --timeout, not after PyTorch's library default.
+    distributed::ProcessGroup::Options pg_options;
+    pg_options.timeout = std::chrono::seconds(timeout_s);
+    auto pg = distributed::init_process_group("mpi", pg_options);
     rank = pg->rank();
     const int world = pg->size();
     // Processes on this host: Open MPI says; otherwise assume the whole job is here.
@@ -47,6 +90,7 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) lr_given = lr_given || std::string(argv[i]).rfind("--lr", 0) == 0;
     if (!lr_given) cfg.lr = 0.1 * world;
     manual_seed(cfg.seed);
+    const auto resume = examples::read_resume_checkpoint(cfg);  // bad files fail before any work
     examples::FashionMnist data = examples::load_fashion_mnist(cfg);
     auto model = examples::make_resnet(cfg);
     auto ddp = std::make_shared<distributed::DistributedDataParallel>(model, distributed::DDPOptions{});
@@ -60,31 +104,41 @@ int main(int argc, char** argv) {
     auto powersgd = examples::register_comm_hook_by_name(*ddp, pg, hook);
     optim::SGD opt = examples::make_sgd(cfg, ddp->parameters());
     optim::CosineAnnealingLR schedule(opt, cfg.epochs * steps);
-    // Every rank loads the same file; DDP keeps them identical from there on.
-    const int64_t start_epoch = examples::resume_if_requested(cfg, *model, opt, schedule, steps, rank == 0);
-    // Error feedback is per rank: each rank keeps its PowerSGD state next to the checkpoint.
-    auto powersgd_file = [rank](const std::string& checkpoint) {
-      return checkpoint + ".powersgd.rank" + std::to_string(rank);
-    };
-    if (powersgd && !cfg.resume.empty()) powersgd->load_state_dict(nn::load(powersgd_file(cfg.resume)), pg);
+    // Every rank restores the same shared state; PowerSGD's error feedback is per rank.
+    examples::TrainState state{model.get(), &opt, &schedule};
+    state.wrapper_state = [&] { return bucket_layout_state(*ddp); };
+    state.load_wrapper_state = [&](const nn::StateDict& sd) { load_bucket_layout_state(*ddp, sd); };
+    if (powersgd) {
+      state.per_rank_state = [&] { return powersgd->state_dict(); };
+      state.load_per_rank_state = [&](const nn::StateDict& sd) { powersgd->load_state_dict(sd, pg); };
+    }
+    const examples::TrainShape shape{cfg.seed, world, cfg.batch, steps};
+    examples::TrainPosition pos = examples::resume_from(resume, state, shape, rank, rank == 0);
+    examples::CheckpointWriter writer({cfg.checkpoint, rank, [&pg] { pg->barrier()->wait(); }});
     int64_t grad_bytes = 0;
     for (const Tensor& p : ddp->parameters()) grad_bytes += p.numel() * static_cast<int64_t>(element_size(p.dtype()));
     nn::CrossEntropyLoss criterion(Reduction::Mean, cfg.label_smoothing);
     if (rank == 0) {
       auto d = ddp->get_ddp_logging_data();
       std::fprintf(stderr, "DDP: %d ranks, ResNet-%lld, batch %lld per rank, lr %.3g, %lld buckets, %lld steps/epoch, "
-                   "comm hook %s\n",
+                   "comm hook %s, timeout %llds\n",
                    world, (long long)cfg.depth, (long long)cfg.batch, cfg.lr, (long long)d.num_buckets,
-                   (long long)steps, hook.name.c_str());
+                   (long long)steps, hook.name.c_str(), (long long)timeout_s);
     }
     double train_seconds = 0, acc = 0, bytes_per_step = 0;
     int64_t trained_steps = 0;
-    for (int64_t epoch = start_epoch; epoch < cfg.epochs; ++epoch) {
+    for (; pos.epoch < cfg.epochs; ++pos.epoch, pos.step = 0) {
       const uint64_t bytes_before = pg->payload_bytes();
-      examples::EpochStats st = examples::train_epoch(*ddp, loader, opt, schedule, criterion, epoch,
-                                                      cfg.epochs, steps, world * cfg.batch, rank == 0);
+      examples::EpochOptions eo{pos.epoch, cfg.epochs, steps, pos, world * cfg.batch, rank == 0, nullptr};
+      eo.after_step = [&](const examples::TrainPosition& p) {
+        if (cfg.checkpoint_every > 0 && p.global_step % cfg.checkpoint_every == 0 && p.step < steps) {
+          writer.save(state, p, shape);
+        }
+        examples::maybe_kill_at_step(p.global_step, rank);
+      };
+      examples::EpochStats st = examples::train_epoch(*ddp, loader, opt, schedule, criterion, eo);
+      pos.global_step += st.steps;
       bytes_per_step = st.steps ? static_cast<double>(pg->payload_bytes() - bytes_before) / st.steps : 0.0;
-      const double running = st.loss;
       train_seconds += st.seconds;
       trained_steps += st.steps;
       // Each rank evaluates a contiguous slice of the test set; the counts are summed.
@@ -97,11 +151,10 @@ int main(int argc, char** argv) {
       if (rank == 0) {
         auto d = ddp->get_ddp_logging_data();
         std::printf("epoch %lld: train loss %.4f, test accuracy %.4f (comm overlap %.0f%%)\n",
-                    (long long)(epoch + 1), running, acc, 100 * d.last.overlap_fraction);
+                    (long long)(pos.epoch + 1), st.loss, acc, 100 * d.last.overlap_fraction);
         std::fflush(stdout);
-        if (!cfg.checkpoint.empty()) examples::save_checkpoint(cfg.checkpoint, *model, opt, epoch + 1);
       }
-      if (powersgd && !cfg.checkpoint.empty()) nn::save(powersgd->state_dict(), powersgd_file(cfg.checkpoint));
+      if (!cfg.checkpoint.empty()) writer.save(state, {pos.epoch, steps, pos.global_step}, shape);
     }
     if (rank == 0) {
       std::printf("RESULT test_acc=%.4f img_per_s=%.1f ms_per_step=%.2f comm_hook=%s bytes_per_step=%.0f "

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
     if (help) return 0;
     examples::use_threads(cfg, "train_resnet", 1, true);
     manual_seed(cfg.seed);
+    const auto resume = examples::read_resume_checkpoint(cfg);  // bad files fail before any work
     examples::FashionMnist data = examples::load_fashion_mnist(cfg);
     auto model = examples::make_resnet(cfg);
     data::DataLoader loader(data.train, data::DataLoaderOptions{cfg.batch, true, cfg.seed, true, true, 2},
@@ -24,23 +25,32 @@ int main(int argc, char** argv) {
     const int64_t steps = cfg.max_steps > 0 ? std::min(cfg.max_steps, loader.num_batches()) : loader.num_batches();
     optim::SGD opt = examples::make_sgd(cfg, model->parameters());
     optim::CosineAnnealingLR schedule(opt, cfg.epochs * steps);
-    const int64_t start_epoch = examples::resume_if_requested(cfg, *model, opt, schedule, steps, true);
+    const examples::TrainState state{model.get(), &opt, &schedule};
+    const examples::TrainShape shape{cfg.seed, 1, cfg.batch, steps};
+    examples::TrainPosition pos = examples::resume_from(resume, state, shape, 0, true);
+    examples::CheckpointWriter writer({cfg.checkpoint, 0, nullptr});
     nn::CrossEntropyLoss criterion(Reduction::Mean, cfg.label_smoothing);
     std::fprintf(stderr, "ResNet-%lld (width %lld, %zu parameter tensors), batch %lld, %lld steps/epoch\n",
                  (long long)cfg.depth, (long long)cfg.width, model->parameters().size(),
                  (long long)cfg.batch, (long long)steps);
     double train_seconds = 0, acc = 0;
     int64_t trained_steps = 0;
-    for (int64_t epoch = start_epoch; epoch < cfg.epochs; ++epoch) {
-      examples::EpochStats st = examples::train_epoch(*model, loader, opt, schedule, criterion, epoch,
-                                                      cfg.epochs, steps, cfg.batch, true);
-      const double running = st.loss;
+    for (; pos.epoch < cfg.epochs; ++pos.epoch, pos.step = 0) {
+      examples::EpochOptions eo{pos.epoch, cfg.epochs, steps, pos, cfg.batch, true, nullptr};
+      eo.after_step = [&](const examples::TrainPosition& p) {
+        if (cfg.checkpoint_every > 0 && p.global_step % cfg.checkpoint_every == 0 && p.step < steps) {
+          writer.save(state, p, shape);
+        }
+        examples::maybe_kill_at_step(p.global_step, 0);
+      };
+      examples::EpochStats st = examples::train_epoch(*model, loader, opt, schedule, criterion, eo);
+      pos.global_step += st.steps;
       train_seconds += st.seconds;
       trained_steps += st.steps;
       acc = examples::evaluate(*model, data.test);
-      std::printf("epoch %lld: train loss %.4f, test accuracy %.4f\n", (long long)(epoch + 1), running, acc);
+      std::printf("epoch %lld: train loss %.4f, test accuracy %.4f\n", (long long)(pos.epoch + 1), st.loss, acc);
       std::fflush(stdout);
-      if (!cfg.checkpoint.empty()) examples::save_checkpoint(cfg.checkpoint, *model, opt, epoch + 1);
+      if (!cfg.checkpoint.empty()) writer.save(state, {pos.epoch, steps, pos.global_step}, shape);
     }
     const double ms_per_step = trained_steps ? 1000.0 * train_seconds / trained_steps : 0.0;
     std::printf("RESULT test_acc=%.4f img_per_s=%.1f ms_per_step=%.2f\n", acc,

@@ -182,6 +182,15 @@ void DistributedDataParallel::register_builtin_comm_hook(BuiltinCommHookType typ
   reducer_->register_comm_hook(make_builtin_comm_hook(type, process_group_));
 }
 
+std::vector<std::vector<size_t>> DistributedDataParallel::rebuilt_bucket_layout() const {
+  DDPLoggingData d = reducer_->logging_data();
+  return d.has_rebuilt_buckets ? d.bucket_indices : std::vector<std::vector<size_t>>{};
+}
+
+void DistributedDataParallel::load_bucket_layout(std::vector<std::vector<size_t>> bucket_indices) {
+  reducer_->load_rebuilt_buckets(std::move(bucket_indices));
+}
+
 DDPLoggingData DistributedDataParallel::get_ddp_logging_data() const {
   DDPLoggingData d = reducer_->logging_data();
   d.broadcast_buffers = options_.broadcast_buffers;

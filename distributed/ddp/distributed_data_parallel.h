@@ -92,6 +92,10 @@ class DistributedDataParallel : public nn::Module, public Joinable {
   int authoritative_rank() const { return authoritative_rank_; }
 
   DDPLoggingData get_ddp_logging_data() const;
+  // Exact resume: the bucket layout after the rebuild (empty before it), and installing one from an
+  // earlier run before the first forward (Reducer::load_rebuilt_buckets). ember extension.
+  std::vector<std::vector<size_t>> rebuilt_bucket_layout() const;
+  void load_bucket_layout(std::vector<std::vector<size_t>> bucket_indices);
   const std::vector<std::string>& parameter_names() const { return param_names_; }
   ProcessGroup& process_group() const { return *process_group_; }
   Reducer& reducer() { return *reducer_; }

@@ -48,6 +48,11 @@ class Reducer {
   // the order was recorded. Returns true when it rebuilt. Fails if the last iteration that marked
   // gradients ready did not finish its reduction.
   bool rebuild_buckets();
+  // Exact resume (examples/common/train_checkpoint.h): installs a layout an earlier run rebuilt
+  // (launch order, as logging_data().bucket_indices) as if this run had rebuilt it, so state kept
+  // per bucket -- PowerSGD's error feedback -- lines up with the same parameters. Before the first
+  // forward; every rank must pass the same layout; no rebuild follows.
+  void load_rebuilt_buckets(std::vector<std::vector<size_t>> bucket_indices);
   // static_graph, first iteration: the hooks only counted; reduce everything now, in one go
   // (queued on the engine by DDP's output sink, runs after the whole backward).
   void delay_all_reduce();

@@ -304,6 +304,31 @@ bool Reducer::rebuild_buckets() {
   return true;
 }
 
+void Reducer::load_rebuilt_buckets(std::vector<std::vector<size_t>> bucket_indices) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const int rank = process_group_->rank();
+  EMBER_CHECK(num_iterations_ == 0 && !expect_autograd_hooks_, "DistributedDataParallel (rank ", rank,
+              "): load_bucket_layout must be called before the first forward");
+  std::vector<bool> seen(params_.size(), false);
+  size_t count = 0;
+  for (const auto& bucket : bucket_indices) {
+    EMBER_CHECK(!bucket.empty(), "DistributedDataParallel (rank ", rank, "): load_bucket_layout: an empty bucket");
+    for (size_t i : bucket) {
+      EMBER_CHECK(i < params_.size() && !seen[i], "DistributedDataParallel (rank ", rank,
+                  "): load_bucket_layout: parameter index ", i, i < params_.size() ? " appears twice" : " is out of range",
+                  " (the model has ", params_.size(), " parameters): the layout is from another model");
+      seen[i] = true;
+      ++count;
+    }
+  }
+  EMBER_CHECK(count == params_.size(), "DistributedDataParallel (rank ", rank, "): load_bucket_layout covers ",
+              count, " of the model's ", params_.size(), " parameters: the layout is from another model");
+  initialize_buckets(std::move(bucket_indices));
+  has_rebuilt_bucket_ = true;
+  rebuilt_params_.clear();
+  rebuilt_param_indices_.clear();
+}
+
 // Rank 0's assignment is broadcast so every rank launches identical buckets.
 std::vector<std::vector<size_t>> Reducer::sync_bucket_indices(std::vector<std::vector<size_t>> indices) {
   int64_t total = 0;

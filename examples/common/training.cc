@@ -1,7 +1,9 @@
 #include "examples/common/training.h"
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -19,8 +21,8 @@ TrainConfig parse_flags(int argc, char** argv, const std::string& program, bool*
                         const std::map<std::string, Flag>& extra) {
   TrainConfig c;
   *help = false;
-  auto i64 = [](int64_t* p) { return [p](const std::string& v) { *p = std::stoll(v); }; };
-  auto f64 = [](double* p) { return [p](const std::string& v) { *p = std::stod(v); }; };
+  auto i64 = [](int64_t* p) { return [p](const std::string& v) { *p = parse_int64(v); }; };
+  auto f64 = [](double* p) { return [p](const std::string& v) { *p = parse_double(v); }; };
   auto str = [](std::string* p) { return [p](const std::string& v) { *p = v; }; };
   std::map<std::string, Flag> flags = {
       {"data", {"Fashion-MNIST directory (IDX files, gzip or raw)", str(&c.data_dir)}},
@@ -33,12 +35,24 @@ TrainConfig parse_flags(int argc, char** argv, const std::string& program, bool*
       {"weight_decay", {"SGD weight decay (5e-4)", f64(&c.weight_decay)}},
       {"label_smoothing", {"cross-entropy label smoothing (0)", f64(&c.label_smoothing)}},
       {"threads", {"intra-op compute threads per process (1)", i64(&c.threads)}},
-      {"seed", {"seed for init, shuffling and augmentation (0)", [&](const std::string& v) { c.seed = std::stoull(v); }}},
-      {"augment", {"random crop + flip, 0 or 1 (1)", [&](const std::string& v) { c.augment = v != "0"; }}},
+      {"seed", {"seed for init, shuffling and augmentation (0)",
+                [&](const std::string& v) {
+                  const int64_t s = parse_int64(v);
+                  EMBER_CHECK(s >= 0, "negative");
+                  c.seed = static_cast<uint64_t>(s);
+                }}},
+      {"augment", {"random crop + flip, 0 or 1 (1)",
+                   [&](const std::string& v) {
+                     EMBER_CHECK(v == "0" || v == "1", "not 0 or 1");
+                     c.augment = v == "1";
+                   }}},
       {"max_steps", {"steps per epoch for quick runs (-1 = all)", i64(&c.max_steps)}},
       {"train_limit", {"use only the first N training images (-1 = all)", i64(&c.train_limit)}},
-      {"checkpoint", {"write a checkpoint here after every epoch", str(&c.checkpoint)}},
-      {"resume", {"continue from this checkpoint", str(&c.resume)}},
+      {"checkpoint", {"write a checkpoint here after every epoch (and every --checkpoint_every steps)",
+                      str(&c.checkpoint)}},
+      {"checkpoint_every", {"steps between checkpoints (0 = only at the end of each epoch)", i64(&c.checkpoint_every)}},
+      {"resume", {"continue exactly from this checkpoint (model, optimizer, schedule, RNG, data position)",
+                  str(&c.resume)}},
   };
   flags.insert(extra.begin(), extra.end());
   for (int i = 1; i < argc; ++i) {
@@ -63,14 +77,59 @@ TrainConfig parse_flags(int argc, char** argv, const std::string& program, bool*
     }
     try {
       it->second.set(value);
-    } catch (const std::exception&) {
-      EMBER_THROW(program, ": bad value '", value, "' for --", name);
+    } catch (const std::exception& e) {
+      // Error's what() carries a source location; the flag, value and reason are what matter here.
+      const std::string why = e.what();
+      EMBER_THROW(program, ": bad value '", value, "' for --", name, " (", why.substr(0, why.find('\n')),
+                  "); see --help");
     }
   }
-  EMBER_CHECK(c.threads >= 1 && c.threads <= 1024, program, ": --threads=", c.threads,
-              " must be between 1 and 1024");
-  EMBER_CHECK(c.batch > 0 && c.epochs > 0, program, ": --batch and --epochs must be positive");
+  auto require = [&](bool ok, const char* flag, int64_t v, const char* what) {
+    EMBER_CHECK(ok, program, ": --", flag, "=", v, " must be ", what);
+  };
+  require(c.threads >= 1 && c.threads <= 1024, "threads", c.threads, "between 1 and 1024");
+  require(c.batch > 0, "batch", c.batch, "positive");
+  require(c.epochs > 0, "epochs", c.epochs, "positive");
+  require(c.width > 0, "width", c.width, "positive");
+  require(c.depth >= 8 && (c.depth - 2) % 6 == 0, "depth", c.depth, "6n+2 with n >= 1 (8, 14, 20, 32, ...)");
+  require(c.max_steps == -1 || c.max_steps > 0, "max_steps", c.max_steps, "positive or -1");
+  require(c.train_limit == -1 || c.train_limit > 0, "train_limit", c.train_limit, "positive or -1");
+  require(c.checkpoint_every >= 0, "checkpoint_every", c.checkpoint_every, "0 or positive");
+  EMBER_CHECK(c.checkpoint_every == 0 || !c.checkpoint.empty(), program,
+              ": --checkpoint_every needs --checkpoint=PATH to say where");
+  EMBER_CHECK(c.lr > 0 && c.momentum >= 0 && c.weight_decay >= 0 && c.label_smoothing >= 0 &&
+                  c.label_smoothing <= 1,
+              program, ": --lr must be positive, --momentum and --weight_decay non-negative, "
+              "--label_smoothing in [0, 1]");
   return c;
+}
+
+int64_t parse_int64(const std::string& text) {
+  size_t used = 0;
+  int64_t v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::out_of_range&) {
+    EMBER_THROW("out of range");
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  EMBER_CHECK(!text.empty() && used == text.size(), "not an integer");
+  return v;
+}
+
+double parse_double(const std::string& text) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::out_of_range&) {
+    EMBER_THROW("out of range");
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  EMBER_CHECK(!text.empty() && used == text.size() && std::isfinite(v), "not a finite number");
+  return v;
 }
 
 FashionMnist load_fashion_mnist(const TrainConfig& cfg) {
@@ -154,58 +213,70 @@ void Progress::finish() {
 
 EpochStats train_epoch(nn::Module& model, data::DataLoader& loader, optim::Optimizer& opt,
                        optim::LRScheduler& schedule, const nn::CrossEntropyLoss& criterion,
-                       int64_t epoch, int64_t epochs, int64_t max_steps, int64_t images_per_step, bool show) {
+                       const EpochOptions& options) {
   model.train();
-  loader.set_epoch(epoch);
-  Progress progress(epoch + 1, epochs, max_steps);
+  loader.set_epoch(options.epoch);
+  loader.set_start_batch(options.start.step);
+  Progress progress(options.epoch + 1, options.epochs, options.steps);
   const auto start = Clock::now();
   EpochStats st;
+  TrainPosition pos = options.start;
   for (auto& batch : loader) {
-    if (st.steps == max_steps) break;
+    if (pos.step == options.steps) break;
     Tensor loss = criterion(model.forward(batch.data), batch.target);
     opt.zero_grad();
     loss.backward();
     opt.step();
     schedule.step();
     ++st.steps;
+    ++pos.step;
+    ++pos.global_step;
     const double l = loss.item<double>();
     st.loss = st.steps == 1 ? l : 0.98 * st.loss + 0.02 * l;
-    if (show) progress.update(st.steps, st.loss, st.steps * images_per_step / seconds_since(start));
+    if (options.show) {
+      progress.update(pos.step, st.loss, st.steps * options.images_per_step / seconds_since(start));
+    }
+    if (options.after_step) options.after_step(pos);
   }
-  if (show) progress.finish();
+  if (options.show) progress.finish();
   st.seconds = seconds_since(start);
   return st;
 }
 
-void save_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& opt, int64_t epoch) {
-  nn::StateDict sd;
-  for (auto& kv : model.state_dict()) sd.emplace_back("model." + kv.first, kv.second);
-  for (auto& kv : opt.state_dict()) sd.emplace_back("optim." + kv.first, kv.second);
-  nn::save(sd, path, {{"epoch", std::to_string(epoch)}, {"format", "ember-train-v1"}});
-}
-
-int64_t load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& opt) {
-  nn::CheckpointMetadata meta;
-  nn::StateDict sd = nn::load(path, &meta);
-  nn::StateDict model_sd, opt_sd;
-  for (auto& kv : sd) {
-    if (kv.first.rfind("model.", 0) == 0) model_sd.emplace_back(kv.first.substr(6), kv.second);
-    if (kv.first.rfind("optim.", 0) == 0) opt_sd.emplace_back(kv.first.substr(6), kv.second);
+void maybe_kill_at_step(int64_t global_step, int rank) {
+  static const int64_t kill_at = [] {
+    const char* v = std::getenv("EMBER_FAULT_KILL_AT_STEP");
+    return v ? parse_int64(v) : -1;
+  }();
+  static const int64_t kill_rank = [] {
+    const char* v = std::getenv("EMBER_FAULT_KILL_RANK");
+    return v ? parse_int64(v) : -1;
+  }();
+  if (global_step == kill_at && (kill_rank < 0 || kill_rank == rank)) {
+    std::fprintf(stderr, "[rank %d] EMBER_FAULT_KILL_AT_STEP=%lld: sending myself SIGKILL\n", rank,
+                 (long long)kill_at);
+    std::fflush(stderr);
+    ::kill(::getpid(), SIGKILL);
   }
-  model.load_state_dict(model_sd);
-  opt.load_state_dict(opt_sd);
-  auto it = meta.find("epoch");
-  EMBER_CHECK(it != meta.end(), "load_checkpoint: ", path, " has no 'epoch' metadata (not a training checkpoint)");
-  return std::stoll(it->second);
 }
 
-int64_t resume_if_requested(const TrainConfig& cfg, nn::Module& model, optim::Optimizer& opt,
-                            optim::LRScheduler& schedule, int64_t steps_per_epoch, bool verbose) {
-  if (cfg.resume.empty()) return 0;
-  const int64_t epoch = load_checkpoint(cfg.resume, model, opt);
-  for (int64_t i = 0; i < epoch * steps_per_epoch; ++i) schedule.step();
-  if (verbose) std::fprintf(stderr, "resumed from %s after epoch %lld\n", cfg.resume.c_str(), (long long)epoch);
-  return epoch;
+std::optional<LoadedCheckpoint> read_resume_checkpoint(const TrainConfig& cfg) {
+  if (cfg.resume.empty()) return std::nullopt;
+  return read_checkpoint(cfg.resume);
+}
+
+TrainPosition resume_from(const std::optional<LoadedCheckpoint>& ckpt, const TrainState& state,
+                          const TrainShape& now, int rank, bool verbose) {
+  if (!ckpt) return TrainPosition{};
+  const TrainPosition pos = restore_checkpoint(*ckpt, state, now, rank, [verbose](const std::string& w) {
+    if (verbose) std::fprintf(stderr, "resume: warning: %s\n", w.c_str());
+  });
+  if (verbose) {
+    std::fprintf(stderr, "resumed from %s at global step %lld: epoch %lld, step %lld of %lld\n",
+                 ckpt->path.c_str(), (long long)ckpt->position.global_step, (long long)(pos.epoch + 1),
+                 (long long)pos.step, (long long)now.steps_per_epoch);
+  }
+  return pos;
 }
 
 optim::SGD make_sgd(const TrainConfig& cfg, std::vector<Tensor> params) {

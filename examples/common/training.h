@@ -7,9 +7,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "data/data.h"
+#include "examples/common/train_checkpoint.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
 
@@ -30,8 +32,9 @@ struct TrainConfig {
   bool augment = true;       // random crop (padding 2) + horizontal flip
   int64_t max_steps = -1;    // per epoch, for quick runs (-1: the whole epoch)
   int64_t train_limit = -1;  // use only the first N training images (-1: all)
-  std::string checkpoint;    // written after every epoch (rank 0)
-  std::string resume;        // a checkpoint to continue from
+  std::string checkpoint;    // written after every epoch (rank 0), and every checkpoint_every steps
+  int64_t checkpoint_every = 0;  // steps between checkpoints (0: only at the end of each epoch)
+  std::string resume;        // a checkpoint to continue from, exactly (train_checkpoint.h)
 };
 
 // A program's own flag beyond TrainConfig's: its --help line and how to store its value.
@@ -40,8 +43,9 @@ struct Flag {
   std::function<void(const std::string&)> set;
 };
 
-// --name=value flags (TrainConfig's plus `extra`); --help prints them. Throws ember::Error on an
-// unknown or malformed flag.
+// --name=value flags (TrainConfig's plus `extra`); --help prints them. Throws ember::Error, one line
+// naming the flag and value, on an unknown flag, a malformed value ("--batch=abc", "--batch=12x") or
+// one out of range ("--epochs=-1").
 TrainConfig parse_flags(int argc, char** argv, const std::string& program, bool* help,
                         const std::map<std::string, Flag>& extra = {});
 
@@ -64,17 +68,36 @@ double evaluate(nn::Module& model, const std::shared_ptr<data::TensorDataset>& d
 int64_t count_correct(nn::Module& model, const std::shared_ptr<data::TensorDataset>& dataset,
                       int64_t begin, int64_t end);
 
+// Whole-string numbers for flag values: "12x", "" and out-of-range values throw.
+int64_t parse_int64(const std::string& text);
+double parse_double(const std::string& text);
+
 struct EpochStats {
   int64_t steps = 0;
   double seconds = 0;
   double loss = 0;  // exponentially smoothed training loss
 };
-// One training epoch of `model` (a plain module or a DistributedDataParallel wrapper): forward,
-// loss, zero_grad, backward, optimizer and per-step schedule; at most `max_steps` steps.
-// `images_per_step` scales the img/s shown (the global batch under DDP); `show` draws progress.
+// Fault injection for the resume and fault tests: with EMBER_FAULT_KILL_AT_STEP=G (and optionally
+// EMBER_FAULT_KILL_RANK=R, default every rank) the process sends itself SIGKILL -- a real kill -9 --
+// right after global step G. The trainers call it after every step.
+void maybe_kill_at_step(int64_t global_step, int rank);
+
+struct EpochOptions {
+  int64_t epoch = 0;             // 0-based
+  int64_t epochs = 1;
+  int64_t steps = 0;             // steps in a whole epoch
+  TrainPosition start;           // where this epoch starts (start.step > 0 when resuming mid-epoch)
+  int64_t images_per_step = 0;   // for the img/s shown (the global batch under DDP)
+  bool show = false;             // draw progress
+  // Called after every step with the position reached (checkpoints, fault injection).
+  std::function<void(const TrainPosition&)> after_step;
+};
+// One training epoch of `model` (a plain module or a DistributedDataParallel wrapper), from
+// options.start.step to options.steps: forward, loss, zero_grad, backward, optimizer and per-step
+// schedule.
 EpochStats train_epoch(nn::Module& model, data::DataLoader& loader, optim::Optimizer& opt,
                        optim::LRScheduler& schedule, const nn::CrossEntropyLoss& criterion,
-                       int64_t epoch, int64_t epochs, int64_t max_steps, int64_t images_per_step, bool show);
+                       const EpochOptions& options);
 
 // A one-line progress report, redrawn in place on a terminal and printed every 10% otherwise.
 class Progress {
@@ -88,14 +111,12 @@ class Progress {
   bool tty_;
 };
 
-// Model, optimizer and epoch in one safetensors file ("model." / "optim." prefixes).
-void save_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& opt, int64_t epoch);
-// Returns the epoch stored (training continues after it).
-int64_t load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& opt);
-// With --resume: loads the checkpoint and fast-forwards the per-step schedule; returns the epoch
-// to start from (0 without --resume).
-int64_t resume_if_requested(const TrainConfig& cfg, nn::Module& model, optim::Optimizer& opt,
-                            optim::LRScheduler& schedule, int64_t steps_per_epoch, bool verbose);
+// With --resume: reads the checkpoint (before the run is built, to check and adopt its shape).
+std::optional<LoadedCheckpoint> read_resume_checkpoint(const TrainConfig& cfg);
+// Restores `state` from a --resume checkpoint and returns where to continue; rank 0 (`verbose`)
+// says so on stderr, with any warning about what could not be restored exactly.
+TrainPosition resume_from(const std::optional<LoadedCheckpoint>& ckpt, const TrainState& state,
+                          const TrainShape& now, int rank, bool verbose);
 // The trainers' optimizer: SGD with the configured lr, momentum and weight decay.
 optim::SGD make_sgd(const TrainConfig& cfg, std::vector<Tensor> params);
 

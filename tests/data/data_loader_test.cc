@@ -140,6 +140,30 @@ TEST_P(DataLoaderTest, TransformsAreReproducibleAndIndependentOfPrefetch) {
   EXPECT_NE(std::find(v.begin(), v.end(), -2.0f), v.end());
 }
 
+TEST_P(DataLoaderTest, StartBatchResumesMidEpochWithTheSameBatches) {
+  auto ds = indexed_dataset(40);
+  TransformList tf{std::make_shared<RandomCrop>(2, 1), std::make_shared<RandomHorizontalFlip>(0.5)};
+  DataLoader whole(ds, opts(8, true), tf), resumed(ds, opts(8, true), tf);
+  whole.set_epoch(3);
+  std::vector<Batch> want;
+  for (Batch& b : whole) want.push_back(b);
+  ASSERT_EQ(want.size(), 5u);
+  resumed.set_epoch(3);
+  resumed.set_start_batch(2);
+  std::vector<Batch> got;
+  for (Batch& b : resumed) got.push_back(b);
+  ASSERT_EQ(got.size(), 3u);
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(targets(got[i]), targets(want[i + 2]));
+    EXPECT_EQ(floats(got[i].data), floats(want[i + 2].data));  // augmentation keyed by batch index
+  }
+  // One epoch only: the next starts at batch 0 again; past the end gives an empty epoch.
+  EXPECT_EQ(epoch_targets(resumed).size(), 5u);
+  resumed.set_start_batch(99);
+  EXPECT_TRUE(epoch_targets(resumed).empty());
+  EXPECT_THROW(resumed.set_start_batch(-1), Error);
+}
+
 // Throws from get_batch when it meets `bad_index`.
 class FailingDataset : public TensorDataset {
  public:
