@@ -63,16 +63,16 @@ TrainConfig parse_flags(int argc, char** argv, const std::string& program, bool*
       *help = true;
       return c;
     }
-    EMBER_CHECK(a.rfind("--", 0) == 0, program, ": unexpected argument '", a, "' (flags are --name=value)");
+    EMBER_CHECK(a.rfind("--", 0) == 0, "unexpected argument '", a, "' (flags are --name=value)");
     const auto eq = a.find('=');
     const std::string name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
     auto it = flags.find(name);
-    EMBER_CHECK(it != flags.end(), program, ": unknown flag --", name, " (see --help)");
+    EMBER_CHECK(it != flags.end(), "unknown flag --", name, " (see --help)");
     std::string value;
     if (eq != std::string::npos) {
       value = a.substr(eq + 1);
     } else {
-      EMBER_CHECK(i + 1 < argc, program, ": flag --", name, " needs a value");
+      EMBER_CHECK(i + 1 < argc, "flag --", name, " needs a value");
       value = argv[++i];
     }
     try {
@@ -80,12 +80,12 @@ TrainConfig parse_flags(int argc, char** argv, const std::string& program, bool*
     } catch (const std::exception& e) {
       // Error's what() carries a source location; the flag, value and reason are what matter here.
       const std::string why = e.what();
-      EMBER_THROW(program, ": bad value '", value, "' for --", name, " (", why.substr(0, why.find('\n')),
+      EMBER_THROW("bad value '", value, "' for --", name, " (", why.substr(0, why.find('\n')),
                   "); see --help");
     }
   }
   auto require = [&](bool ok, const char* flag, int64_t v, const char* what) {
-    EMBER_CHECK(ok, program, ": --", flag, "=", v, " must be ", what);
+    EMBER_CHECK(ok, "--", flag, "=", v, " must be ", what);
   };
   require(c.threads >= 1 && c.threads <= 1024, "threads", c.threads, "between 1 and 1024");
   require(c.batch > 0, "batch", c.batch, "positive");
@@ -95,11 +95,11 @@ TrainConfig parse_flags(int argc, char** argv, const std::string& program, bool*
   require(c.max_steps == -1 || c.max_steps > 0, "max_steps", c.max_steps, "positive or -1");
   require(c.train_limit == -1 || c.train_limit > 0, "train_limit", c.train_limit, "positive or -1");
   require(c.checkpoint_every >= 0, "checkpoint_every", c.checkpoint_every, "0 or positive");
-  EMBER_CHECK(c.checkpoint_every == 0 || !c.checkpoint.empty(), program,
-              ": --checkpoint_every needs --checkpoint=PATH to say where");
+  EMBER_CHECK(c.checkpoint_every == 0 || !c.checkpoint.empty(),
+              "--checkpoint_every needs --checkpoint=PATH to say where");
   EMBER_CHECK(c.lr > 0 && c.momentum >= 0 && c.weight_decay >= 0 && c.label_smoothing >= 0 &&
                   c.label_smoothing <= 1,
-              program, ": --lr must be positive, --momentum and --weight_decay non-negative, "
+              "--lr must be positive, --momentum and --weight_decay non-negative, "
               "--label_smoothing in [0, 1]");
   return c;
 }
