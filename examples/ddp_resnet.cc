@@ -7,6 +7,8 @@
 //   RESULT test_acc=... img_per_s=... ms_per_step=... comm_hook=... bytes_per_step=... compression=...
 // (img/s counts all ranks; bytes_per_step: payload this rank handed to collectives per step in the
 // last epoch; compression: the model's fp32 gradient bytes / bytes_per_step).
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -55,7 +57,10 @@ void load_bucket_layout_state(distributed::DistributedDataParallel& ddp, const n
 }  // namespace
 
 int main(int argc, char** argv) {
-  int rank = 0;
+  // Until the process group exists, Open MPI's environment says which rank this is.
+  const char* launcher_rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  int rank = launcher_rank ? std::atoi(launcher_rank) : 0;
+  bool flags_parsed = false;
   try {
     bool help = false;
     examples::CommHookSpec hook;
@@ -77,6 +82,7 @@ int main(int argc, char** argv) {
     // Linear scaling: the global batch grows with the world size, so does the default peak lr.
     examples::TrainConfig cfg = examples::parse_flags(argc, argv, "ddp_resnet", &help, ddp_flags);
     if (help) return 0;
+    flags_parsed = true;
     // A stalled or dead peer ends the job within --timeout, not after PyTorch's library default.
     distributed::ProcessGroup::Options pg_options;
     pg_options.timeout = std::chrono::seconds(timeout_s);
@@ -173,7 +179,11 @@ int main(int argc, char** argv) {
     distributed::destroy_process_group();
     return 0;
   } catch (const std::exception& e) {
-    std::cerr << "[rank " << rank << "] ddp_resnet: " << e.what() << "\n";
+    // Every rank parses the same command line: one report of a bad flag is enough.
+    if (!flags_parsed && rank != 0) return 1;
+    // One write, so the ranks' lines do not interleave.
+    const std::string line = "[rank " + std::to_string(rank) + "] ddp_resnet: " + e.what() + "\n";
+    [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, line.data(), line.size());
     return 1;
   }
 }
