@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -95,6 +96,13 @@ int listen_on(const std::string& address, int* port) {
   }
   *port = ntohs(addr.sin_port);
   return fd;
+}
+
+// strerror's text for the middle of a sentence: "connection refused".
+std::string error_text(int err) {
+  std::string text = std::strerror(err);
+  if (!text.empty()) text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
+  return text;
 }
 
 int remaining_ms(Clock::time_point deadline) {
@@ -244,12 +252,12 @@ std::vector<PeerAnswer> StallInspector::query_peers(std::chrono::milliseconds bu
     if (a.endpoint.port == 0 || !make_sockaddr(a.endpoint.address, a.endpoint.port, &addr)) {
       a.failure = "it has no side channel";
     } else if ((p.fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) < 0) {
-      a.failure = std::string("socket: ") + std::strerror(errno);
+      a.failure = std::string("socket: ") + error_text(errno);
     } else if (connect(p.fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 ||
                errno == EINPROGRESS) {
       p.phase = Phase::kConnecting;
     } else {
-      a.failure = std::strerror(errno);
+      a.failure = error_text(errno);
     }
     answers.push_back(std::move(a));
     pending.push_back(std::move(p));
@@ -277,10 +285,10 @@ std::vector<PeerAnswer> StallInspector::query_peers(std::chrono::milliseconds bu
         getsockopt(p.fd, SOL_SOCKET, SO_ERROR, &err, &len);
         const size_t query_len = std::strlen(kQuery);
         if (err != 0) {
-          a.failure = std::strerror(err);
+          a.failure = error_text(err);
           p.phase = Phase::kDone;
         } else if (send(p.fd, kQuery, query_len, MSG_NOSIGNAL) != static_cast<ssize_t>(query_len)) {
-          a.failure = std::string("send: ") + std::strerror(errno);
+          a.failure = std::string("send: ") + error_text(errno);
           p.phase = Phase::kDone;
         } else {
           p.phase = Phase::kReading;
@@ -291,7 +299,7 @@ std::vector<PeerAnswer> StallInspector::query_peers(std::chrono::milliseconds bu
       const ssize_t got = recv(p.fd, buf, sizeof(buf), 0);
       if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
       if (got <= 0) {
-        a.failure = got == 0 ? "it closed the connection without answering" : std::strerror(errno);
+        a.failure = got == 0 ? "it closed the connection without answering" : error_text(errno);
         p.phase = Phase::kDone;
         continue;
       }
@@ -310,7 +318,9 @@ std::vector<PeerAnswer> StallInspector::query_peers(std::chrono::milliseconds bu
     }
   }
   for (size_t i = 0; i < pending.size(); ++i) {
-    if (pending[i].phase != Phase::kDone) answers[i].failure = "no answer within the deadline";
+    if (pending[i].phase != Phase::kDone) {
+      answers[i].failure = detail::str_cat("no answer within ", budget.count(), " ms");
+    }
     if (pending[i].fd >= 0) close(pending[i].fd);
   }
   return answers;
@@ -334,8 +344,8 @@ std::string op_word(const std::string& description) {
 std::string why_not_arrived(uint64_t seq, const std::string& description, const PeerAnswer& a) {
   const std::string who = detail::str_cat("rank ", a.rank);
   if (!a.answered) {
-    return detail::str_cat(who, " did not respond (pid ", a.endpoint.pid, " on ", a.endpoint.host,
-                           ": stopped, hung in native code, or dead; ", a.failure, ")");
+    return detail::str_cat(who, " did not respond, ", a.failure, ": pid ", a.endpoint.pid, " on ",
+                           a.endpoint.host, " is stopped, hung in native code, or dead");
   }
   const CollectiveProgress& p = a.progress;
   if (p.state == CollectiveProgress::State::kNone) {

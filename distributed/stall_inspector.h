@@ -54,7 +54,7 @@ struct PeerAnswer {
   int rank = -1;
   SideChannelEndpoint endpoint;
   bool answered = false;
-  std::string failure;  // when !answered: "timed out", "connection refused", ...
+  std::string failure;  // when !answered: "no answer within 2000 ms", "connection refused", ...
   CollectiveProgress progress;
 };
 
@@ -62,7 +62,9 @@ struct PeerAnswer {
 struct StallReport {
   std::vector<int> not_arrived;  // ranks, ascending
   std::vector<int> arrived;
-  // "ranks 1, 3 did not arrive (rank 1 did not respond: ...; rank 3 is at ...); rank 2 arrived"
+  // "ranks 1, 3 did not arrive (rank 1 did not respond, no answer within 2000 ms: pid 42 on node-1
+  // is stopped, hung in native code, or dead; rank 3 has not arrived: its last collective is
+  // barrier #41 (...), still running); rank 2 arrived"
   std::string summary;
   bool empty() const { return summary.empty(); }
 };

@@ -164,8 +164,10 @@ std::string Reducer::uneven_inputs_hint() const {
   const std::string who = !stall.not_arrived.empty() ? rank_list(stall.not_arrived) + " stopped"
                           : world == 2 ? "rank " + others + " (the only other rank) stopped"
                                        : "at least one of ranks " + others + " stopped";
+  const char* pronoun = stall.not_arrived.size() > 1 ? "they" : "it";
   return detail::str_cat("Inputs look uneven: this rank is in its iteration ", num_iterations_, " but ", who,
-                         " before issuing this collective -- it ran out of data (or stalled, or died). "
+                         " before issuing this collective -- ", pronoun,
+                         " ran out of data (or stalled, or died). "
                          "Wrap the training loop in Join (distributed/join.h) to train on uneven inputs; "
                          "without it every rank must call forward/backward the same number of times.");
 }

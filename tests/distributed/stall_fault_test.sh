@@ -39,7 +39,7 @@ fail() {
 [[ $rc -eq 0 ]] && fail "the job succeeded although rank 1 stalled"
 (( elapsed_ms > (3 + 15) * 1000 )) && fail "took ${elapsed_ms} ms, more than the 3 s timeout + 15 s"
 if [[ "$mode" == sigstop ]]; then
-  expected="rank 1 did not respond (pid "
+  expected="rank 1 did not respond, no answer within 2000 ms: pid "
 else
   expected="rank 1 has not arrived: its last collective is allreduce #2 (SUM, float32 [16], 1 tensor, 16 elements), finished"
 fi
