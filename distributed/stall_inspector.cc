@@ -257,6 +257,7 @@ std::vector<PeerAnswer> StallInspector::query_peers(std::chrono::milliseconds bu
                errno == EINPROGRESS) {
       p.phase = Phase::kConnecting;
     } else {
+      a.refused = errno == ECONNREFUSED;
       a.failure = error_text(errno);
     }
     answers.push_back(std::move(a));
@@ -285,6 +286,7 @@ std::vector<PeerAnswer> StallInspector::query_peers(std::chrono::milliseconds bu
         getsockopt(p.fd, SOL_SOCKET, SO_ERROR, &err, &len);
         const size_t query_len = std::strlen(kQuery);
         if (err != 0) {
+          a.refused = err == ECONNREFUSED;
           a.failure = error_text(err);
           p.phase = Phase::kDone;
         } else if (send(p.fd, kQuery, query_len, MSG_NOSIGNAL) != static_cast<ssize_t>(query_len)) {
@@ -343,6 +345,10 @@ std::string op_word(const std::string& description) {
 // Why `a` did not arrive, or "" when it did.
 std::string why_not_arrived(uint64_t seq, const std::string& description, const PeerAnswer& a) {
   const std::string who = detail::str_cat("rank ", a.rank);
+  if (a.refused) {
+    return detail::str_cat(who, " is gone, connection refused: pid ", a.endpoint.pid, " on ", a.endpoint.host,
+                           " has exited, or destroyed this group");
+  }
   if (!a.answered) {
     return detail::str_cat(who, " did not respond, ", a.failure, ": pid ", a.endpoint.pid, " on ",
                            a.endpoint.host, " is stopped, hung in native code, or dead");

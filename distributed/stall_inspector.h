@@ -55,6 +55,7 @@ struct PeerAnswer {
   SideChannelEndpoint endpoint;
   bool answered = false;
   std::string failure;  // when !answered: "no answer within 2000 ms", "connection refused", ...
+  bool refused = false;  // nothing listens there any more: the process exited or closed the group
   CollectiveProgress progress;
 };
 

@@ -105,7 +105,8 @@ TEST(StallInspector, SilentAndClosedPeersCostAtMostTheBudget) {
   EXPECT_FALSE(answers[0].answered);
   EXPECT_EQ(answers[0].failure, "no answer within 300 ms");
   EXPECT_FALSE(answers[1].answered);
-  EXPECT_THAT(answers[1].failure, HasSubstr("refused"));
+  EXPECT_TRUE(answers[1].refused);
+  EXPECT_EQ(answers[1].failure, "connection refused");
   EXPECT_FALSE(answers[2].answered);
   EXPECT_EQ(answers[2].failure, "it has no side channel");
 }
@@ -153,6 +154,19 @@ TEST(StallInspector, SummaryNamesWhoDidNotArriveAndWhy) {
             "collective on this group yet; rank 5 called a different collective: broadcast #42 (root 0, "
             "float32 [3], 1 tensor); rank 6 has not arrived: its last collective is allreduce #41 (SUM, "
             "float32 [1234], 1 tensor), finished); rank 2 arrived");
+}
+
+TEST(StallInspector, SummarySaysARefusingRankIsGone) {
+  PeerAnswer gone;
+  gone.rank = 2;
+  gone.endpoint = {"10.0.0.3", 5000, 99, "node-3"};
+  gone.failure = "connection refused";
+  gone.refused = true;
+  const StallReport r = summarize_stall(3, "allreduce #3 ()", {gone});
+  EXPECT_EQ(r.not_arrived, (std::vector<int>{2}));
+  EXPECT_EQ(r.summary,
+            "rank 2 did not arrive (rank 2 is gone, connection refused: pid 99 on node-3 has exited, or "
+            "destroyed this group)");
 }
 
 TEST(StallInspector, SummaryWhenEveryRankArrived) {

@@ -66,6 +66,8 @@ std::shared_ptr<ProcessGroupMPI> ProcessGroupMPI::create_world(Options options) 
   // Read before the group exists, so a malformed EMBER_FAULT_STALL_* fails at start-up.
   const bool inject_faults = stall_fault_from_env().rank >= 0;
   auto pg = std::make_shared<ProcessGroupMPI>(comm, std::move(options));
+  EMBER_CHECK(stall_fault_from_env().rank < pg->size(), "EMBER_FAULT_STALL_RANK=",
+              stall_fault_from_env().rank, " is not a rank of this job of ", pg->size(), " ranks");
   // Seen by the worker: nothing is queued before this returns, and queueing takes mutex_.
   pg->inject_faults_ = inject_faults;
   return pg;
