@@ -268,7 +268,8 @@ std::vector<PeerAnswer> StallInspector::query_peers(std::chrono::milliseconds bu
     std::vector<size_t> which;
     for (size_t i = 0; i < pending.size(); ++i) {
       if (pending[i].phase == Phase::kDone) continue;
-      fds.push_back({pending[i].fd, static_cast<short>(pending[i].phase == Phase::kConnecting ? POLLOUT : POLLIN), 0});
+      const short events = pending[i].phase == Phase::kConnecting ? POLLOUT : POLLIN;
+      fds.push_back({pending[i].fd, events, 0});
       which.push_back(i);
     }
     if (fds.empty()) break;

@@ -37,13 +37,14 @@ class StallInspectorTest : public MpiTest {
       const auto took = std::chrono::steady_clock::now() - start;
       // Timeout plus the inspection's budget, with room for an oversubscribed machine.
       EXPECT_LT(took, kTimeout + std::chrono::seconds(8));
-      EXPECT_THAT(msg, HasSubstr("allreduce #1 (SUM, float32 [5], 1 tensor, 5 elements) on rank " + std::to_string(rank_)));
+      EXPECT_THAT(msg, HasSubstr("allreduce #1 (SUM, float32 [5], 1 tensor, 5 elements) on rank " +
+                                 std::to_string(rank_)));
       EXPECT_THAT(msg, HasSubstr("in group stall_group"));
       EXPECT_THAT(msg, HasSubstr("timed out after 2000 ms (the group's watchdog timeout): " +
                                  rank_list(skipping) + " did not arrive ("));
       for (int r : skipping) {
-        EXPECT_THAT(msg, HasSubstr("rank " + std::to_string(r) +
-                                   " has not arrived: its last collective is barrier #0 (0 tensors, 0 elements), finished"));
+        EXPECT_THAT(msg, HasSubstr("rank " + std::to_string(r) + " has not arrived: its last collective "
+                                   "is barrier #0 (0 tensors, 0 elements), finished"));
       }
       std::vector<int> arrived;
       for (int r = 0; r < world_; ++r) {
@@ -62,8 +63,8 @@ class StallInspectorTest : public MpiTest {
       // Later calls say why the group is unusable, naming the ranks again.
       std::vector<Tensor> again{ones({2})};
       EXPECT_THAT(error_of([&] { group->allreduce(again)->wait(); }),
-                  HasSubstr("unusable: allreduce #1 (SUM, float32 [5], 1 tensor, 5 elements) timed out after 2000 ms (" +
-                            rank_list(skipping) + " did not arrive)"));
+                  HasSubstr("unusable: allreduce #1 (SUM, float32 [5], 1 tensor, 5 elements) timed out "
+                            "after 2000 ms (" + rank_list(skipping) + " did not arrive)"));
     } else {
       EXPECT_TRUE(group->stall_report().empty());
     }

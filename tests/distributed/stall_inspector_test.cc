@@ -171,7 +171,8 @@ TEST(StallInspector, SummarySaysARefusingRankIsGone) {
 
 TEST(StallInspector, SummaryWhenEveryRankArrived) {
   const StallReport r = summarize_stall(
-      7, "barrier #7 ()", {answered(0, State::kFailed, 7, "barrier #7 ()"), answered(2, State::kRunning, 8, "allreduce #8 ()")});
+      7, "barrier #7 ()",
+      {answered(0, State::kFailed, 7, "barrier #7 ()"), answered(2, State::kRunning, 8, "allreduce #8 ()")});
   EXPECT_TRUE(r.not_arrived.empty());
   EXPECT_EQ(r.summary, "every other rank arrived (ranks 0, 2): the transfer itself did not complete");
 }

@@ -243,7 +243,8 @@ void ProcessGroupMPI::run_loop() {
 namespace {
 // The watchdog's error, with what the stall inspector found.
 struct TimeoutError : Error {
-  TimeoutError(std::string message, StallReport found) : Error(std::move(message)), report(std::move(found)) {}
+  TimeoutError(std::string message, StallReport found)
+      : Error(std::move(message)), report(std::move(found)) {}
   StallReport report;
 };
 }  // namespace

@@ -1,9 +1,9 @@
 // Ranks running different numbers of iterations without Join must not hang silently (issues 6 and
 // 13): the extra iteration's bucket allreduce hits the group's collective timeout and
 // finalize_backward reports it naming DistributedDataParallel, the bucket, that inputs look uneven
-// and the ranks that stopped (the group's stall inspector found them). ddp_join_test covers training under Join. The DDP runs on its
-// own short-timeout group, so only that group breaks (a timed-out group refuses later calls); the
-// default group stays healthy for the fixture's TearDown. Separate binary from ddp_errors_test so a
+// and the ranks that stopped (the group's stall inspector found them). ddp_join_test covers
+// training under Join. The DDP runs on its own short-timeout group, so only that group breaks (a
+// timed-out group refuses later calls); the default group stays healthy for the fixture's TearDown. Separate binary from ddp_errors_test so a
 // broken group never shares a process with the other cases.
 #include <chrono>
 #include <string>
