@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "distributed/debug.h"
+#include "distributed/stall_inspector.h"
 #include "distributed/work.h"
 #include "tensor/tensor.h"
 
@@ -131,6 +132,11 @@ class ProcessGroup {
   // it; ranks not in `ranks` get nullptr. `options.timeout` etc. apply to the new group.
   virtual std::shared_ptr<ProcessGroup> new_subgroup(const std::vector<int>& ranks,
                                                      Options options);
+
+  // Who did not arrive at the collective whose timeout broke this group (StallInspector); empty
+  // while the group is healthy, or for a backend without a side channel. A group breaks at most
+  // once, so this names the stall that later errors on the group refer to.
+  virtual StallReport stall_report() const { return {}; }
 
   // Bytes this rank has handed to collectives so far (the inputs' payload, not the algorithm's
   // traffic): what a comm hook's compression saves shows here. Backends count in their enqueue.

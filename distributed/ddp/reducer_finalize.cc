@@ -150,18 +150,24 @@ std::exception_ptr Reducer::wait_for_bucket_reductions(std::vector<Tensor>& resu
 }
 
 // Without Join, a rank that ran out of data simply stops issuing collectives: the others' next
-// bucket allreduce finds no partner. Which rank stopped is known for certain only with two ranks
-// (the other one); with more, every rank that did arrive times out alike.
+// bucket allreduce finds no partner. The group's stall inspector asked every rank where it was when
+// the allreduce timed out (distributed/stall_inspector.h), so the hint names the ranks that stopped
+// at any world size; without its findings (another backend, or a failure that was no timeout), only
+// two ranks make it certain.
 std::string Reducer::uneven_inputs_hint() const {
   const int rank = process_group_->rank(), world = process_group_->size();
   std::string others;
   for (int r = 0; r < world; ++r) {
     if (r != rank) others += (others.empty() ? "" : ", ") + std::to_string(r);
   }
-  const std::string who = world == 2 ? "rank " + others + " (the only other rank) stopped"
-                                     : "at least one of ranks " + others + " stopped";
+  const StallReport stall = process_group_->stall_report();
+  const std::string who = !stall.not_arrived.empty() ? rank_list(stall.not_arrived) + " stopped"
+                          : world == 2 ? "rank " + others + " (the only other rank) stopped"
+                                       : "at least one of ranks " + others + " stopped";
+  const char* pronoun = stall.not_arrived.size() > 1 ? "they" : "it";
   return detail::str_cat("Inputs look uneven: this rank is in its iteration ", num_iterations_, " but ", who,
-                         " before issuing this collective -- it ran out of data (or stalled, or died). "
+                         " before issuing this collective -- ", pronoun,
+                         " ran out of data (or stalled, or died). "
                          "Wrap the training loop in Join (distributed/join.h) to train on uneven inputs; "
                          "without it every rank must call forward/backward the same number of times.");
 }

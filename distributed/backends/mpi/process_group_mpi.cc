@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "distributed/backends/mpi/mpi_types.h"
+#include "distributed/fault_injection.h"
 #include "distributed/utils.h"
 #include "tensor/factories.h"
 
@@ -62,7 +63,14 @@ std::shared_ptr<ProcessGroupMPI> ProcessGroupMPI::create_world(Options options) 
   MPI_Comm comm;
   EMBER_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &comm) == MPI_SUCCESS,
               "ProcessGroupMPI: MPI_Comm_dup(MPI_COMM_WORLD) failed");
-  return std::make_shared<ProcessGroupMPI>(comm, std::move(options));
+  // Read before the group exists, so a malformed EMBER_FAULT_STALL_* fails at start-up.
+  const bool inject_faults = stall_fault_from_env().rank >= 0;
+  auto pg = std::make_shared<ProcessGroupMPI>(comm, std::move(options));
+  EMBER_CHECK(stall_fault_from_env().rank < pg->size(), "EMBER_FAULT_STALL_RANK=",
+              stall_fault_from_env().rank, " is not a rank of this job of ", pg->size(), " ranks");
+  // Seen by the worker: nothing is queued before this returns, and queueing takes mutex_.
+  pg->inject_faults_ = inject_faults;
+  return pg;
 }
 
 namespace {
@@ -79,9 +87,12 @@ int comm_size(MPI_Comm c) {
 }  // namespace
 
 ProcessGroupMPI::ProcessGroupMPI(MPI_Comm comm, Options options)
-    : ProcessGroup(comm_rank(comm), comm_size(comm), std::move(options)), comm_(comm) {
+    : ProcessGroup(comm_rank(comm), comm_size(comm), std::move(options)),
+      comm_(comm),
+      inspector_(rank_) {
   // Errors come back as codes we turn into ember::Error, instead of aborting the job.
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  exchange_side_channel_endpoints();
   if (debug_level() >= DebugLevel::kInfo && rank_ == 0) {
     std::fprintf(stderr, "[ember.distributed] process group %s: backend mpi, %d ranks, timeout %lld ms, debug %s\n",
                  group_name().c_str(), size_, static_cast<long long>(options_.timeout.count()),
@@ -110,6 +121,28 @@ ProcessGroupMPI::~ProcessGroupMPI() {
 std::string ProcessGroupMPI::broken_reason() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return broken_;
+}
+
+StallReport ProcessGroupMPI::stall_report() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stall_report_;
+}
+
+// Every member builds the group together, so this blocking allgather cannot meet a rank that
+// skipped it; after a timeout the communicator is never used for this again (Note [Stall
+// inspector side channel]).
+void ProcessGroupMPI::exchange_side_channel_endpoints() {
+  const std::string mine = inspector_.endpoint().to_wire();
+  std::vector<char> all(SideChannelEndpoint::kWireSize * static_cast<size_t>(size_));
+  EMBER_CHECK(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_CHAR, all.data(),
+                            static_cast<int>(mine.size()), MPI_CHAR, comm_) == MPI_SUCCESS,
+              "ProcessGroupMPI: exchanging the stall inspector's endpoints (MPI_Allgather) failed "
+              "in group ", group_name());
+  std::vector<SideChannelEndpoint> peers;
+  for (int r = 0; r < size_; ++r) {
+    peers.push_back(SideChannelEndpoint::from_wire(all.data() + r * SideChannelEndpoint::kWireSize));
+  }
+  inspector_.set_peers(std::move(peers));
 }
 
 std::string ProcessGroupMPI::describe(const Entry& e) const {
@@ -208,8 +241,11 @@ void ProcessGroupMPI::run_loop() {
 }
 
 namespace {
+// The watchdog's error, with what the stall inspector found.
 struct TimeoutError : Error {
-  using Error::Error;
+  TimeoutError(std::string message, StallReport found)
+      : Error(std::move(message)), report(std::move(found)) {}
+  StallReport report;
 };
 }  // namespace
 
@@ -238,11 +274,18 @@ void ProcessGroupMPI::wait_requests(std::vector<MPI_Request>& requests, Entry& e
     if (iteration % 64 == 63) {
       const auto now = std::chrono::steady_clock::now();
       if (now >= deadline) {
-        throw TimeoutError(detail::str_cat(
-            phase, " timed out after ", entry.timeout.count(),
-            " ms (the group's watchdog timeout): a peer rank did not join this collective -- it may "
-            "have skipped it, called a different collective, or died. The group ",
-            group_name(), " is now unusable; later collectives on it fail immediately"));
+        // Sockets only, bounded by the inspector's budget: comm_ may be broken now.
+        StallReport report = summarize_stall(entry.fingerprint.sequence_number, entry.fingerprint.str(),
+                                             inspector_.query_peers());
+        const char* advice = report.not_arrived.empty()
+                                 ? "a rank may have called a different collective, or the transport is stuck"
+                                 : "a rank that does not arrive may have skipped this collective, called a "
+                                   "different one, stalled, or died";
+        std::string message = detail::str_cat(
+            phase, " timed out after ", entry.timeout.count(), " ms (the group's watchdog timeout): ",
+            report.summary, " -- ", advice, ". The group ", group_name(),
+            " is now unusable; later collectives on it fail immediately");
+        throw TimeoutError(std::move(message), std::move(report));
       }
       if (now - begin > std::chrono::seconds(1)) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -258,6 +301,8 @@ void ProcessGroupMPI::run_entry(std::unique_ptr<Entry> entry) {
   const uint64_t seq = next_sequence_number_++;
   entry->fingerprint.sequence_number = seq;
   entry->work->set_sequence_number(seq);
+  if (inject_faults_) maybe_inject_stall(rank_, seq);
+  inspector_.entered(seq, entry->fingerprint.str());
   std::exception_ptr error;
   bool timed_out = false;
   try {
@@ -286,8 +331,11 @@ void ProcessGroupMPI::run_entry(std::unique_ptr<Entry> entry) {
     timed_out = true;
     error = std::make_exception_ptr(Error(describe(*entry) + ": " + e.what()));
     std::lock_guard<std::mutex> lock(mutex_);
-    broken_ = detail::str_cat(entry->fingerprint.str(), " timed out after ",
-                              entry->timeout.count(), " ms");
+    broken_ = detail::str_cat(entry->fingerprint.str(), " timed out after ", entry->timeout.count(), " ms");
+    if (!e.report.not_arrived.empty()) {
+      broken_ += detail::str_cat(" (", rank_list(e.report.not_arrived), " did not arrive)");
+    }
+    stall_report_ = e.report;
   } catch (const std::exception& e) {
     error = std::make_exception_ptr(Error(describe(*entry) + ": " + e.what()));
   }
@@ -298,6 +346,7 @@ void ProcessGroupMPI::run_entry(std::unique_ptr<Entry> entry) {
       std::fprintf(stderr, "[ember.distributed] %s\n", e.what());
     }
   }
+  inspector_.finished(seq, !error);
   WorkPtr work = entry->work;
   if (timed_out) abandoned_.push_back(std::move(entry));
   try {

@@ -2,7 +2,9 @@
 // the queued collectives in submission order with nonblocking MPI calls it polls, so a collective
 // that a peer never joins times out with a clear error instead of hanging (the watchdog). A
 // collective issued from a Future callback on that worker runs inline, at once (DESIGN.md step 10:
-// multi-round comm hooks; Note [Collectives issued from callbacks run inline]).
+// multi-round comm hooks; Note [Collectives issued from callbacks run inline]). Before a timeout
+// throws, the worker asks the peers over a side channel which of them did not arrive
+// (Note [Stall inspector side channel], distributed/stall_inspector.h).
 #pragma once
 
 #include <mpi.h>
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "distributed/process_group.h"
+#include "distributed/stall_inspector.h"
 
 namespace ember::distributed {
 
@@ -34,6 +37,7 @@ class ProcessGroupMPI : public ProcessGroup {
   MPI_Comm communicator() const { return comm_; }
   // Why the group is unusable (a collective timed out), or empty.
   std::string broken_reason() const;
+  StallReport stall_report() const override;
 
   WorkPtr broadcast(std::vector<Tensor>& tensors, const BroadcastOptions& opts = {}) override;
   WorkPtr allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& opts = {}) override;
@@ -84,10 +88,15 @@ class ProcessGroupMPI : public ProcessGroup {
   void wait_requests(std::vector<MPI_Request>& requests, Entry& entry, const char* phase);
   // "allreduce #3 (SUM, float32 [4], ...) on rank 1 of 2 in group default_pg"
   std::string describe(const Entry& entry) const;
+  // Exchanges the side-channel endpoints over comm_ (once, at construction).
+  void exchange_side_channel_endpoints();
   void check_tensor(const Tensor& t, const char* op) const;
   void check_root(int64_t root, const char* op) const;
 
   MPI_Comm comm_;
+  StallInspector inspector_;
+  StallReport stall_report_;  // guarded by mutex_; set once, when a timeout breaks the group
+  bool inject_faults_ = false;  // the world group: EMBER_FAULT_STALL_* apply (fault_injection.h)
   std::thread worker_;
   mutable std::mutex mutex_;
   std::condition_variable cv_;

@@ -1,9 +1,9 @@
 // Ranks running different numbers of iterations without Join must not hang silently (issues 6 and
 // 13): the extra iteration's bucket allreduce hits the group's collective timeout and
 // finalize_backward reports it naming DistributedDataParallel, the bucket, that inputs look uneven
-// and (at two ranks) the rank that stopped. ddp_join_test covers training under Join. The DDP runs on its
-// own short-timeout group, so only that group breaks (a timed-out group refuses later calls); the
-// default group stays healthy for the fixture's TearDown. Separate binary from ddp_errors_test so a
+// and the ranks that stopped (the group's stall inspector found them). ddp_join_test covers
+// training under Join. The DDP runs on its own short-timeout group, so only that group breaks (a
+// timed-out group refuses later calls); the default group stays healthy for the fixture's TearDown. Separate binary from ddp_errors_test so a
 // broken group never shares a process with the other cases.
 #include <chrono>
 #include <string>
@@ -51,13 +51,15 @@ void expect_timeout_message(const std::string& msg, int rank, int world) {
                              "): the reduction of bucket 0 of 1 (4 parameters: "));
   EXPECT_THAT(msg, HasSubstr("did not complete"));
   EXPECT_THAT(msg, HasSubstr("timed out after 3000 ms"));
-  EXPECT_THAT(msg, HasSubstr("Inputs look uneven: this rank is in its iteration 3 but "));
-  // With two ranks the one that stopped is known; with more, the message lists the candidates.
-  if (world == 2) {
-    EXPECT_THAT(msg, HasSubstr("rank " + std::to_string(1 - rank) + " (the only other rank) stopped"));
-  } else {
-    EXPECT_THAT(msg, HasSubstr("at least one of ranks "));
+  // Every other rank finished its two iterations: the stall inspector finds each of them after its
+  // last collective and the hint names them all, at any world size.
+  std::vector<int> others;
+  for (int r = 0; r < world; ++r) {
+    if (r != rank) others.push_back(r);
   }
+  EXPECT_THAT(msg, HasSubstr(rank_list(others) + " did not arrive ("));
+  EXPECT_THAT(msg, HasSubstr("Inputs look uneven: this rank is in its iteration 3 but " + rank_list(others) +
+                             " stopped before issuing this collective"));
   EXPECT_THAT(msg, HasSubstr("Wrap the training loop in Join"));
   EXPECT_THAT(msg, HasSubstr("every rank must call forward/backward the same number of times"));
 }
@@ -90,7 +92,10 @@ TEST_F(DdpUneven, ExtraIterationWithBuffersFailsAtTheBufferBroadcast) {
     EXPECT_THAT(msg, HasSubstr("DistributedDataParallel (rank " + std::to_string(last) +
                                "): broadcasting the buffers before forward failed: "));
     EXPECT_THAT(msg, HasSubstr("timed out after 3000 ms"));
-    EXPECT_THAT(msg, HasSubstr("Inputs look uneven: this rank is in its iteration 3 but "));
+    std::vector<int> others;
+    for (int r = 0; r < last; ++r) others.push_back(r);
+    EXPECT_THAT(msg, HasSubstr("Inputs look uneven: this rank is in its iteration 3 but " + rank_list(others) +
+                               " stopped"));
   } else {
     EXPECT_EQ(msg, "");
   }

@@ -1,0 +1,398 @@
+#include "distributed/stall_inspector.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include "tensor/error.h"
+
+namespace ember::distributed {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How long the responder waits for a connected client's query line: a client that connects and
+// says nothing must not keep the others' queries waiting.
+constexpr int kServeReadMs = 200;
+constexpr size_t kMaxLine = 1024;
+
+const char* state_name(CollectiveProgress::State s) {
+  switch (s) {
+    case CollectiveProgress::State::kNone: return "none";
+    case CollectiveProgress::State::kRunning: return "running";
+    case CollectiveProgress::State::kCompleted: return "completed";
+    case CollectiveProgress::State::kFailed: return "failed";
+  }
+  return "?";
+}
+
+bool parse_state(const std::string& s, CollectiveProgress::State* out) {
+  for (auto st : {CollectiveProgress::State::kNone, CollectiveProgress::State::kRunning,
+                  CollectiveProgress::State::kCompleted, CollectiveProgress::State::kFailed}) {
+    if (s == state_name(st)) {
+      *out = st;
+      return true;
+    }
+  }
+  return false;
+}
+
+// The answer is one line: a description with a newline in it would end it early.
+std::string one_line(std::string s) {
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  std::replace(s.begin(), s.end(), '\r', ' ');
+  return s;
+}
+
+// EMBER_SIDE_CHANNEL_ADDR, else the first non-loopback IPv4 address that is up (what a peer on
+// another host can reach), else loopback.
+std::string choose_address() {
+  if (const char* env = std::getenv("EMBER_SIDE_CHANNEL_ADDR"); env && *env) return env;
+  std::string found = "127.0.0.1";
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return found;
+  for (ifaddrs* a = list; a; a = a->ifa_next) {
+    if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET) continue;
+    if (!(a->ifa_flags & IFF_UP) || (a->ifa_flags & IFF_LOOPBACK)) continue;
+    char text[INET_ADDRSTRLEN] = {};
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, text, sizeof(text));
+    found = text;
+    break;
+  }
+  freeifaddrs(list);
+  return found;
+}
+
+bool make_sockaddr(const std::string& address, int port, sockaddr_in* out) {
+  std::memset(out, 0, sizeof(*out));
+  out->sin_family = AF_INET;
+  out->sin_port = htons(static_cast<uint16_t>(port));
+  return inet_pton(AF_INET, address.c_str(), &out->sin_addr) == 1;
+}
+
+// A listening socket on an ephemeral port of `address`, or -1; `port` receives the port.
+int listen_on(const std::string& address, int* port) {
+  sockaddr_in addr;
+  if (!make_sockaddr(address, 0, &addr)) return -1;
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  socklen_t len = sizeof(addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, 64) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd);
+    return -1;
+  }
+  *port = ntohs(addr.sin_port);
+  return fd;
+}
+
+// strerror's text for the middle of a sentence: "connection refused".
+std::string error_text(int err) {
+  std::string text = std::strerror(err);
+  if (!text.empty()) text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
+  return text;
+}
+
+int remaining_ms(Clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  return static_cast<int>(std::max<int64_t>(0, left.count()));
+}
+
+}  // namespace
+
+// ---- endpoints -----------------------------------------------------------------------------------
+
+std::string SideChannelEndpoint::to_wire() const {
+  std::string text = detail::str_cat(address, ' ', port, ' ', pid, ' ', host);
+  text.resize(kWireSize - 1);  // truncates an absurdly long host name; NUL-padded
+  text.push_back('\0');
+  return text;
+}
+
+SideChannelEndpoint SideChannelEndpoint::from_wire(const char* data) {
+  SideChannelEndpoint e;
+  std::istringstream in(std::string(data, strnlen(data, kWireSize)));
+  in >> e.address >> e.port >> e.pid >> e.host;
+  return e;
+}
+
+// ---- the responder -------------------------------------------------------------------------------
+
+StallInspector::StallInspector(int rank) : rank_(rank) {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  endpoint_.host = host[0] ? host : "?";
+  endpoint_.pid = static_cast<int>(getpid());
+  endpoint_.address = choose_address();
+  listen_fd_ = listen_on(endpoint_.address, &endpoint_.port);
+  if (listen_fd_ < 0 && endpoint_.address != "127.0.0.1") {
+    endpoint_.address = "127.0.0.1";
+    listen_fd_ = listen_on(endpoint_.address, &endpoint_.port);
+  }
+  if (listen_fd_ < 0 || pipe2(wake_pipe_, O_CLOEXEC) != 0) {
+    if (listen_fd_ >= 0) close(listen_fd_);
+    listen_fd_ = -1;
+    endpoint_.port = 0;
+    return;
+  }
+  responder_ = std::thread([this] { serve(); });
+}
+
+StallInspector::~StallInspector() {
+  if (responder_.joinable()) {
+    const char stop = 's';
+    ssize_t ignored = write(wake_pipe_[1], &stop, 1);
+    (void)ignored;
+    responder_.join();
+  }
+  for (int fd : {listen_fd_, wake_pipe_[0], wake_pipe_[1]}) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+void StallInspector::set_peers(std::vector<SideChannelEndpoint> peers) { peers_ = std::move(peers); }
+
+void StallInspector::entered(uint64_t sequence_number, std::string description) {
+  std::lock_guard<std::mutex> lock(progress_mutex_);
+  progress_.state = CollectiveProgress::State::kRunning;
+  progress_.sequence_number = sequence_number;
+  progress_.description = one_line(std::move(description));
+}
+
+void StallInspector::finished(uint64_t sequence_number, bool ok) {
+  std::lock_guard<std::mutex> lock(progress_mutex_);
+  // An inline collective (issued from a callback) may have entered after this one: keep the newer.
+  if (progress_.sequence_number != sequence_number) return;
+  progress_.state = ok ? CollectiveProgress::State::kCompleted : CollectiveProgress::State::kFailed;
+}
+
+CollectiveProgress StallInspector::progress() const {
+  std::lock_guard<std::mutex> lock(progress_mutex_);
+  return progress_;
+}
+
+// "<rank> <state> <sequence number> <description>\n"
+std::string StallInspector::answer() const {
+  const CollectiveProgress p = progress();
+  return detail::str_cat(rank_, ' ', state_name(p.state), ' ', p.sequence_number, ' ',
+                         p.description, '\n');
+}
+
+bool StallInspector::parse_answer(const std::string& line, int* rank, CollectiveProgress* progress) {
+  std::istringstream in(line);
+  std::string state;
+  if (!(in >> *rank >> state >> progress->sequence_number)) return false;
+  if (!parse_state(state, &progress->state)) return false;
+  std::getline(in >> std::ws, progress->description);
+  return true;
+}
+
+// One client at a time: queries are rare (a timeout) and each is served within kServeReadMs.
+void StallInspector::serve() {
+  while (true) {
+    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_pipe_[0], POLLIN, 0}};
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (fds[1].revents) return;
+    const int client = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (client < 0) continue;
+    std::string query;
+    const auto deadline = Clock::now() + std::chrono::milliseconds(kServeReadMs);
+    while (query.find('\n') == std::string::npos && query.size() < kMaxLine) {
+      pollfd c{client, POLLIN, 0};
+      if (poll(&c, 1, remaining_ms(deadline)) <= 0) break;
+      char buf[256];
+      const ssize_t n = recv(client, buf, sizeof(buf), 0);
+      if (n <= 0) break;
+      query.append(buf, static_cast<size_t>(n));
+    }
+    if (query == kQuery) {
+      const std::string reply = answer();
+      // A few hundred bytes into a fresh socket's buffer: one non-blocking send suffices.
+      ssize_t ignored = send(client, reply.data(), reply.size(), MSG_NOSIGNAL);
+      (void)ignored;
+    }
+    close(client);
+  }
+}
+
+// ---- the query -----------------------------------------------------------------------------------
+
+std::vector<PeerAnswer> StallInspector::query_peers(std::chrono::milliseconds budget) const {
+  enum class Phase { kConnecting, kReading, kDone };
+  struct Pending {
+    int fd = -1;
+    Phase phase = Phase::kDone;
+    std::string buffer;
+  };
+  const auto deadline = Clock::now() + budget;
+  std::vector<PeerAnswer> answers;
+  std::vector<Pending> pending;
+  for (size_t r = 0; r < peers_.size(); ++r) {
+    if (static_cast<int>(r) == rank_) continue;
+    PeerAnswer a;
+    a.rank = static_cast<int>(r);
+    a.endpoint = peers_[r];
+    Pending p;
+    sockaddr_in addr;
+    if (a.endpoint.port == 0 || !make_sockaddr(a.endpoint.address, a.endpoint.port, &addr)) {
+      a.failure = "it has no side channel";
+    } else if ((p.fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) < 0) {
+      a.failure = std::string("socket: ") + error_text(errno);
+    } else if (connect(p.fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 ||
+               errno == EINPROGRESS) {
+      p.phase = Phase::kConnecting;
+    } else {
+      a.refused = errno == ECONNREFUSED;
+      a.failure = error_text(errno);
+    }
+    answers.push_back(std::move(a));
+    pending.push_back(std::move(p));
+  }
+  while (true) {
+    std::vector<pollfd> fds;
+    std::vector<size_t> which;
+    for (size_t i = 0; i < pending.size(); ++i) {
+      if (pending[i].phase == Phase::kDone) continue;
+      const short events = pending[i].phase == Phase::kConnecting ? POLLOUT : POLLIN;
+      fds.push_back({pending[i].fd, events, 0});
+      which.push_back(i);
+    }
+    if (fds.empty()) break;
+    const int left = remaining_ms(deadline);
+    if (left == 0) break;
+    const int n = poll(fds.data(), fds.size(), left);
+    if (n < 0 && errno != EINTR) break;
+    for (size_t k = 0; n > 0 && k < fds.size(); ++k) {
+      if (!fds[k].revents) continue;
+      Pending& p = pending[which[k]];
+      PeerAnswer& a = answers[which[k]];
+      if (p.phase == Phase::kConnecting) {
+        int err = 0;
+        socklen_t len = sizeof(err);
+        getsockopt(p.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        const size_t query_len = std::strlen(kQuery);
+        if (err != 0) {
+          a.refused = err == ECONNREFUSED;
+          a.failure = error_text(err);
+          p.phase = Phase::kDone;
+        } else if (send(p.fd, kQuery, query_len, MSG_NOSIGNAL) != static_cast<ssize_t>(query_len)) {
+          a.failure = std::string("send: ") + error_text(errno);
+          p.phase = Phase::kDone;
+        } else {
+          p.phase = Phase::kReading;
+        }
+        continue;
+      }
+      char buf[512];
+      const ssize_t got = recv(p.fd, buf, sizeof(buf), 0);
+      if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+      if (got <= 0) {
+        a.failure = got == 0 ? "it closed the connection without answering" : error_text(errno);
+        p.phase = Phase::kDone;
+        continue;
+      }
+      p.buffer.append(buf, static_cast<size_t>(got));
+      const size_t eol = p.buffer.find('\n');
+      if (eol == std::string::npos && p.buffer.size() < kMaxLine) continue;
+      int answered_rank = -1;
+      if (!parse_answer(p.buffer.substr(0, eol), &answered_rank, &a.progress)) {
+        a.failure = "its answer was garbled";
+      } else if (answered_rank != a.rank) {
+        a.failure = detail::str_cat("the endpoint answered as rank ", answered_rank);
+      } else {
+        a.answered = true;
+      }
+      p.phase = Phase::kDone;
+    }
+  }
+  for (size_t i = 0; i < pending.size(); ++i) {
+    if (pending[i].phase != Phase::kDone) {
+      answers[i].failure = detail::str_cat("no answer within ", budget.count(), " ms");
+    }
+    if (pending[i].fd >= 0) close(pending[i].fd);
+  }
+  return answers;
+}
+
+// ---- the report ----------------------------------------------------------------------------------
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  return s;
+}
+
+namespace {
+// The op's name: a fingerprint's first word ("allreduce" of "allreduce #3 (...)").
+std::string op_word(const std::string& description) {
+  return description.substr(0, description.find(' '));
+}
+
+// Why `a` did not arrive, or "" when it did.
+std::string why_not_arrived(uint64_t seq, const std::string& description, const PeerAnswer& a) {
+  const std::string who = detail::str_cat("rank ", a.rank);
+  if (a.refused) {
+    return detail::str_cat(who, " is gone, connection refused: pid ", a.endpoint.pid, " on ", a.endpoint.host,
+                           " has exited, or destroyed this group");
+  }
+  if (!a.answered) {
+    return detail::str_cat(who, " did not respond, ", a.failure, ": pid ", a.endpoint.pid, " on ",
+                           a.endpoint.host, " is stopped, hung in native code, or dead");
+  }
+  const CollectiveProgress& p = a.progress;
+  if (p.state == CollectiveProgress::State::kNone) {
+    return who + " has not arrived: it has entered no collective on this group yet";
+  }
+  if (p.sequence_number < seq) {
+    const char* how = p.state == CollectiveProgress::State::kRunning ? "still running"
+                      : p.state == CollectiveProgress::State::kFailed ? "failed"
+                                                                       : "finished";
+    return detail::str_cat(who, " has not arrived: its last collective is ", p.description, ", ", how);
+  }
+  if (p.sequence_number == seq && op_word(p.description) != op_word(description)) {
+    return detail::str_cat(who, " called a different collective: ", p.description);
+  }
+  return "";
+}
+}  // namespace
+
+StallReport summarize_stall(uint64_t sequence_number, const std::string& description,
+                            const std::vector<PeerAnswer>& answers) {
+  StallReport report;
+  std::string reasons;
+  for (const PeerAnswer& a : answers) {
+    const std::string why = why_not_arrived(sequence_number, description, a);
+    if (why.empty()) {
+      report.arrived.push_back(a.rank);
+    } else {
+      report.not_arrived.push_back(a.rank);
+      reasons += (reasons.empty() ? "" : "; ") + why;
+    }
+  }
+  if (report.not_arrived.empty()) {
+    report.summary = answers.empty() ? "no other rank to ask"
+                                     : detail::str_cat("every other rank arrived (", rank_list(report.arrived),
+                                                       "): the transfer itself did not complete");
+    return report;
+  }
+  report.summary = detail::str_cat(rank_list(report.not_arrived), " did not arrive (", reasons, ")");
+  if (!report.arrived.empty()) report.summary += detail::str_cat("; ", rank_list(report.arrived), " arrived");
+  return report;
+}
+
+}  // namespace ember::distributed
