@@ -2,8 +2,14 @@
 # Runs every ember test and ends with one line "N passed, N failed, N skipped" (counting GoogleTest
 # cases; a test binary that crashes or fails to build counts as one failure).
 #   1. bazel test //...            all GoogleTest suites, and the mpirun suites (sh_test wrappers)
-#   2. bazel test --config=asan    the single-process suites again under AddressSanitizer + UBSan
-# Installs missing Debian packages first (scripts/bootstrap.sh). EMBER_SKIP_ASAN=1 skips step 2.
+#   2. bazel test --config=asan    the single-process suites and the mpirun suites (one world size
+#                                  each) again under AddressSanitizer + UBSan + LeakSanitizer
+#   3. bazel test --config=tsan    ThreadSanitizer on the suites whose threads are ember's own
+#                                  (tag "tsan": Work/Future, DataLoader, stall inspector) and on
+#                                  the mpirun suites (one world size each)
+# Suppressions: only Open MPI's own libraries, in tests/sanitizers/{lsan,tsan}.supp (each says why).
+# Installs missing Debian packages first (scripts/bootstrap.sh). EMBER_SKIP_ASAN=1 skips step 2,
+# EMBER_SKIP_TSAN=1 step 3.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh || { echo "0 passed, 1 failed"; exit 1; }
@@ -72,8 +78,18 @@ run_suite() {
 }
 
 run_suite "all tests" //...
+supp="$(pwd)/tests/sanitizers"
+# Open MPI unloads its components at finalize; kept loaded, their frames in reports have names.
+mpi_env=(--test_env=OMPI_MCA_mca_base_component_disable_dlclose=1)
 if [[ "${EMBER_SKIP_ASAN:-0}" != "1" ]]; then
-  run_suite "sanitizers" --config=asan --test_tag_filters=-mpi,-benchmark //tests/...
+  run_suite "asan" --config=asan "${mpi_env[@]}" \
+    --test_env=LSAN_OPTIONS=suppressions="$supp/lsan.supp":print_suppressions=0 \
+    --test_tag_filters=-mpi_extra_ranks,-sanitizer_slow,-benchmark //tests/...
+fi
+if [[ "${EMBER_SKIP_TSAN:-0}" != "1" ]]; then
+  run_suite "tsan" --config=tsan "${mpi_env[@]}" \
+    --test_env=TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions="$supp/tsan.supp" \
+    --test_tag_filters=tsan,mpi,-mpi_extra_ranks,-sanitizer_slow,-benchmark //tests/...
 fi
 
 # CI keeps only the tail of the output: name what failed right above the closing line.

@@ -4,7 +4,8 @@
 
 creates `collectives_test_bin` (linked with //tests/distributed:mpi_test_main, which initialises MPI
 and lets only rank 0 write the XML), sh_tests `collectives_test_np1` ... `_np4` tagged "mpi", and a
-test_suite `collectives_test` over them.
+test_suite `collectives_test` over them. The sanitizer runs (scripts/test.sh) take one world size
+per suite, 2 where it has one: the others are also tagged "mpi_extra_ranks".
 """
 
 load("//:ember.bzl", "EMBER_COPTS")
@@ -20,6 +21,7 @@ def mpi_test(name, srcs, deps = [], ranks = [1, 2, 3, 4], tags = [], size = "med
         **kwargs
     )
     tests = []
+    sanitized = 2 if 2 in ranks else ranks[0]
     for n in ranks:
         test = "%s_np%d" % (name, n)
         native.sh_test(
@@ -27,7 +29,7 @@ def mpi_test(name, srcs, deps = [], ranks = [1, 2, 3, 4], tags = [], size = "med
             srcs = ["//tests/distributed:mpi_test.sh"],
             args = [str(n), "$(location :%s)" % binary],
             data = [":" + binary],
-            tags = tags + ["mpi"],
+            tags = tags + ["mpi"] + ([] if n == sanitized else ["mpi_extra_ranks"]),
             size = size,
             env = env,
         )
