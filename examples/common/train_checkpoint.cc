@@ -173,11 +173,15 @@ LoadedCheckpoint read_checkpoint(const std::string& path) {
   c.position.epoch = metadata_int(meta, "epoch", path);
   c.position.step = metadata_int(meta, "step_in_epoch", path);
   c.position.global_step = metadata_int(meta, "global_step", path);
-  c.shape.seed = static_cast<uint64_t>(std::stoull(meta.at("seed")));
+  c.shape.seed = static_cast<uint64_t>(metadata_int(meta, "seed", path));
   c.shape.world_size = metadata_int(meta, "world_size", path);
   c.shape.batch = metadata_int(meta, "batch_per_rank", path);
   c.shape.steps_per_epoch = metadata_int(meta, "steps_per_epoch", path);
   c.per_rank_pattern = meta.count("per_rank_files") ? meta.at("per_rank_files") : "";
+  EMBER_CHECK(c.per_rank_pattern.empty() || (c.per_rank_pattern.find('/') == std::string::npos &&
+                                              c.per_rank_pattern.find("%d") != std::string::npos),
+              "resume: '", path, "': metadata 'per_rank_files' = '", c.per_rank_pattern,
+              "' is not a file name pattern with %d");
   EMBER_CHECK(c.shape.world_size >= 1 && c.shape.batch >= 1 && c.position.step <= c.shape.steps_per_epoch,
               "resume: '", path, "': inconsistent metadata (world_size ", c.shape.world_size, ", batch_per_rank ",
               c.shape.batch, ", step_in_epoch ", c.position.step, " of ", c.shape.steps_per_epoch, ")");

@@ -1,6 +1,7 @@
 #include "distributed/backends/mpi/process_group_mpi.h"
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -29,13 +30,30 @@ int count_of(int64_t n, const char* op) {
   return static_cast<int>(n);
 }
 
+// Set once any group of this process timed out (process-wide by nature: it decides how the process
+// leaves MPI).
+std::atomic<bool> g_a_group_timed_out{false};
+
+// Collectives that timed out may remain pending (abandoned entries, the broken communicator), and
+// MPI_Finalize waits for the ranks that never arrived: a stalled rank would then hang the whole
+// job at exit. A process that saw a timeout aborts the job instead, so every rank and mpirun exit
+// within the timeout (issue 13, "Faults").
 void finalize_mpi_at_exit() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
+  if (g_a_group_timed_out.load()) {
+    std::fprintf(stderr,
+                 "[ember.distributed] a collective timed out in this process: aborting the job (MPI_Abort) "
+                 "rather than waiting in MPI_Finalize for the ranks that did not arrive\n");
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
   mpi::free_mpi_types();
   MPI_Finalize();
 }
+
+std::mutex g_kept_entries_mutex;
 
 const bool kRegistered = register_backend("mpi", [](const ProcessGroup::Options& options) {
   return std::static_pointer_cast<ProcessGroup>(ProcessGroupMPI::create_world(options));
@@ -113,9 +131,15 @@ ProcessGroupMPI::~ProcessGroupMPI() {
   // A timed-out collective may still be pending on comm_: freeing it could hang or crash, so a
   // broken group leaks its communicator (and the abandoned buffers) on purpose.
   if (!finalized && broken_.empty()) MPI_Comm_free(&comm_);
-  if (!broken_.empty()) {
-    for (auto& e : abandoned_) e.release();  // MPI may still write into these buffers
-  }
+  if (!broken_.empty()) keep_for_process_lifetime(std::move(abandoned_));  // MPI may still write into them
+}
+
+void ProcessGroupMPI::keep_for_process_lifetime(std::vector<std::unique_ptr<Entry>> entries) {
+  // Reachable from a global, so never freed yet not a leak to LeakSanitizer (it reports only
+  // unreachable memory).
+  static auto* kept = new std::vector<std::unique_ptr<Entry>>();
+  std::lock_guard<std::mutex> lock(g_kept_entries_mutex);
+  for (auto& e : entries) kept->push_back(std::move(e));
 }
 
 std::string ProcessGroupMPI::broken_reason() const {
@@ -332,6 +356,7 @@ void ProcessGroupMPI::run_entry(std::unique_ptr<Entry> entry) {
     error = std::make_exception_ptr(Error(describe(*entry) + ": " + e.what()));
     std::lock_guard<std::mutex> lock(mutex_);
     broken_ = detail::str_cat(entry->fingerprint.str(), " timed out after ", entry->timeout.count(), " ms");
+    g_a_group_timed_out.store(true);
     if (!e.report.not_arrived.empty()) {
       broken_ += detail::str_cat(" (", rank_list(e.report.not_arrived), " did not arrive)");
     }

@@ -106,6 +106,8 @@ class ProcessGroupMPI : public ProcessGroup {
   uint64_t next_sequence_number_ = 0;  // worker thread only: numbered when an entry starts
   std::string broken_;  // guarded by mutex_
   std::vector<std::unique_ptr<Entry>> abandoned_;  // worker thread only
+  // A broken group's abandoned entries outlive it: MPI may still write into their buffers.
+  static void keep_for_process_lifetime(std::vector<std::unique_ptr<Entry>> entries);
 };
 
 }  // namespace ember::distributed
