@@ -104,31 +104,35 @@ TrainConfig parse_flags(int argc, char** argv, const std::string& program, bool*
   return c;
 }
 
-int64_t parse_int64(const std::string& text) {
+namespace {
+
+// `parse` (std::stoll, std::stod) over the whole of `text`; `what` names the kind in the error.
+template <typename T, typename Parse>
+T parse_whole(const std::string& text, Parse parse, const char* what) {
   size_t used = 0;
-  int64_t v = 0;
+  T v{};
   try {
-    v = std::stoll(text, &used);
+    v = parse(text, &used);
   } catch (const std::out_of_range&) {
     EMBER_THROW("out of range");
   } catch (const std::exception&) {
     used = 0;
   }
-  EMBER_CHECK(!text.empty() && used == text.size(), "not an integer");
+  EMBER_CHECK(!text.empty() && used == text.size(), "not ", what);
   return v;
 }
 
+}  // namespace
+
+int64_t parse_int64(const std::string& text) {
+  return parse_whole<int64_t>(text, [](const std::string& t, size_t* used) { return std::stoll(t, used); },
+                              "an integer");
+}
+
 double parse_double(const std::string& text) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::out_of_range&) {
-    EMBER_THROW("out of range");
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  EMBER_CHECK(!text.empty() && used == text.size() && std::isfinite(v), "not a finite number");
+  const double v = parse_whole<double>(
+      text, [](const std::string& t, size_t* used) { return std::stod(t, used); }, "a finite number");
+  EMBER_CHECK(std::isfinite(v), "not a finite number");
   return v;
 }
 
