@@ -191,6 +191,10 @@ LoadedCheckpoint read_checkpoint(const std::string& path) {
 TrainPosition restore_checkpoint(const LoadedCheckpoint& ckpt, const TrainState& state, const TrainShape& now,
                                  int rank, const std::function<void(const std::string&)>& warn) {
   const std::string& path = ckpt.path;
+  // The seed and the model are checked before anything is restored.
+  EMBER_CHECK(ckpt.shape.seed == now.seed, "resume: '", path, "' was trained with --seed=", ckpt.shape.seed,
+              " but this run has --seed=", now.seed,
+              "; the seed orders and augments the data, so resume with the checkpoint's seed");
   const nn::StateDict model_sd = with_prefix(ckpt.tensors, "model.");
   check_same_model(state.model->state_dict(), model_sd, path);
   state.model->load_state_dict(model_sd);
@@ -201,9 +205,6 @@ TrainPosition restore_checkpoint(const LoadedCheckpoint& ckpt, const TrainState&
   default_generator().set_state(generator_from_tensor(rng[0].second, path));
   const nn::StateDict wrapper = with_prefix(ckpt.tensors, "ddp.");
   if (!wrapper.empty() && state.load_wrapper_state) state.load_wrapper_state(wrapper);
-  EMBER_CHECK(ckpt.shape.seed == now.seed, "resume: '", path, "' was trained with --seed=", ckpt.shape.seed,
-              " but this run has --seed=", now.seed,
-              "; the seed orders and augments the data, so resume with the checkpoint's seed");
 
   TrainPosition pos = ckpt.position;
   const bool same_shape = ckpt.shape.world_size == now.world_size && ckpt.shape.batch == now.batch &&
