@@ -121,6 +121,7 @@ int main(int argc, char** argv) {
     const examples::TrainShape shape{cfg.seed, world, cfg.batch, steps};
     examples::TrainPosition pos = examples::resume_from(resume, state, shape, rank, rank == 0);
     examples::CheckpointWriter writer({cfg.checkpoint, rank, [&pg] { pg->barrier()->wait(); }});
+    const auto after_step = examples::after_step_actions(cfg, writer, state, shape, rank);
     int64_t grad_bytes = 0;
     for (const Tensor& p : ddp->parameters()) grad_bytes += p.numel() * static_cast<int64_t>(element_size(p.dtype()));
     nn::CrossEntropyLoss criterion(Reduction::Mean, cfg.label_smoothing);
@@ -135,13 +136,7 @@ int main(int argc, char** argv) {
     int64_t trained_steps = 0;
     for (; pos.epoch < cfg.epochs; ++pos.epoch, pos.step = 0) {
       const uint64_t bytes_before = pg->payload_bytes();
-      examples::EpochOptions eo{pos.epoch, cfg.epochs, steps, pos, world * cfg.batch, rank == 0, nullptr};
-      eo.after_step = [&](const examples::TrainPosition& p) {
-        if (cfg.checkpoint_every > 0 && p.global_step % cfg.checkpoint_every == 0 && p.step < steps) {
-          writer.save(state, p, shape);
-        }
-        examples::maybe_kill_at_step(p.global_step, rank);
-      };
+      examples::EpochOptions eo{pos.epoch, cfg.epochs, steps, pos, world * cfg.batch, rank == 0, after_step};
       examples::EpochStats st = examples::train_epoch(*ddp, loader, opt, schedule, criterion, eo);
       pos.global_step += st.steps;
       bytes_per_step = st.steps ? static_cast<double>(pg->payload_bytes() - bytes_before) / st.steps : 0.0;

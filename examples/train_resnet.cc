@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
     const examples::TrainShape shape{cfg.seed, 1, cfg.batch, steps};
     examples::TrainPosition pos = examples::resume_from(resume, state, shape, 0, true);
     examples::CheckpointWriter writer({cfg.checkpoint, 0, nullptr});
+    const auto after_step = examples::after_step_actions(cfg, writer, state, shape, 0);
     nn::CrossEntropyLoss criterion(Reduction::Mean, cfg.label_smoothing);
     std::fprintf(stderr, "ResNet-%lld (width %lld, %zu parameter tensors), batch %lld, %lld steps/epoch\n",
                  (long long)cfg.depth, (long long)cfg.width, model->parameters().size(),
@@ -36,13 +37,7 @@ int main(int argc, char** argv) {
     double train_seconds = 0, acc = 0;
     int64_t trained_steps = 0;
     for (; pos.epoch < cfg.epochs; ++pos.epoch, pos.step = 0) {
-      examples::EpochOptions eo{pos.epoch, cfg.epochs, steps, pos, cfg.batch, true, nullptr};
-      eo.after_step = [&](const examples::TrainPosition& p) {
-        if (cfg.checkpoint_every > 0 && p.global_step % cfg.checkpoint_every == 0 && p.step < steps) {
-          writer.save(state, p, shape);
-        }
-        examples::maybe_kill_at_step(p.global_step, 0);
-      };
+      examples::EpochOptions eo{pos.epoch, cfg.epochs, steps, pos, cfg.batch, true, after_step};
       examples::EpochStats st = examples::train_epoch(*model, loader, opt, schedule, criterion, eo);
       pos.global_step += st.steps;
       train_seconds += st.seconds;

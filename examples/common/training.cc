@@ -264,6 +264,15 @@ void maybe_kill_at_step(int64_t global_step, int rank) {
   }
 }
 
+std::function<void(const TrainPosition&)> after_step_actions(const TrainConfig& cfg, CheckpointWriter& writer,
+                                                             const TrainState& state, const TrainShape& shape,
+                                                             int rank) {
+  return [every = cfg.checkpoint_every, &writer, &state, shape, rank](const TrainPosition& p) {
+    if (every > 0 && p.global_step % every == 0 && p.step < shape.steps_per_epoch) writer.save(state, p, shape);
+    maybe_kill_at_step(p.global_step, rank);
+  };
+}
+
 std::optional<LoadedCheckpoint> read_resume_checkpoint(const TrainConfig& cfg) {
   if (cfg.resume.empty()) return std::nullopt;
   return read_checkpoint(cfg.resume);

@@ -111,6 +111,13 @@ class Progress {
   bool tty_;
 };
 
+// What both trainers do after every step: a checkpoint every --checkpoint_every steps (except at an
+// epoch's last step, whose checkpoint follows the evaluation) and maybe_kill_at_step. `writer`
+// and `state` must outlive the returned function.
+std::function<void(const TrainPosition&)> after_step_actions(const TrainConfig& cfg, CheckpointWriter& writer,
+                                                             const TrainState& state, const TrainShape& shape,
+                                                             int rank);
+
 // With --resume: reads the checkpoint (before the run is built, to check and adopt its shape).
 std::optional<LoadedCheckpoint> read_resume_checkpoint(const TrainConfig& cfg);
 // Restores `state` from a --resume checkpoint and returns where to continue; rank 0 (`verbose`)

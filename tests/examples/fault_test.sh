@@ -3,9 +3,9 @@
 # makes every other rank and mpirun exit non-zero within --timeout plus a few seconds, with one line
 # naming the collective, its sequence number and the rank that did not arrive; a desynchronised job
 # (ranks building different models) fails with both sides shown at EMBER_DISTRIBUTED_DEBUG=DETAIL.
-# usage: fault_test.sh DDP_RESNET
+# usage: fault_test.sh TRAIN_RESNET DDP_RESNET (the first is unused)
 source "$(dirname "$0")/lib.sh"
-ddp="$(realpath "$1")"
+ddp="$(realpath "$2")"
 small=(--depth=8 --width=4 --train_limit=960 --batch=16 --epochs=1 --timeout=5)
 # Cleanup of a frozen rank, should mpirun leave one behind: the runs below get their own session.
 trap 'pkill -KILL -f "ddp_resnet.*--train_limit=960" 2>/dev/null; rm -rf "$session"' EXIT

@@ -53,8 +53,6 @@ void finalize_mpi_at_exit() {
   MPI_Finalize();
 }
 
-std::mutex g_kept_entries_mutex;
-
 const bool kRegistered = register_backend("mpi", [](const ProcessGroup::Options& options) {
   return std::static_pointer_cast<ProcessGroup>(ProcessGroupMPI::create_world(options));
 });
@@ -138,7 +136,8 @@ void ProcessGroupMPI::keep_for_process_lifetime(std::vector<std::unique_ptr<Entr
   // Reachable from a global, so never freed yet not a leak to LeakSanitizer (it reports only
   // unreachable memory).
   static auto* kept = new std::vector<std::unique_ptr<Entry>>();
-  std::lock_guard<std::mutex> lock(g_kept_entries_mutex);
+  static std::mutex kept_mutex;  // groups may be destroyed on several threads
+  std::lock_guard<std::mutex> lock(kept_mutex);
   for (auto& e : entries) kept->push_back(std::move(e));
 }
 

@@ -1,0 +1,21 @@
+"""trainer_test: an sh_test of the example trainers, `NAME.sh TRAIN_RESNET DDP_RESNET`, sourcing lib.sh.
+
+The shell scripts run the real binaries under mpirun, so they carry the "mpi" tag.
+"""
+
+def trainer_test(name, size = "medium", tags = []):
+    native.sh_test(
+        name = name,
+        size = size,
+        srcs = [name + ".sh"],
+        args = [
+            "$(location //examples:train_resnet)",
+            "$(location //examples:ddp_resnet)",
+        ],
+        data = [
+            "lib.sh",
+            "//examples:ddp_resnet",
+            "//examples:train_resnet",
+        ],
+        tags = ["mpi"] + tags,
+    )
