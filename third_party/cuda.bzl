@@ -1,9 +1,11 @@
-"""cuda_object: compiles one .cu file with nvcc (from @cuda) into a position-independent object.
+"""CUDA build rules: cuda_library compiles .cu files with nvcc (--config=cuda) or, unchanged, with
+the host compiler against the CUDA simulator (--config=cudasim); without either it is empty.
 
-The object goes into a cc_library's srcs behind select("//third_party:cuda_enabled"); the genrule
-itself is incompatible with the default configuration, so `bazel build //...` skips it and never
-needs a CUDA toolkit, while `bazel build --config=cuda //...` builds it.
+The nvcc genrules are incompatible with the default configuration, so `bazel build //...` skips
+them and never needs a CUDA toolkit, while `bazel build --config=cuda //...` builds them.
 """
+
+load("//:ember.bzl", "EMBER_COPTS")
 
 # sm_90 (H100/H200) machine code; compute_90 PTX as well, so a newer GPU can JIT it.
 CUDA_GENCODE = [
@@ -11,9 +13,27 @@ CUDA_GENCODE = [
     "-gencode=arch=compute_90,code=compute_90",
 ]
 
+_REAL = "//third_party:cuda_enabled"
+_SIM = "//third_party:cuda_simulated"
+
 CUDA_ONLY = select({
-    "//third_party:cuda_enabled": [],
+    _REAL: [],
     "//conditions:default": ["@platforms//:incompatible"],
+})
+
+def if_cuda_backend(if_true, if_false = []):
+    """`if_true` when the CUDA backend is built (real or simulated), else `if_false`."""
+    return select({
+        _REAL: if_true,
+        _SIM: if_true,
+        "//conditions:default": if_false,
+    })
+
+# What code built for the CUDA backend links against: the toolkit, or the simulator's runtime.
+CUDA_RUNTIME_DEPS = select({
+    _REAL: ["@cuda"],
+    _SIM: ["//tensor/cuda/sim:runtime"],
+    "//conditions:default": [],
 })
 
 def cuda_object(name, src, hdrs = [], copts = []):
@@ -38,3 +58,28 @@ def cuda_object(name, src, hdrs = [], copts = []):
         visibility = ["//visibility:private"],
     )
     return ":" + name
+
+def cuda_library(name, srcs, hdrs = [], deps = [], **kwargs):
+    """A cc_library of .cu files: nvcc objects under --config=cuda; under --config=cudasim the
+    same sources, copied to .cc (with a #line naming the .cu) and compiled by the host compiler."""
+    objects = []
+    simulated = []
+    for src in srcs:
+        stem = src[:-len(".cu")]
+        objects.append(cuda_object(name = name + "_" + stem + "_nvcc", src = src, hdrs = hdrs))
+        native.genrule(
+            name = name + "_" + stem + "_sim",
+            srcs = [src],
+            outs = [stem + ".sim.cc"],
+            cmd = "(echo '#line 1 \"$(location {src})\"'; cat $(location {src})) > $@".format(src = src),
+            visibility = ["//visibility:private"],
+        )
+        simulated.append(":" + stem + ".sim.cc")
+    native.cc_library(
+        name = name,
+        srcs = select({_REAL: objects, _SIM: simulated, "//conditions:default": []}),
+        hdrs = hdrs,
+        copts = EMBER_COPTS,
+        deps = deps + CUDA_RUNTIME_DEPS,
+        **kwargs
+    )

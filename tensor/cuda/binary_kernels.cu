@@ -1,13 +1,9 @@
 // Elementwise float32 add/sub/mul/div on the current device's default stream (see launch.h).
-#include <cuda_runtime.h>
-
+#include "tensor/cuda/device_code.h"
 #include "tensor/cuda/launch.h"
 
 namespace ember::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 4096;  // a grid-stride loop covers the rest
 
 struct AddOp { __device__ float operator()(float x, float y, float al) const { return x + al * y; } };
 struct SubOp { __device__ float operator()(float x, float y, float al) const { return x - al * y; } };
@@ -26,23 +22,22 @@ __global__ void binary_kernel(float* out, const float* a, int64_t a_step, const 
 
 template <typename Op>
 int launch(float* out, const float* a, int64_t a_step, const float* b, int64_t b_step,
-           float alpha, int64_t n) {
+           float alpha, int64_t n, cudaStream_t stream) {
   if (n == 0) return 0;
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  binary_kernel<Op><<<static_cast<unsigned>(blocks < kMaxBlocks ? blocks : kMaxBlocks), kThreads>>>(
-      out, a, a_step, b, b_step, alpha, n);
+  EMBER_LAUNCH(binary_kernel<Op>, blocks_for(n), kThreadsPerBlock, 0, stream, out, a, a_step, b,
+               b_step, alpha, n);
   return static_cast<int>(cudaGetLastError());
 }
 
 }  // namespace
 
 int launch_binary_f32(BinaryKind op, float* out, const float* a, int64_t a_step, const float* b,
-                      int64_t b_step, float alpha, int64_t n) {
+                      int64_t b_step, float alpha, int64_t n, cudaStream_t stream) {
   switch (op) {
-    case BinaryKind::Add: return launch<AddOp>(out, a, a_step, b, b_step, alpha, n);
-    case BinaryKind::Sub: return launch<SubOp>(out, a, a_step, b, b_step, alpha, n);
-    case BinaryKind::Mul: return launch<MulOp>(out, a, a_step, b, b_step, alpha, n);
-    case BinaryKind::Div: return launch<DivOp>(out, a, a_step, b, b_step, alpha, n);
+    case BinaryKind::Add: return launch<AddOp>(out, a, a_step, b, b_step, alpha, n, stream);
+    case BinaryKind::Sub: return launch<SubOp>(out, a, a_step, b, b_step, alpha, n, stream);
+    case BinaryKind::Mul: return launch<MulOp>(out, a, a_step, b, b_step, alpha, n, stream);
+    case BinaryKind::Div: return launch<DivOp>(out, a, a_step, b, b_step, alpha, n, stream);
   }
   return static_cast<int>(cudaErrorInvalidValue);
 }

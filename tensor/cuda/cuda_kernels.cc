@@ -48,7 +48,7 @@ void binary_cuda(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& 
   CUDA_CHECK(static_cast<cudaError_t>(launch_binary_f32(
                  kind, static_cast<float*>(out.data_ptr()), static_cast<const float*>(a.data_ptr()),
                  a_step, static_cast<const float*>(b.data_ptr()), b_step, alpha.to<float>(),
-                 out.numel())),
+                 out.numel(), nullptr)),
              " launching ", name, " on ", out.describe());
 }
 
@@ -66,7 +66,7 @@ void unary_cuda(UnaryOp op, const Tensor& out, const Tensor& in) {
   DeviceGuard guard(out.device().index);
   CUDA_CHECK(static_cast<cudaError_t>(launch_unary_f32(kind, static_cast<float*>(out.data_ptr()),
                                                        static_cast<const float*>(in.data_ptr()),
-                                                       out.numel())),
+                                                       out.numel(), nullptr)),
              " launching ", name, " on ", out.describe());
 }
 

@@ -1,13 +1,9 @@
 // Elementwise float32 neg/relu on the current device's default stream (see launch.h).
-#include <cuda_runtime.h>
-
+#include "tensor/cuda/device_code.h"
 #include "tensor/cuda/launch.h"
 
 namespace ember::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 4096;
 
 struct NegOp { __device__ float operator()(float x) const { return -x; } };
 // `x < 0 ? 0 : x` keeps NaN as NaN, like the CPU kernel and PyTorch.
@@ -23,20 +19,19 @@ __global__ void unary_kernel(float* out, const float* in, int64_t n) {
 }
 
 template <typename Op>
-int launch(float* out, const float* in, int64_t n) {
+int launch(float* out, const float* in, int64_t n, cudaStream_t stream) {
   if (n == 0) return 0;
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  unary_kernel<Op><<<static_cast<unsigned>(blocks < kMaxBlocks ? blocks : kMaxBlocks), kThreads>>>(
-      out, in, n);
+  EMBER_LAUNCH(unary_kernel<Op>, blocks_for(n), kThreadsPerBlock, 0, stream, out, in, n);
   return static_cast<int>(cudaGetLastError());
 }
 
 }  // namespace
 
-int launch_unary_f32(UnaryKind op, float* out, const float* in, int64_t n) {
+int launch_unary_f32(UnaryKind op, float* out, const float* in, int64_t n,
+                     cudaStream_t stream) {
   switch (op) {
-    case UnaryKind::Neg: return launch<NegOp>(out, in, n);
-    case UnaryKind::Relu: return launch<ReluOp>(out, in, n);
+    case UnaryKind::Neg: return launch<NegOp>(out, in, n, stream);
+    case UnaryKind::Relu: return launch<ReluOp>(out, in, n, stream);
   }
   return static_cast<int>(cudaErrorInvalidValue);
 }

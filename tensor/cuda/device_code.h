@@ -1,0 +1,49 @@
+// Included by every .cu file in ember: what lets one kernel source compile under nvcc and under the
+// CUDA simulator (tensor/cuda/sim/, --config=cudasim), which runs it on the host.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+// Launches `kernel` (a name without commas: alias a template with several arguments first) on
+// `stream` with `shared_bytes` of dynamic shared memory. `kernel<<<...>>>` is CUDA-only syntax that
+// a host compiler cannot parse, so no .cu file in ember writes it directly.
+#ifdef EMBER_CUDA_SIMULATOR
+#define EMBER_LAUNCH(kernel, grid, block, shared_bytes, stream, ...) \
+  ::ember::cudasim::launch(#kernel, kernel, grid, block, shared_bytes, stream, __VA_ARGS__)
+#else
+#define EMBER_LAUNCH(kernel, grid, block, shared_bytes, stream, ...) \
+  kernel<<<grid, block, shared_bytes, stream>>>(__VA_ARGS__)
+#endif
+
+// `T* name` pointing at the block's dynamic shared memory (the launch's shared_bytes).
+#ifdef EMBER_CUDA_SIMULATOR
+#define EMBER_DYNAMIC_SHARED(T, name) \
+  T* name = static_cast<T*>(::ember::cudasim::dynamic_shared_memory())
+#else
+#define EMBER_DYNAMIC_SHARED(T, name)                               \
+  extern __shared__ __align__(16) unsigned char ember_dynamic_shared_[]; \
+  T* name = reinterpret_cast<T*>(ember_dynamic_shared_)
+#endif
+
+namespace ember::cuda {
+
+constexpr int kThreadsPerBlock = 256;
+// Grid-stride loops cover the rest; enough blocks to fill any current GPU several times over.
+constexpr int64_t kMaxBlocks = 4096;
+
+inline unsigned blocks_for(int64_t n) {
+  const int64_t blocks = (n + kThreadsPerBlock - 1) / kThreadsPerBlock;
+  return static_cast<unsigned>(blocks < kMaxBlocks ? (blocks > 0 ? blocks : 1) : kMaxBlocks);
+}
+
+// The index of this thread in a 1-d grid, and the stride of a grid-stride loop.
+__device__ __forceinline__ int64_t global_thread_index() {
+  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ int64_t grid_stride() {
+  return static_cast<int64_t>(blockDim.x) * gridDim.x;
+}
+
+}  // namespace ember::cuda

@@ -1,0 +1,279 @@
+// The CUDA simulator's <cuda_runtime.h> (--config=cudasim): the part of the CUDA runtime API that
+// ember's backend uses, executed on the host. The same .cu sources compile against this header with
+// the host compiler; a launch runs every thread of every block on the calling host thread, block by
+// block, with the threads of a block as fibers so that __syncthreads, shared memory and warp
+// shuffles behave as on the device (Note [CUDA simulator scheduling] in scheduler.cc).
+// "Device" memory is host memory that the simulator tracks, so copies and cuBLAS calls can check
+// that a pointer really is device memory of the right extent. What it cannot show:
+// tensor/cuda/README.md.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#define EMBER_CUDA_SIMULATOR 1
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __align__(n) alignas(n)
+// One copy per host thread: the threads of a block are fibers on that host thread and share it,
+// while kernels launched concurrently from two host threads (two "streams") do not.
+#define __shared__ static thread_local
+
+struct uint3 {
+  unsigned x, y, z;
+};
+struct dim3 {
+  unsigned x, y, z;
+  constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+
+// The built-in index variables, set by the scheduler before it runs each simulated thread.
+inline thread_local uint3 threadIdx{0, 0, 0};
+inline thread_local uint3 blockIdx{0, 0, 0};
+inline thread_local dim3 blockDim{1, 1, 1};
+inline thread_local dim3 gridDim{1, 1, 1};
+constexpr int warpSize = 32;
+
+enum cudaError_t {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorInvalidConfiguration = 9,
+  cudaErrorInvalidMemcpyDirection = 21,
+  cudaErrorInsufficientDriver = 35,
+  cudaErrorNoDevice = 100,
+  cudaErrorInvalidDevice = 101,
+  cudaErrorInvalidResourceHandle = 400,
+  cudaErrorNotReady = 600,
+  cudaErrorIllegalAddress = 700,
+  cudaErrorLaunchFailure = 719,
+};
+using cudaError = cudaError_t;
+
+enum cudaMemcpyKind {
+  cudaMemcpyHostToHost = 0,
+  cudaMemcpyHostToDevice = 1,
+  cudaMemcpyDeviceToHost = 2,
+  cudaMemcpyDeviceToDevice = 3,
+  cudaMemcpyDefault = 4,
+};
+
+struct CUstream_st;
+struct CUevent_st;
+using cudaStream_t = CUstream_st*;
+using cudaEvent_t = CUevent_st*;
+
+constexpr unsigned cudaStreamDefault = 0x0;
+constexpr unsigned cudaStreamNonBlocking = 0x1;
+constexpr unsigned cudaEventDefault = 0x0;
+constexpr unsigned cudaEventBlockingSync = 0x1;
+constexpr unsigned cudaEventDisableTiming = 0x2;
+constexpr unsigned cudaHostAllocDefault = 0x0;
+
+// Runtime API (tensor/cuda/sim/runtime.cc). Work is done when the call returns: every stream is
+// synchronous, so stream and event calls only check their handles and record times.
+const char* cudaGetErrorName(cudaError_t error);
+const char* cudaGetErrorString(cudaError_t error);
+cudaError_t cudaGetLastError();
+cudaError_t cudaPeekAtLastError();
+
+cudaError_t cudaGetDeviceCount(int* count);
+cudaError_t cudaGetDevice(int* device);
+cudaError_t cudaSetDevice(int device);
+cudaError_t cudaDeviceSynchronize();
+cudaError_t cudaDeviceCanAccessPeer(int* can_access, int device, int peer_device);
+
+cudaError_t cudaMalloc(void** ptr, size_t size);
+cudaError_t cudaFree(void* ptr);
+cudaError_t cudaMallocHost(void** ptr, size_t size);
+cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned flags);
+cudaError_t cudaFreeHost(void* ptr);
+cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes);
+
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind);
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
+                            cudaStream_t stream = nullptr);
+cudaError_t cudaMemcpyPeer(void* dst, int dst_device, const void* src, int src_device,
+                           size_t count);
+cudaError_t cudaMemset(void* ptr, int value, size_t count);
+cudaError_t cudaMemsetAsync(void* ptr, int value, size_t count, cudaStream_t stream = nullptr);
+
+cudaError_t cudaStreamCreate(cudaStream_t* stream);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags);
+cudaError_t cudaStreamDestroy(cudaStream_t stream);
+cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+cudaError_t cudaStreamQuery(cudaStream_t stream);
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags = 0);
+
+cudaError_t cudaEventCreate(cudaEvent_t* event);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags);
+cudaError_t cudaEventDestroy(cudaEvent_t event);
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = nullptr);
+cudaError_t cudaEventSynchronize(cudaEvent_t event);
+cudaError_t cudaEventQuery(cudaEvent_t event);
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
+
+namespace ember::cudasim {
+
+struct LaunchConfig {
+  dim3 grid;
+  dim3 block;
+  size_t dynamic_shared_bytes;
+  cudaStream_t stream;
+};
+
+// Runs `thread_body` once for every thread of the launch (scheduler.cc). A bad configuration or a
+// divergent barrier becomes the launch's error (cudaGetLastError), and the reason is printed.
+void run_kernel(const char* kernel_name, const LaunchConfig& config,
+                const std::function<void()>& thread_body);
+
+// The kernel-side primitives. Outside a kernel they are errors.
+void sync_threads();
+void sync_warp(unsigned mask);
+// Lane exchange for the warp intrinsics: every lane of `mask` offers `value` and receives the
+// value of `source_lane` (its own when source_lane is out of range).
+uint64_t warp_exchange(unsigned mask, uint64_t value, int source_lane);
+// Bit l set when lane l of `mask` offered a non-zero predicate.
+unsigned warp_ballot(unsigned mask, bool predicate);
+int lane_id();
+void* dynamic_shared_memory();
+
+// Whether [ptr, ptr + bytes) lies inside one live cudaMalloc allocation (cuBLAS checks its operands).
+bool is_device_range(const void* ptr, size_t bytes);
+// The detail of the last failed launch or call on this host thread ("" when none).
+const char* last_error_detail();
+
+// Collects a kernel's parameters as the device would: converted to the parameter types once, then
+// a per-thread copy (a thread that changes a parameter changes only its own).
+template <typename... Params, typename... Args>
+void launch(const char* kernel_name, void (*kernel)(Params...), dim3 grid, dim3 block,
+            size_t dynamic_shared_bytes, cudaStream_t stream, Args&&... args) {
+  static_assert(sizeof...(Params) == sizeof...(Args), "kernel launched with the wrong argument count");
+  const std::tuple<std::decay_t<Params>...> params(std::forward<Args>(args)...);
+  run_kernel(kernel_name, LaunchConfig{grid, block, dynamic_shared_bytes, stream}, [&] {
+    std::tuple<std::decay_t<Params>...> own = params;
+    std::apply(kernel, own);
+  });
+}
+
+template <typename T>
+T shuffle(unsigned mask, T value, int source_lane) {
+  static_assert(sizeof(T) <= sizeof(uint64_t) && std::is_trivially_copyable<T>::value,
+                "warp shuffles move values of at most 8 bytes");
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(T));
+  bits = warp_exchange(mask, bits, source_lane);
+  std::memcpy(&value, &bits, sizeof(T));
+  return value;
+}
+
+// Read-modify-write of *address as one atomic step, also across host threads.
+template <typename T, typename Update>
+T atomic_update(T* address, Update update) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "atomics on 4- or 8-byte words");
+  using Word = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  Word* word = reinterpret_cast<Word*>(address);
+  Word expected = __atomic_load_n(word, __ATOMIC_RELAXED);
+  for (;;) {
+    T old_value;
+    std::memcpy(&old_value, &expected, sizeof(T));
+    const T new_value = update(old_value);
+    Word desired;
+    std::memcpy(&desired, &new_value, sizeof(T));
+    if (__atomic_compare_exchange_n(word, &expected, desired, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_RELAXED)) {
+      return old_value;
+    }
+  }
+}
+
+}  // namespace ember::cudasim
+
+inline void __syncthreads() { ::ember::cudasim::sync_threads(); }
+inline void __syncwarp(unsigned mask = 0xffffffffu) { ::ember::cudasim::sync_warp(mask); }
+inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+
+inline int ember_cudasim_shuffle_segment_start(int width) {
+  return ::ember::cudasim::lane_id() / width * width;
+}
+template <typename T>
+T __shfl_sync(unsigned mask, T var, int src_lane, int width = warpSize) {
+  return ::ember::cudasim::shuffle(mask, var,
+                                   ember_cudasim_shuffle_segment_start(width) + src_lane % width);
+}
+template <typename T>
+T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize) {
+  const int lane = ::ember::cudasim::lane_id();
+  const int src = lane + static_cast<int>(delta);
+  const int end = ember_cudasim_shuffle_segment_start(width) + width;
+  return ::ember::cudasim::shuffle(mask, var, src < end ? src : lane);
+}
+template <typename T>
+T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = warpSize) {
+  const int lane = ::ember::cudasim::lane_id();
+  const int src = lane - static_cast<int>(delta);
+  return ::ember::cudasim::shuffle(
+      mask, var, src >= ember_cudasim_shuffle_segment_start(width) ? src : lane);
+}
+template <typename T>
+T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = warpSize) {
+  const int lane = ::ember::cudasim::lane_id();
+  const int src = lane ^ lane_mask;
+  const int end = ember_cudasim_shuffle_segment_start(width) + width;
+  return ::ember::cudasim::shuffle(mask, var, src < end ? src : lane);
+}
+inline unsigned __ballot_sync(unsigned mask, int predicate) {
+  return ::ember::cudasim::warp_ballot(mask, predicate != 0);
+}
+inline int __any_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) != 0; }
+inline int __all_sync(unsigned mask, int predicate) {
+  return __ballot_sync(mask, predicate) == __ballot_sync(mask, 1);
+}
+
+template <typename T>
+T atomicAdd(T* address, T value) {
+  return ::ember::cudasim::atomic_update(address, [value](T old) { return old + value; });
+}
+template <typename T>
+T atomicSub(T* address, T value) {
+  return ::ember::cudasim::atomic_update(address, [value](T old) { return old - value; });
+}
+template <typename T>
+T atomicMax(T* address, T value) {
+  return ::ember::cudasim::atomic_update(address, [value](T old) { return old < value ? value : old; });
+}
+template <typename T>
+T atomicMin(T* address, T value) {
+  return ::ember::cudasim::atomic_update(address, [value](T old) { return value < old ? value : old; });
+}
+template <typename T>
+T atomicExch(T* address, T value) {
+  return ::ember::cudasim::atomic_update(address, [value](T) { return value; });
+}
+template <typename T>
+T atomicCAS(T* address, T compare, T value) {
+  return ::ember::cudasim::atomic_update(address,
+                                         [=](T old) { return old == compare ? value : old; });
+}
+
+// Device math that the host library lacks.
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
+inline float __fdividef(float x, float y) { return x / y; }
+inline float __expf(float x) { return std::exp(x); }
+inline float __logf(float x) { return std::log(x); }
+template <typename T>
+T __ldg(const T* p) {
+  return *p;
+}

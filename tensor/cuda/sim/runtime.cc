@@ -1,0 +1,437 @@
+// The CUDA simulator's runtime API: errors, devices, "device" memory (host memory the simulator
+// tracks, so a copy in the wrong direction or past an allocation's end fails as it would on a GPU),
+// and streams and events, which are synchronous: every call has finished when it returns.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "tensor/cuda/sim/state.h"
+
+struct CUstream_st {
+  unsigned flags;
+};
+struct CUevent_st {
+  unsigned flags;
+  bool recorded = false;
+  std::chrono::steady_clock::time_point when;
+};
+
+namespace ember::cudasim {
+namespace {
+
+constexpr size_t kDeviceAlignment = 256;  // cudaMalloc's guarantee
+constexpr int kDeviceCount = 1;
+
+thread_local cudaError_t g_last_error = cudaSuccess;
+thread_local std::string g_last_detail;
+thread_local int g_current_device = 0;
+
+struct Registry {
+  std::mutex mutex;
+  std::map<uintptr_t, size_t> device;  // start -> bytes, live cudaMalloc allocations
+  std::set<const void*> pinned;        // live cudaMallocHost allocations
+  std::set<cudaStream_t> streams;
+  std::set<cudaEvent_t> events;
+  size_t device_bytes = 0;
+};
+
+Registry& registry() {
+  static Registry* r = new Registry;  // outlives static destructors that free device memory
+  return *r;
+}
+
+// EMBER_CUDASIM_MEMORY_BYTES caps the simulated device (default 16 GiB), so out-of-memory paths
+// can be tested.
+size_t device_capacity() {
+  static const size_t capacity = [] {
+    const char* env = std::getenv("EMBER_CUDASIM_MEMORY_BYTES");
+    return env ? static_cast<size_t>(std::strtoull(env, nullptr, 10)) : size_t{16} << 30;
+  }();
+  return capacity;
+}
+
+bool in_device_range_locked(Registry& r, const void* ptr, size_t bytes) {
+  const auto p = reinterpret_cast<uintptr_t>(ptr);
+  auto it = r.device.upper_bound(p);
+  if (it == r.device.begin()) return false;
+  --it;
+  return p >= it->first && p + bytes <= it->first + it->second;
+}
+
+bool is_device_pointer(const void* ptr) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  return in_device_range_locked(r, ptr, 1);
+}
+
+std::string pointer_str(const void* p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%p", p);
+  return buf;
+}
+
+cudaError_t check_device_range(const char* call, const char* what, const void* ptr, size_t bytes) {
+  if (bytes == 0 || is_device_range(ptr, bytes)) return cudaSuccess;
+  return fail(cudaErrorInvalidValue, std::string(call) + ": " + what + " " + pointer_str(ptr) +
+                                         " + " + std::to_string(bytes) +
+                                         " bytes is not inside one device allocation");
+}
+
+cudaError_t check_host_pointer(const char* call, const char* what, const void* ptr) {
+  if (!is_device_pointer(ptr)) return cudaSuccess;
+  return fail(cudaErrorInvalidValue, std::string(call) + ": " + what + " " + pointer_str(ptr) +
+                                         " is device memory, but the copy kind says host");
+}
+
+}  // namespace
+
+cudaError_t fail(cudaError_t error, const std::string& detail) {
+  g_last_error = error;
+  g_last_detail = detail;
+  std::fprintf(stderr, "cudasim: %s: %s\n", cudaGetErrorName(error), detail.c_str());
+  return error;
+}
+
+const char* last_error_detail() { return g_last_detail.c_str(); }
+
+bool is_live_stream(cudaStream_t stream) {
+  if (stream == nullptr) return true;
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  return r.streams.count(stream) != 0;
+}
+
+bool is_device_range(const void* ptr, size_t bytes) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  return in_device_range_locked(r, ptr, bytes);
+}
+
+}  // namespace ember::cudasim
+
+using ember::cudasim::fail;
+
+const char* cudaGetErrorName(cudaError_t error) {
+  switch (error) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidMemcpyDirection: return "cudaErrorInvalidMemcpyDirection";
+    case cudaErrorInsufficientDriver: return "cudaErrorInsufficientDriver";
+    case cudaErrorNoDevice: return "cudaErrorNoDevice";
+    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+    case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
+    case cudaErrorNotReady: return "cudaErrorNotReady";
+    case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
+    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+  }
+  return "cudaErrorUnknown";
+}
+
+const char* cudaGetErrorString(cudaError_t error) {
+  switch (error) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
+    case cudaErrorInsufficientDriver:
+      return "CUDA driver version is insufficient for CUDA runtime version";
+    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorNotReady: return "device not ready";
+    case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
+    case cudaErrorLaunchFailure: return "unspecified launch failure";
+  }
+  return "unknown error";
+}
+
+cudaError_t cudaGetLastError() {
+  const cudaError_t e = ember::cudasim::g_last_error;
+  ember::cudasim::g_last_error = cudaSuccess;
+  return e;
+}
+
+cudaError_t cudaPeekAtLastError() { return ember::cudasim::g_last_error; }
+
+cudaError_t cudaGetDeviceCount(int* count) {
+  if (count == nullptr) return fail(cudaErrorInvalidValue, "cudaGetDeviceCount: null count");
+  *count = ember::cudasim::kDeviceCount;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDevice(int* device) {
+  if (device == nullptr) return fail(cudaErrorInvalidValue, "cudaGetDevice: null device");
+  *device = ember::cudasim::g_current_device;
+  return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device) {
+  if (device < 0 || device >= ember::cudasim::kDeviceCount) {
+    return fail(cudaErrorInvalidDevice, "cudaSetDevice(" + std::to_string(device) +
+                                            "): the simulator has " +
+                                            std::to_string(ember::cudasim::kDeviceCount) +
+                                            " device");
+  }
+  ember::cudasim::g_current_device = device;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+
+cudaError_t cudaDeviceCanAccessPeer(int* can_access, int, int) {
+  if (can_access == nullptr) return fail(cudaErrorInvalidValue, "cudaDeviceCanAccessPeer: null");
+  *can_access = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMalloc(void** ptr, size_t size) {
+  using namespace ember::cudasim;
+  if (ptr == nullptr) return fail(cudaErrorInvalidValue, "cudaMalloc: null result pointer");
+  *ptr = nullptr;
+  if (size == 0) return cudaSuccess;
+  Registry& r = registry();
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    if (size > device_capacity() - r.device_bytes) {
+      return fail(cudaErrorMemoryAllocation,
+                  "cudaMalloc(" + std::to_string(size) + "): " + std::to_string(r.device_bytes) +
+                      " of " + std::to_string(device_capacity()) + " simulated bytes in use");
+    }
+  }
+  const size_t rounded = (size + kDeviceAlignment - 1) / kDeviceAlignment * kDeviceAlignment;
+  void* p = std::aligned_alloc(kDeviceAlignment, rounded);
+  if (p == nullptr) return fail(cudaErrorMemoryAllocation, "cudaMalloc: host allocation failed");
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.device[reinterpret_cast<uintptr_t>(p)] = size;
+  r.device_bytes += size;
+  *ptr = p;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFree(void* ptr) {
+  using namespace ember::cudasim;
+  if (ptr == nullptr) return cudaSuccess;
+  Registry& r = registry();
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    auto it = r.device.find(reinterpret_cast<uintptr_t>(ptr));
+    if (it == r.device.end()) {
+      return fail(cudaErrorInvalidValue,
+                  "cudaFree(" + pointer_str(ptr) + "): not the start of a live device allocation");
+    }
+    r.device_bytes -= it->second;
+    r.device.erase(it);
+  }
+  std::free(ptr);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMallocHost(void** ptr, size_t size) {
+  using namespace ember::cudasim;
+  if (ptr == nullptr) return fail(cudaErrorInvalidValue, "cudaMallocHost: null result pointer");
+  *ptr = size == 0 ? nullptr : std::aligned_alloc(kDeviceAlignment,
+                                                  (size + kDeviceAlignment - 1) / kDeviceAlignment *
+                                                      kDeviceAlignment);
+  if (size != 0 && *ptr == nullptr) return fail(cudaErrorMemoryAllocation, "cudaMallocHost");
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  if (*ptr) r.pinned.insert(*ptr);
+  return cudaSuccess;
+}
+
+cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned) { return cudaMallocHost(ptr, size); }
+
+cudaError_t cudaFreeHost(void* ptr) {
+  using namespace ember::cudasim;
+  if (ptr == nullptr) return cudaSuccess;
+  Registry& r = registry();
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    if (r.pinned.erase(ptr) == 0) {
+      return fail(cudaErrorInvalidValue,
+                  "cudaFreeHost(" + pointer_str(ptr) + "): not a live pinned allocation");
+    }
+  }
+  std::free(ptr);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
+  using namespace ember::cudasim;
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  if (free_bytes) *free_bytes = device_capacity() - r.device_bytes;
+  if (total_bytes) *total_bytes = device_capacity();
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
+  using namespace ember::cudasim;
+  if (count == 0) return cudaSuccess;
+  if (kind == cudaMemcpyDefault) {
+    kind = is_device_pointer(src) ? (is_device_pointer(dst) ? cudaMemcpyDeviceToDevice
+                                                            : cudaMemcpyDeviceToHost)
+                                  : (is_device_pointer(dst) ? cudaMemcpyHostToDevice
+                                                            : cudaMemcpyHostToHost);
+  }
+  const bool dst_device = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+  const bool src_device = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+  if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault) {
+    return fail(cudaErrorInvalidMemcpyDirection, "cudaMemcpy: kind " + std::to_string(kind));
+  }
+  cudaError_t e = dst_device ? check_device_range("cudaMemcpy", "destination", dst, count)
+                             : check_host_pointer("cudaMemcpy", "destination", dst);
+  if (e != cudaSuccess) return e;
+  e = src_device ? check_device_range("cudaMemcpy", "source", src, count)
+                 : check_host_pointer("cudaMemcpy", "source", src);
+  if (e != cudaSuccess) return e;
+  std::memmove(dst, src, count);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
+                            cudaStream_t stream) {
+  if (!ember::cudasim::is_live_stream(stream)) {
+    return fail(cudaErrorInvalidResourceHandle, "cudaMemcpyAsync: stream is not live");
+  }
+  return cudaMemcpy(dst, src, count, kind);
+}
+
+cudaError_t cudaMemcpyPeer(void* dst, int dst_device, const void* src, int src_device,
+                           size_t count) {
+  if (dst_device != 0 || src_device != 0) {
+    return fail(cudaErrorInvalidDevice, "cudaMemcpyPeer: the simulator has one device");
+  }
+  return cudaMemcpy(dst, src, count, cudaMemcpyDeviceToDevice);
+}
+
+cudaError_t cudaMemset(void* ptr, int value, size_t count) {
+  const cudaError_t e = ember::cudasim::check_device_range("cudaMemset", "pointer", ptr, count);
+  if (e != cudaSuccess) return e;
+  if (count) std::memset(ptr, value, count);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemsetAsync(void* ptr, int value, size_t count, cudaStream_t stream) {
+  if (!ember::cudasim::is_live_stream(stream)) {
+    return fail(cudaErrorInvalidResourceHandle, "cudaMemsetAsync: stream is not live");
+  }
+  return cudaMemset(ptr, value, count);
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t* stream) {
+  return cudaStreamCreateWithFlags(stream, cudaStreamDefault);
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags) {
+  using namespace ember::cudasim;
+  if (stream == nullptr) return fail(cudaErrorInvalidValue, "cudaStreamCreate: null stream");
+  *stream = new CUstream_st{flags};
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.streams.insert(*stream);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  using namespace ember::cudasim;
+  Registry& r = registry();
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    if (stream == nullptr || r.streams.erase(stream) == 0) {
+      return fail(cudaErrorInvalidResourceHandle, "cudaStreamDestroy: stream is not live");
+    }
+  }
+  delete stream;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  if (!ember::cudasim::is_live_stream(stream)) {
+    return fail(cudaErrorInvalidResourceHandle, "cudaStreamSynchronize: stream is not live");
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamQuery(cudaStream_t stream) { return cudaStreamSynchronize(stream); }
+
+namespace {
+bool is_live_event(cudaEvent_t event) {
+  auto& r = ember::cudasim::registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  return r.events.count(event) != 0;
+}
+}  // namespace
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned) {
+  if (!ember::cudasim::is_live_stream(stream) || !is_live_event(event)) {
+    return fail(cudaErrorInvalidResourceHandle, "cudaStreamWaitEvent: stream or event is not live");
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t* event) {
+  return cudaEventCreateWithFlags(event, cudaEventDefault);
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags) {
+  if (event == nullptr) return fail(cudaErrorInvalidValue, "cudaEventCreate: null event");
+  *event = new CUevent_st{flags};
+  auto& r = ember::cudasim::registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.events.insert(*event);
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  auto& r = ember::cudasim::registry();
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    if (event == nullptr || r.events.erase(event) == 0) {
+      return fail(cudaErrorInvalidResourceHandle, "cudaEventDestroy: event is not live");
+    }
+  }
+  delete event;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  if (!is_live_event(event) || !ember::cudasim::is_live_stream(stream)) {
+    return fail(cudaErrorInvalidResourceHandle, "cudaEventRecord: event or stream is not live");
+  }
+  event->recorded = true;
+  event->when = std::chrono::steady_clock::now();
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  if (!is_live_event(event)) {
+    return fail(cudaErrorInvalidResourceHandle, "cudaEventSynchronize: event is not live");
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventQuery(cudaEvent_t event) { return cudaEventSynchronize(event); }
+
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  if (ms == nullptr || !is_live_event(start) || !is_live_event(end)) {
+    return fail(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime: event is not live");
+  }
+  if ((start->flags | end->flags) & cudaEventDisableTiming) {
+    return fail(cudaErrorInvalidResourceHandle,
+                "cudaEventElapsedTime: an event was created with cudaEventDisableTiming");
+  }
+  if (!start->recorded || !end->recorded) {
+    return fail(cudaErrorNotReady, "cudaEventElapsedTime: an event was never recorded");
+  }
+  *ms = std::chrono::duration<float, std::milli>(end->when - start->when).count();
+  return cudaSuccess;
+}

@@ -1,0 +1,401 @@
+// The CUDA simulator's kernel launches: every block of the grid in turn, on the calling host thread,
+// with the threads of a block as fibers (ucontext) that switch at __syncthreads and warp intrinsics.
+#include <ucontext.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensor/cuda/sim/state.h"
+
+// Note [CUDA simulator scheduling]
+// A block's threads run as fibers on one host thread, in thread order, each until it finishes or
+// reaches a barrier (__syncthreads) or a warp intrinsic (shuffle, ballot, __syncwarp). When every
+// live thread waits, the scheduler releases whoever may go on: all threads of the block at a
+// barrier that all of them reached; or a group of lanes of one warp that all reached the same warp
+// intrinsic with the same mask, whose results it computes from the values they offered. Anything
+// else (a barrier some threads skipped or exited before, a shuffle whose mask names a lane that
+// never came) is a divergence the device leaves undefined; the simulator fails the launch with a
+// message naming the block, the threads and the primitive.
+// Fibers cost two context switches per thread, too much for the elementwise kernels that launch
+// millions of threads and never synchronise. So thread 0 of each block runs first as a fiber: if it
+// finishes without synchronising, no correct kernel has the rest of the block synchronise either,
+// and threads 1.. run as plain calls on the host stack ("direct" mode), where reaching a barrier or
+// warp intrinsic fails the launch as divergent. (This rejects one legal pattern: a warp-uniform
+// branch, not taken by warp 0, that contains warp intrinsics. tensor/cuda/README.md says so.)
+// Shared memory needs nothing special: `__shared__` is a thread_local static, one per host thread,
+// which all the fibers of the running block see.
+
+namespace ember::cudasim {
+namespace {
+
+constexpr int kMaxThreadsPerBlock = 1024;
+constexpr unsigned kMaxBlockDimZ = 64;
+constexpr unsigned kMaxGridDimYZ = 65535;
+constexpr size_t kMaxDynamicSharedBytes = 48 * 1024;
+constexpr size_t kFiberStackBytes = 128 * 1024;
+constexpr int kWarpSize = 32;
+
+enum class Wait { None, Barrier, Warp };
+enum class WarpOp { Shuffle, Ballot, Sync };
+
+struct SimThread {
+  ucontext_t context;
+  uint3 index{0, 0, 0};
+  int linear = 0;
+  bool done = false;
+  Wait wait = Wait::None;
+  // The warp intrinsic it waits at: what it offers, which lane it reads, and what it receives.
+  WarpOp op = WarpOp::Sync;
+  unsigned mask = 0;
+  uint64_t offered = 0;
+  int source_lane = 0;
+  uint64_t received = 0;
+};
+
+struct BlockRun {
+  const char* kernel_name = "";
+  const std::function<void()>* body = nullptr;
+  int size = 0;
+  std::vector<SimThread> threads;
+  ucontext_t scheduler;
+  SimThread* current = nullptr;  // the running fiber; null in direct mode
+  bool direct = false;
+  int direct_linear = 0;
+  std::string failure;
+  std::vector<unsigned char> dynamic_shared;
+};
+
+thread_local BlockRun* g_block = nullptr;
+
+// One stack per simulated thread, kept for the next block and launch on this host thread.
+std::vector<std::unique_ptr<char[]>>& stack_pool() {
+  static thread_local std::vector<std::unique_ptr<char[]>> pool;
+  return pool;
+}
+
+std::string str(uint3 v) {
+  return "(" + std::to_string(v.x) + "," + std::to_string(v.y) + "," + std::to_string(v.z) + ")";
+}
+
+std::string where(const BlockRun& run) {
+  return std::string("kernel ") + run.kernel_name + " block " + str(blockIdx);
+}
+
+uint3 index_of(int linear) {
+  return uint3{static_cast<unsigned>(linear % blockDim.x),
+               static_cast<unsigned>(linear / blockDim.x % blockDim.y),
+               static_cast<unsigned>(linear / (blockDim.x * blockDim.y))};
+}
+
+// A primitive reached on the host stack (direct mode) or outside any kernel.
+struct KernelFault {
+  std::string message;
+};
+
+BlockRun& running_block(const char* primitive) {
+  if (g_block == nullptr) {
+    throw KernelFault{std::string(primitive) + " called outside a kernel"};
+  }
+  if (g_block->direct) {
+    throw KernelFault{where(*g_block) + ": thread " + str(threadIdx) + " reached " + primitive +
+                      " but thread (0,0,0) finished without any barrier or warp intrinsic: a "
+                      "divergent " + primitive};
+  }
+  return *g_block;
+}
+
+void fiber_entry() {
+  BlockRun& run = *g_block;
+  try {
+    (*run.body)();
+  } catch (const KernelFault& fault) {
+    if (run.failure.empty()) run.failure = fault.message;
+  } catch (const std::exception& e) {
+    if (run.failure.empty()) run.failure = where(run) + ": threw " + e.what();
+  }
+  run.current->done = true;
+  // Returning resumes uc_link, the scheduler.
+}
+
+void start_fiber(BlockRun& run, int linear) {
+  auto& pool = stack_pool();
+  while (static_cast<int>(pool.size()) <= linear) {
+    pool.push_back(std::unique_ptr<char[]>(new char[kFiberStackBytes]));  // left uninitialised
+  }
+  SimThread& t = run.threads[linear];
+  t = SimThread{};
+  t.index = index_of(linear);
+  t.linear = linear;
+  getcontext(&t.context);
+  t.context.uc_stack.ss_sp = pool[linear].get();
+  t.context.uc_stack.ss_size = kFiberStackBytes;
+  t.context.uc_link = &run.scheduler;
+  makecontext(&t.context, fiber_entry, 0);
+}
+
+void resume(BlockRun& run, SimThread& t) {
+  run.current = &t;
+  threadIdx = t.index;
+  t.wait = Wait::None;
+  swapcontext(&run.scheduler, &t.context);
+  run.current = nullptr;
+}
+
+void wait_in_scheduler(BlockRun& run) {
+  SimThread& self = *run.current;
+  swapcontext(&self.context, &run.scheduler);
+  threadIdx = self.index;
+}
+
+std::string lanes_of(unsigned mask) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", mask);
+  return buf;
+}
+
+const char* op_name(WarpOp op) {
+  switch (op) {
+    case WarpOp::Shuffle: return "a warp shuffle";
+    case WarpOp::Ballot: return "a warp vote";
+    case WarpOp::Sync: return "__syncwarp";
+  }
+  return "a warp intrinsic";
+}
+
+// Releases every group of lanes that completed a warp intrinsic; false when none could go on.
+bool release_warps(BlockRun& run) {
+  bool released = false;
+  for (int warp_start = 0; warp_start < run.size; warp_start += kWarpSize) {
+    const int lanes = std::min(kWarpSize, run.size - warp_start);
+    unsigned existing = lanes == kWarpSize ? ~0u : (1u << lanes) - 1;
+    for (int lane = 0; lane < lanes; ++lane) {
+      SimThread& leader = run.threads[warp_start + lane];
+      if (leader.wait != Wait::Warp) continue;
+      const unsigned group = leader.mask & existing;
+      bool complete = (group >> lane) & 1u;
+      for (int l = 0; l < lanes && complete; ++l) {
+        if (!((group >> l) & 1u)) continue;
+        const SimThread& t = run.threads[warp_start + l];
+        complete = t.wait == Wait::Warp && t.mask == leader.mask && t.op == leader.op;
+      }
+      if (!complete) continue;
+      unsigned ballot = 0;
+      for (int l = 0; l < lanes; ++l) {
+        if (((group >> l) & 1u) && run.threads[warp_start + l].offered != 0) ballot |= 1u << l;
+      }
+      for (int l = 0; l < lanes; ++l) {
+        if (!((group >> l) & 1u)) continue;
+        SimThread& t = run.threads[warp_start + l];
+        if (t.op == WarpOp::Shuffle) {
+          const int src = t.source_lane;
+          if (src < 0 || src >= lanes || !((group >> src) & 1u)) {
+            run.failure = where(run) + ": thread " + str(t.index) + " shuffles from lane " +
+                          std::to_string(src) + ", which is not in the mask " +
+                          lanes_of(t.mask) + " of existing lanes";
+            return false;
+          }
+          t.received = run.threads[warp_start + src].offered;
+        } else {
+          t.received = ballot;
+        }
+        t.wait = Wait::None;
+      }
+      released = true;
+    }
+    (void)existing;
+  }
+  return released;
+}
+
+std::string waiting_summary(const BlockRun& run) {
+  int at_barrier = 0, at_warp = 0, finished = 0;
+  for (const SimThread& t : run.threads) {
+    if (t.done) ++finished;
+    else if (t.wait == Wait::Barrier) ++at_barrier;
+    else if (t.wait == Wait::Warp) ++at_warp;
+  }
+  return std::to_string(at_barrier) + " of " + std::to_string(run.size) +
+         " threads wait at __syncthreads, " + std::to_string(at_warp) +
+         " at a warp intrinsic, " + std::to_string(finished) + " finished";
+}
+
+void run_fibers(BlockRun& run) {
+  for (int i = 1; i < run.size; ++i) start_fiber(run, i);
+  for (;;) {
+    for (SimThread& t : run.threads) {
+      if (!t.done && t.wait == Wait::None) {
+        resume(run, t);
+        if (!run.failure.empty()) return;
+      }
+    }
+    int live = 0, at_barrier = 0;
+    for (const SimThread& t : run.threads) {
+      live += !t.done;
+      at_barrier += !t.done && t.wait == Wait::Barrier;
+    }
+    if (live == 0) return;
+    if (at_barrier == run.size) {
+      for (SimThread& t : run.threads) t.wait = Wait::None;
+      continue;
+    }
+    if (release_warps(run)) continue;
+    if (!run.failure.empty()) return;
+    const SimThread* stuck = nullptr;
+    for (const SimThread& t : run.threads) {
+      if (!t.done) {
+        stuck = &t;
+        break;
+      }
+    }
+    run.failure = where(run) + ": divergent " +
+                  (stuck->wait == Wait::Barrier ? std::string("__syncthreads")
+                                                : std::string(op_name(stuck->op)) + " (mask " +
+                                                      lanes_of(stuck->mask) + ")") +
+                  " at thread " + str(stuck->index) + ": " + waiting_summary(run);
+    return;
+  }
+}
+
+void run_block(BlockRun& run) {
+  if (!run.dynamic_shared.empty()) {
+    // Device shared memory starts undefined; 0xff bytes read as NaN in a float kernel that
+    // forgets to write before reading.
+    std::fill(run.dynamic_shared.begin(), run.dynamic_shared.end(), 0xff);
+  }
+  run.direct = false;
+  start_fiber(run, 0);
+  resume(run, run.threads[0]);
+  if (!run.failure.empty()) return;
+  if (run.threads[0].done) {
+    run.direct = true;
+    for (int i = 1; i < run.size; ++i) {
+      run.direct_linear = i;
+      threadIdx = index_of(i);
+      (*run.body)();
+    }
+    return;
+  }
+  run_fibers(run);
+}
+
+std::string config_error(const LaunchConfig& c) {
+  const dim3 b = c.block, g = c.grid;
+  const uint64_t threads = uint64_t{b.x} * b.y * b.z;
+  if (threads == 0 || g.x == 0 || g.y == 0 || g.z == 0) return "a zero grid or block dimension";
+  if (threads > kMaxThreadsPerBlock) {
+    return std::to_string(threads) + " threads per block (at most " +
+           std::to_string(kMaxThreadsPerBlock) + ")";
+  }
+  if (b.z > kMaxBlockDimZ) return "blockDim.z > 64";
+  if (g.y > kMaxGridDimYZ || g.z > kMaxGridDimYZ) return "gridDim.y or .z > 65535";
+  if (g.x > 0x7fffffffu) return "gridDim.x > 2^31 - 1";
+  if (c.dynamic_shared_bytes > kMaxDynamicSharedBytes) {
+    return std::to_string(c.dynamic_shared_bytes) + " bytes of dynamic shared memory (at most " +
+           std::to_string(kMaxDynamicSharedBytes) + ")";
+  }
+  return "";
+}
+
+}  // namespace
+
+void run_kernel(const char* kernel_name, const LaunchConfig& config,
+                const std::function<void()>& thread_body) {
+  const std::string bad = config_error(config);
+  if (!bad.empty()) {
+    fail(cudaErrorInvalidConfiguration,
+         std::string("launching ") + kernel_name + ": invalid configuration: " + bad);
+    return;
+  }
+  if (!is_live_stream(config.stream)) {
+    fail(cudaErrorInvalidResourceHandle,
+         std::string("launching ") + kernel_name + " on a stream that is not live");
+    return;
+  }
+  if (g_block != nullptr) {
+    fail(cudaErrorLaunchFailure, std::string("launching ") + kernel_name +
+                                     " from inside a kernel (dynamic parallelism) is not simulated");
+    return;
+  }
+  BlockRun run;
+  run.kernel_name = kernel_name;
+  run.body = &thread_body;
+  run.size = static_cast<int>(config.block.x * config.block.y * config.block.z);
+  run.threads.resize(run.size);
+  run.dynamic_shared.resize(config.dynamic_shared_bytes);
+  const dim3 saved_grid = gridDim, saved_block = blockDim;
+  const uint3 saved_thread = threadIdx, saved_block_idx = blockIdx;
+  gridDim = config.grid;
+  blockDim = config.block;
+  g_block = &run;
+  std::string failure;
+  for (unsigned z = 0; z < config.grid.z && failure.empty(); ++z) {
+    for (unsigned y = 0; y < config.grid.y && failure.empty(); ++y) {
+      for (unsigned x = 0; x < config.grid.x && failure.empty(); ++x) {
+        blockIdx = uint3{x, y, z};
+        try {
+          run_block(run);
+        } catch (const KernelFault& fault) {
+          run.failure = fault.message;
+        } catch (const std::exception& e) {
+          run.failure = where(run) + ": threw " + e.what();
+        }
+        failure = run.failure;
+      }
+    }
+  }
+  g_block = nullptr;
+  gridDim = saved_grid;
+  blockDim = saved_block;
+  threadIdx = saved_thread;
+  blockIdx = saved_block_idx;
+  if (!failure.empty()) fail(cudaErrorLaunchFailure, failure);
+}
+
+void sync_threads() {
+  BlockRun& run = running_block("__syncthreads");
+  run.current->wait = Wait::Barrier;
+  wait_in_scheduler(run);
+}
+
+namespace {
+uint64_t warp_op(const char* name, WarpOp op, unsigned mask, uint64_t value, int source_lane) {
+  BlockRun& run = running_block(name);
+  SimThread& self = *run.current;
+  if (!((mask >> (self.linear % kWarpSize)) & 1u)) {
+    throw KernelFault{where(run) + ": thread " + str(self.index) + " calls " + name +
+                      " with a mask " + lanes_of(mask) + " that leaves out its own lane"};
+  }
+  self.wait = Wait::Warp;
+  self.op = op;
+  self.mask = mask;
+  self.offered = value;
+  self.source_lane = source_lane;
+  wait_in_scheduler(run);
+  return self.received;
+}
+}  // namespace
+
+void sync_warp(unsigned mask) { warp_op("__syncwarp", WarpOp::Sync, mask, 0, 0); }
+
+uint64_t warp_exchange(unsigned mask, uint64_t value, int source_lane) {
+  return warp_op("a warp shuffle", WarpOp::Shuffle, mask, value, source_lane);
+}
+
+unsigned warp_ballot(unsigned mask, bool predicate) {
+  return static_cast<unsigned>(warp_op("a warp vote", WarpOp::Ballot, mask, predicate ? 1 : 0, 0));
+}
+
+int lane_id() {
+  const BlockRun& run = running_block("a warp intrinsic");
+  return run.current->linear % kWarpSize;
+}
+
+void* dynamic_shared_memory() {
+  if (g_block == nullptr) throw KernelFault{"dynamic shared memory used outside a kernel"};
+  return g_block->dynamic_shared.data();
+}
+
+}  // namespace ember::cudasim
