@@ -27,4 +27,14 @@ int cuda_device_count() {
 
 bool cuda_is_available() { return cuda_device_count() > 0; }
 
+DeviceMemoryStats cuda_memory_stats(int device) {
+  return device_backend(DeviceType::CUDA, "cuda_memory_stats").memory_stats(device);
+}
+
+void cuda_reset_peak_memory_stats(int device) {
+  device_backend(DeviceType::CUDA, "cuda_reset_peak_memory_stats").reset_peak_memory_stats(device);
+}
+
+void cuda_empty_cache() { device_backend(DeviceType::CUDA, "cuda_empty_cache").empty_cache(); }
+
 }  // namespace ember

@@ -80,7 +80,8 @@ filegroup(name = "nvcc", srcs = glob(["bin/**", "nvvm/**", "include/**"]))
 filegroup(name = "nvcc_bin", srcs = ["bin/nvcc"])
 cc_library(
     name = "cuda",
-    hdrs = glob(["include/**/*.h", "include/**/*.hpp", "include/**/*.cuh"]),
+    # Every file under include/: some headers have no extension (nv/target, from CCCL).
+    hdrs = glob(["include/**"]),
     includes = ["include"],
     linkopts = ["-L{root}/lib64", "-L{root}/lib", "-Wl,-rpath,{root}/lib64", "-Wl,-rpath,{root}/lib",
                 "-lcudart", "-lcublas", "-lnccl"],
