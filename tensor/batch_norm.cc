@@ -52,10 +52,10 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_forward(const Tensor& input, const
   Tensor out = empty(input.sizes(), input.dtype());
   EMBER_CHECK(input.dtype() == kFloat32 || input.dtype() == kFloat64,
               "batch_norm: supports float32 and float64, got ", input.describe());
-  const KernelTable& kernels = kernels_for("batch_norm", {&in});
   std::vector<double> mean(s.C), var(s.C), invstd(s.C);
   if (training) {
-    kernels.batch_norm_stats(in, s, mean.data(), var.data());
+    kernel_for(&KernelTable::batch_norm_stats, "batch_norm", {&in})(in, s, mean.data(),
+                                                                    var.data());
     if (running_mean.defined()) {
       NoGradGuard no_grad;
       for (int64_t c = 0; c < s.C; ++c) {
@@ -78,7 +78,8 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_forward(const Tensor& input, const
     scale[c] = w[c] * invstd[c];
     shift[c] = b[c] - mean[c] * w[c] * invstd[c];
   }
-  kernels.batch_norm_transform(out, in, s, scale.data(), shift.data());
+  kernel_for(&KernelTable::batch_norm_transform, "batch_norm", {&in})(out, in, s, scale.data(),
+                                                                      shift.data());
   Tensor mean_t = from_vector<double>(mean).to(input.dtype());
   Tensor invstd_t = from_vector<double>(invstd).to(input.dtype());
   return {out, mean_t, invstd_t};
@@ -106,11 +107,11 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(const Tensor& grad_out, c
   std::vector<double> sum_g(s.C, 0.0), sum_gx(s.C, 0.0);
   EMBER_CHECK(input.dtype() == kFloat32 || input.dtype() == kFloat64,
               "batch_norm_backward: supports float32 and float64, got ", input.describe());
-  const KernelTable& kernels = kernels_for("batch_norm_backward", {&go, &in});
   const std::vector<double> mu = channel_values(mean, s.C, 0.0);
   const std::vector<double> is = channel_values(invstd, s.C, 1.0);
   const std::vector<double> w = channel_values(weight, s.C, 1.0);
-  kernels.batch_norm_backward_reduce(go, in, s, mu.data(), sum_g.data(), sum_gx.data());
+  kernel_for(&KernelTable::batch_norm_backward_reduce, "batch_norm_backward", {&go, &in})(
+      go, in, s, mu.data(), sum_g.data(), sum_gx.data());
   if (mask[0]) {
     // dx = w*invstd * (g - mean(g) - xhat * mean(g * xhat)) in training; w*invstd * g in eval.
     std::vector<double> a(s.C), b(s.C), d(s.C);
@@ -126,7 +127,8 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(const Tensor& grad_out, c
       k.d = d.data();
       k.mean = mu.data();
     }
-    kernels.batch_norm_backward_transform(grad_input, go, in, s, k);
+    kernel_for(&KernelTable::batch_norm_backward_transform, "batch_norm_backward",
+               {&go, &in})(grad_input, go, in, s, k);
   }
   Tensor grad_weight, grad_bias;
   if (mask[1]) {

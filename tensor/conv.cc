@@ -54,7 +54,7 @@ Tensor conv2d_forward(const Tensor& input, const Tensor& weight, const Tensor& b
   Tensor out = empty({g.N, O, g.Ho, g.Wo}, input.dtype());
   Tensor in = input.contiguous(), w = weight.contiguous();
   Tensor b = bias.defined() ? bias.contiguous() : bias;
-  kernels_for("conv2d", {&in, &w}).conv2d(out, in, w, b, g, p.groups);
+  kernel_for(&KernelTable::conv2d, "conv2d", {&in, &w})(out, in, w, b, g, p.groups);
   return out;
 }
 
@@ -80,8 +80,8 @@ std::tuple<Tensor, Tensor, Tensor> conv2d_backward(const Tensor& grad_out, const
   Tensor grad_bias = mask[2] ? empty({O}, weight.dtype()) : Tensor();
   Tensor go = grad_out.to(input.dtype()).contiguous();
   Tensor in = input.contiguous(), w = weight.contiguous();
-  kernels_for("conv2d_backward", {&go, &in, &w})
-      .conv2d_backward(go, in, w, g, p.groups, grad_input, grad_weight, grad_bias);
+  kernel_for(&KernelTable::conv2d_backward, "conv2d_backward", {&go, &in, &w})(
+      go, in, w, g, p.groups, grad_input, grad_weight, grad_bias);
   return {grad_input, grad_weight, grad_bias};
 }
 

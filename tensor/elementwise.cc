@@ -47,12 +47,11 @@ ScalarType compute_dtype(BinaryOp op, ScalarType promoted) {
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, ScalarType promoted,
               const Scalar& alpha = 1) {
   const char* name = binary_op_name(op);
-  const KernelTable& k = kernels_for(name, {&a, &b});
-  EMBER_CHECK(k.binary, "no ", a.device().str(), " kernel for ", name);
+  const auto binary_kernel = kernel_for(&KernelTable::binary, name, {&a, &b});
   const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), name);
   const ScalarType ct = compute_dtype(op, promoted);
   Tensor out = empty(shape, TensorOptions(is_comparison(op) ? kBool : ct, a.device()));
-  k.binary(op, out, expand(to_dtype(a, ct), shape), expand(to_dtype(b, ct), shape), alpha);
+  binary_kernel(op, out, expand(to_dtype(a, ct), shape), expand(to_dtype(b, ct), shape), alpha);
   return out;
 }
 
@@ -100,12 +99,11 @@ const Tensor& binary_(BinaryOp op, const Tensor& self, const Tensor& other, cons
   EMBER_CHECK(category(ct) <= category(self.dtype()), name, "_: result type ", ct,
               " can't be cast to the desired output type ", self.dtype());
   if (ct == self.dtype()) {
-    const KernelTable& k = kernels_for(name, {&self, &other});
-    EMBER_CHECK(k.binary, "no ", self.device().str(), " kernel for ", name);
+    const auto binary_kernel = kernel_for(&KernelTable::binary, name, {&self, &other});
     // An operand that overlaps self in another layout (a.add_(a.t())) would be read after the
     // kernel overwrote it; PyTorch refuses this, we read from a copy and give the promised result.
     Tensor o = partially_overlaps(self, other) ? clone(other) : other;
-    k.binary(op, self, self, expand(to_dtype(o, ct), shape), alpha);
+    binary_kernel(op, self, self, expand(to_dtype(o, ct), shape), alpha);
     self.bump_version();
     return self;
   }
@@ -119,13 +117,12 @@ const Tensor& binary_scalar_(BinaryOp op, const Tensor& self, const Scalar& s) {
 
 Tensor unary(UnaryOp op, const Tensor& t, bool floating_result) {
   const char* name = unary_op_name(op);
-  const KernelTable& k = kernels_for(name, {&t});
-  EMBER_CHECK(k.unary, "no ", t.device().str(), " kernel for ", name);
+  const auto unary_kernel = kernel_for(&KernelTable::unary, name, {&t});
   // exp/log/... of an integer tensor give float32, as in PyTorch.
   const ScalarType dt = floating_result && !is_floating_point(t.dtype()) ? kFloat32 : t.dtype();
   Tensor in = to_dtype(t, dt);
   Tensor out = empty(t.sizes(), TensorOptions(dt, t.device()));
-  k.unary(op, out, in);
+  unary_kernel(op, out, in);
   return out;
 }
 
@@ -248,14 +245,13 @@ const Tensor& div_(const Tensor& s, const Scalar& o) {
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   if (auto f = autograd_kernel(&AutogradKernels::where, {&a, &b})) return f(cond, a, b);
-  const KernelTable& k = kernels_for("where", {&cond, &a, &b});
-  EMBER_CHECK(k.where, "no ", a.device().str(), " kernel for where");
+  const auto where_kernel = kernel_for(&KernelTable::where, "where", {&cond, &a, &b});
   EMBER_CHECK(cond.dtype() == kBool, "where: condition must be a bool tensor, got ", cond.describe());
   const Shape shape =
       broadcast_shapes(cond.sizes(), broadcast_shapes(a.sizes(), b.sizes(), "where"), "where");
   const ScalarType rt = result_type(a, b);
   Tensor out = empty(shape, TensorOptions(rt, a.device()));
-  k.where(out, expand(cond, shape), expand(to_dtype(a, rt), shape), expand(to_dtype(b, rt), shape));
+  where_kernel(out, expand(cond, shape), expand(to_dtype(a, rt), shape), expand(to_dtype(b, rt), shape));
   return out;
 }
 
@@ -302,8 +298,7 @@ Tensor tanh(const Tensor& t) {
 
 Tensor clamp(const Tensor& t, std::optional<Scalar> lo, std::optional<Scalar> hi) {
   if (auto f = autograd_kernel(&AutogradKernels::clamp, {&t})) return f(t, lo, hi);
-  const KernelTable& k = kernels_for("clamp", {&t});
-  EMBER_CHECK(k.clamp, "no ", t.device().str(), " kernel for clamp");
+  const auto clamp_kernel = kernel_for(&KernelTable::clamp, "clamp", {&t});
   EMBER_CHECK(lo.has_value() || hi.has_value(), "clamp: at least one of min or max must be given");
   ScalarType rt = t.dtype();
   if (lo) rt = promote_types(rt, result_type(t, *lo));
@@ -311,7 +306,7 @@ Tensor clamp(const Tensor& t, std::optional<Scalar> lo, std::optional<Scalar> hi
   EMBER_CHECK(rt != kBool, "clamp: not supported for dtype bool");
   Tensor in = to_dtype(t, rt);
   Tensor out = empty(t.sizes(), TensorOptions(rt, t.device()));
-  k.clamp(out, in, lo, hi);
+  clamp_kernel(out, in, lo, hi);
   return out;
 }
 

@@ -37,6 +37,33 @@ const char* unary_op_name(UnaryOp op) {
   return "unary op";
 }
 
+const std::vector<const char*>& kernel_slot_names() {
+  static const std::vector<const char*> names = {
+#define EMBER_KERNEL_SLOT_NAME(name, params) #name,
+      EMBER_FORALL_KERNEL_SLOTS(EMBER_KERNEL_SLOT_NAME)
+#undef EMBER_KERNEL_SLOT_NAME
+  };
+  return names;
+}
+
+std::vector<bool> kernel_slots_filled(const KernelTable& table) {
+  return {
+#define EMBER_KERNEL_SLOT_FILLED(name, params) table.name != nullptr,
+      EMBER_FORALL_KERNEL_SLOTS(EMBER_KERNEL_SLOT_FILLED)
+#undef EMBER_KERNEL_SLOT_FILLED
+  };
+}
+
+void throw_no_kernel(const char* op, std::initializer_list<const Tensor*> tensors) {
+  std::string operands;
+  for (const Tensor* t : tensors) {
+    if (!t->defined()) continue;
+    operands += (operands.empty() ? "" : ", ") + t->describe();
+  }
+  const Device device = (*tensors.begin())->device();
+  EMBER_THROW("no ", device.is_cuda() ? "CUDA" : "CPU", " kernel for ", op, " (", operands, ")");
+}
+
 KernelTable& kernel_table(DeviceType type) {
   static KernelTable tables[2] = {cpu::make_kernel_table(), KernelTable{}};
   return tables[static_cast<int>(type)];

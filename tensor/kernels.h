@@ -5,6 +5,7 @@
 #pragma once
 
 #include <optional>
+#include <vector>
 
 #include "tensor/tensor.h"
 
@@ -34,53 +35,75 @@ struct BatchNormBackwardCoefficients {
   const double* mean = nullptr;
 };
 
+// Every slot of the per-device kernel table, written once as _(name, parameters): it generates
+// KernelTable's members, the slot names that errors and the coverage test (tests/tensor/
+// kernel_coverage_test.cc) print, and kernel_slot_filled(). A slot's contract is the comment above it.
+#define EMBER_FORALL_KERNEL_SLOTS(_)                                                             \
+  /* out = a (op) b. a and b share a dtype and are broadcast (expanded) to out's shape; out has */ \
+  /* that dtype too, except for comparisons, where it is bool. alpha scales b for Add and Sub. */  \
+  _(binary, (BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b,                   \
+             const Scalar& alpha))                                                               \
+  /* out = op(in); same dtype and shape. */                                                      \
+  _(unary, (UnaryOp op, const Tensor& out, const Tensor& in))                                    \
+  _(clamp, (const Tensor& out, const Tensor& in, const std::optional<Scalar>& lo,                \
+            const std::optional<Scalar>& hi))                                                    \
+  /* out = cond ? a : b, all expanded to out's shape; a, b and out share a dtype. */             \
+  _(where, (const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b))            \
+  /* Reduces `in` over `reduce_mask` dims into out (out has in's rank, size 1 on reduced dims). */ \
+  /* Sum accumulates in acc_t and writes out's dtype; Max/Min keep the dtype; Arg* write int64. */ \
+  _(reduce, (ReduceOp op, const Tensor& out, const Tensor& in,                                   \
+             const std::vector<bool>& reduce_mask))                                              \
+  /* out[b] = beta * out[b] + alpha * a[b] @ b[b] for 3-d [batch, n, k] x [batch, k, m] inputs */ \
+  /* of one floating dtype; out is contiguous [batch, n, m]. beta == 0 ignores out's contents. */  \
+  _(batched_gemm, (const Tensor& out, const Tensor& a, const Tensor& b, double beta,             \
+                   double alpha))                                                                \
+  /* out [N, O, Ho, Wo] = conv2d(input, weight) + bias for contiguous float32/float64 operands */  \
+  /* of geometry g (checked by the op); bias may be undefined. */                                \
+  _(conv2d, (const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor& bias,   \
+             const cpu::ConvGeometry& g, int64_t groups))                                        \
+  /* The gradients of conv2d; an undefined grad_* is not computed. */                           \
+  _(conv2d_backward, (const Tensor& grad_out, const Tensor& input, const Tensor& weight,         \
+                      const cpu::ConvGeometry& g, int64_t groups, const Tensor& grad_input,      \
+                      const Tensor& grad_weight, const Tensor& grad_bias))                       \
+  /* Batch norm over contiguous float32/float64 [N, C, inner] tensors; per-channel arrays are */  \
+  /* C doubles in host memory. mean[c] and biased var[c] of input: */                          \
+  _(batch_norm_stats, (const Tensor& input, const BatchNormShape& s, double* mean, double* var)) \
+  /* out = input * scale[c] + shift[c]: */                                                       \
+  _(batch_norm_transform, (const Tensor& out, const Tensor& input, const BatchNormShape& s,       \
+                           const double* scale, const double* shift))                            \
+  /* sum_g[c] = sum of grad_out, sum_gx[c] = sum of grad_out * (input - mean[c]): */            \
+  _(batch_norm_backward_reduce, (const Tensor& grad_out, const Tensor& input,                    \
+                                 const BatchNormShape& s, const double* mean, double* sum_g,     \
+                                 double* sum_gx))                                                \
+  /* grad_input from BatchNormBackwardCoefficients: */                                         \
+  _(batch_norm_backward_transform, (const Tensor& grad_input, const Tensor& grad_out,            \
+                                    const Tensor& input, const BatchNormShape& s,                \
+                                    const BatchNormBackwardCoefficients& k))
+
 struct KernelTable {
-  // out = a (op) b. a and b share a dtype and are broadcast (expanded) to out's shape; out has
-  // that dtype too, except for comparisons, where it is bool. alpha scales b for Add and Sub.
-  void (*binary)(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b,
-                 const Scalar& alpha) = nullptr;
-  // out = op(in); same dtype and shape.
-  void (*unary)(UnaryOp op, const Tensor& out, const Tensor& in) = nullptr;
-  void (*clamp)(const Tensor& out, const Tensor& in, const std::optional<Scalar>& lo,
-                const std::optional<Scalar>& hi) = nullptr;
-  // out = cond ? a : b, all expanded to out's shape; a, b and out share a dtype.
-  void (*where)(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) = nullptr;
-  // Reduces `in` over `reduce_mask` dims into out (out has in's rank, size 1 on reduced dims).
-  // Sum accumulates in acc_t and writes out's dtype; Max/Min keep the dtype; Arg* write int64.
-  void (*reduce)(ReduceOp op, const Tensor& out, const Tensor& in,
-                 const std::vector<bool>& reduce_mask) = nullptr;
-  // out[b] = beta * out[b] + alpha * a[b] @ b[b] for 3-d [batch, n, k] x [batch, k, m] inputs of
-  // one floating dtype; out is contiguous [batch, n, m]. beta == 0 ignores out's contents.
-  void (*batched_gemm)(const Tensor& out, const Tensor& a, const Tensor& b, double beta,
-                       double alpha) = nullptr;
-  // out [N, O, Ho, Wo] = conv2d(input, weight) + bias for contiguous float32/float64 operands of
-  // geometry g (checked by the op); bias may be undefined.
-  void (*conv2d)(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor& bias,
-                 const cpu::ConvGeometry& g, int64_t groups) = nullptr;
-  // Batch norm over contiguous float32/float64 [N, C, inner] tensors, per channel c:
-  // mean[c] and biased var[c] of input;
-  void (*batch_norm_stats)(const Tensor& input, const BatchNormShape& s, double* mean,
-                           double* var) = nullptr;
-  // out = input * scale[c] + shift[c];
-  void (*batch_norm_transform)(const Tensor& out, const Tensor& input, const BatchNormShape& s,
-                               const double* scale, const double* shift) = nullptr;
-  // sum_g[c] = sum of grad_out, sum_gx[c] = sum of grad_out * (input - mean[c]);
-  void (*batch_norm_backward_reduce)(const Tensor& grad_out, const Tensor& input,
-                                     const BatchNormShape& s, const double* mean, double* sum_g,
-                                     double* sum_gx) = nullptr;
-  // grad_input from BatchNormBackwardCoefficients.
-  void (*batch_norm_backward_transform)(const Tensor& grad_input, const Tensor& grad_out,
-                                        const Tensor& input, const BatchNormShape& s,
-                                        const BatchNormBackwardCoefficients& k) = nullptr;
-  // The gradients of conv2d; an undefined grad_* is not computed.
-  void (*conv2d_backward)(const Tensor& grad_out, const Tensor& input, const Tensor& weight,
-                          const cpu::ConvGeometry& g, int64_t groups, const Tensor& grad_input,
-                          const Tensor& grad_weight, const Tensor& grad_bias) = nullptr;
+#define EMBER_DECLARE_KERNEL_SLOT(name, params) void(*name) params = nullptr;
+  EMBER_FORALL_KERNEL_SLOTS(EMBER_DECLARE_KERNEL_SLOT)
+#undef EMBER_DECLARE_KERNEL_SLOT
 };
+
+// The slots' names in declaration order, and whether a table fills each.
+const std::vector<const char*>& kernel_slot_names();
+std::vector<bool> kernel_slots_filled(const KernelTable& table);
 
 KernelTable& kernel_table(DeviceType type);
 // Checks every tensor is on the same device and returns that device's table.
 const KernelTable& kernels_for(const char* op, std::initializer_list<const Tensor*> tensors);
+
+[[noreturn]] void throw_no_kernel(const char* op, std::initializer_list<const Tensor*> tensors);
+
+// The `slot` kernel of the tensors' device, e.g. kernel_for(&KernelTable::conv2d, "conv2d", {&in,
+// &w})(...); throws "no CUDA kernel for conv2d (<operands>)" when that device has none.
+template <typename Fn>
+Fn kernel_for(Fn KernelTable::*slot, const char* op, std::initializer_list<const Tensor*> tensors) {
+  const Fn fn = kernels_for(op, tensors).*slot;
+  if (fn == nullptr) throw_no_kernel(op, tensors);
+  return fn;
+}
 
 namespace cpu {
 // The CPU table, filled from the kernels of cpu_capability_level() (tensor/cpu/capability.h).

@@ -7,19 +7,20 @@
 namespace ember {
 namespace {
 
-const KernelTable& gemm_table(const char* op, const Tensor& a, const Tensor& b) {
-  const KernelTable& k = kernels_for(op, {&a, &b});
-  EMBER_CHECK(k.batched_gemm, "no ", a.device().str(), " kernel for ", op);
+using BatchedGemmKernel = decltype(KernelTable::batched_gemm);
+
+BatchedGemmKernel gemm_kernel(const char* op, const Tensor& a, const Tensor& b) {
+  const BatchedGemmKernel kernel = kernel_for(&KernelTable::batched_gemm, op, {&a, &b});
   EMBER_CHECK(a.dtype() == b.dtype(), op, ": expected both operands to have the same dtype, got ",
               a.describe(), " and ", b.describe());
-  return k;
+  return kernel;
 }
 
 // [B, n, k] x [B, k, m] -> [B, n, m]
 Tensor batched_product(const char* op, const Tensor& a, const Tensor& b) {
-  const KernelTable& k = gemm_table(op, a, b);
+  const BatchedGemmKernel gemm = gemm_kernel(op, a, b);
   Tensor out = empty({a.sizes()[0], a.sizes()[1], b.sizes()[2]}, TensorOptions(a.dtype(), a.device()));
-  k.batched_gemm(out, a, b, 0.0, 1.0);
+  gemm(out, a, b, 0.0, 1.0);
   return out;
 }
 
@@ -87,7 +88,7 @@ Tensor addmm(const Tensor& self, const Tensor& m1, const Tensor& m2, const Scala
               " and ", m2.describe());
   EMBER_CHECK(m1.sizes()[1] == m2.sizes()[0], "addmm: mat1 and mat2 shapes cannot be multiplied (",
               m1.sizes()[0], "x", m1.sizes()[1], " and ", m2.sizes()[0], "x", m2.sizes()[1], ")");
-  const KernelTable& k = gemm_table("addmm", m1, m2);
+  const BatchedGemmKernel gemm = gemm_kernel("addmm", m1, m2);
   EMBER_CHECK(self.dtype() == m1.dtype(), "addmm: self ", self.describe(),
               " must have the dtype of the matrices (", m1.dtype(), ")");
   const Shape shape{m1.sizes()[0], m2.sizes()[1]};
@@ -98,7 +99,7 @@ Tensor addmm(const Tensor& self, const Tensor& m1, const Tensor& m2, const Scala
     EMBER_THROW("addmm: self ", self.describe(), " cannot be broadcast to the product shape ",
                 shape_to_string(shape));
   }
-  k.batched_gemm(out.unsqueeze(0), m1.unsqueeze(0), m2.unsqueeze(0), beta.to_double(),
+  gemm(out.unsqueeze(0), m1.unsqueeze(0), m2.unsqueeze(0), beta.to_double(),
                  alpha.to_double());
   return out;
 }

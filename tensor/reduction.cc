@@ -40,17 +40,12 @@ ReducePlan plan_reduction(const char* op, const Tensor& t, const Shape& dims, bo
   return p;
 }
 
-const KernelTable& reduce_table(const char* op, const Tensor& t) {
-  const KernelTable& k = kernels_for(op, {&t});
-  EMBER_CHECK(k.reduce, "no ", t.device().str(), " kernel for ", op);
-  return k;
-}
 
 Tensor run_reduce(const char* op, ReduceOp rop, const Tensor& t, const ReducePlan& p,
                   ScalarType out_dtype) {
-  const KernelTable& k = reduce_table(op, t);
+  const auto reduce = kernel_for(&KernelTable::reduce, op, {&t});
   Tensor out = empty(p.keep_shape, TensorOptions(out_dtype, t.device()));
-  k.reduce(rop, out, t, p.mask);
+  reduce(rop, out, t, p.mask);
   return out.view(p.out_shape);
 }
 
