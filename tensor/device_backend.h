@@ -31,7 +31,6 @@ class DeviceBackend {
   // Copies nbytes between any two devices at least one of which is this backend's.
   virtual void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device,
                           size_t nbytes) = 0;
-  virtual void fill_zero(void* dst, Device device, size_t nbytes) = 0;
   virtual void synchronize(Device device) = 0;
   virtual int device_count() = 0;
   virtual DeviceMemoryStats memory_stats(int device) = 0;

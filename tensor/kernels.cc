@@ -1,5 +1,7 @@
 #include "tensor/kernels.h"
 
+#include <cmath>
+
 namespace ember {
 
 const char* binary_op_name(BinaryOp op) {
@@ -35,6 +37,18 @@ const char* unary_op_name(UnaryOp op) {
     case UnaryOp::Tanh: return "tanh";
   }
   return "unary op";
+}
+
+void check_binary_operands(BinaryOp op, ScalarType dtype, const Scalar& alpha) {
+  const char* name = binary_op_name(op);
+  EMBER_CHECK(!(dtype == kBool && op == BinaryOp::Sub),
+              "sub: subtraction with two bool tensors is not supported; use logical_xor or ~ "
+              "instead");
+  if (!is_floating_point(dtype)) {
+    EMBER_CHECK(!alpha.is_floating_point() || alpha.to_double() == std::floor(alpha.to_double()),
+                name, ": for integral input tensors, alpha must not be a fractional number (got ",
+                alpha, ")");
+  }
 }
 
 const std::vector<const char*>& kernel_slot_names() {

@@ -22,6 +22,10 @@ enum class ReduceOp { Sum, Max, Min, ArgMax, ArgMin };
 const char* binary_op_name(BinaryOp op);
 const char* unary_op_name(UnaryOp op);
 
+// What every device's binary kernel rejects before computing (PyTorch's messages): bool - bool,
+// and a fractional alpha with integer operands.
+void check_binary_operands(BinaryOp op, ScalarType dtype, const Scalar& alpha);
+
 // Batch-norm data viewed as contiguous [N, C, inner].
 struct BatchNormShape {
   int64_t N, C, inner;
@@ -49,6 +53,11 @@ struct BatchNormBackwardCoefficients {
             const std::optional<Scalar>& hi))                                                    \
   /* out = cond ? a : b, all expanded to out's shape; a, b and out share a dtype. */             \
   _(where, (const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b))            \
+  /* dst = src converted to dst's dtype; both on this device, src expanded to dst's shape and */  \
+  /* not overlapping it. */                                                                      \
+  _(copy, (const Tensor& dst, const Tensor& src))                                                \
+  /* Every element of t (any layout) = value converted to t's dtype. */                           \
+  _(fill, (const Tensor& t, const Scalar& value))                                                \
   /* Reduces `in` over `reduce_mask` dims into out (out has in's rank, size 1 on reduced dims). */ \
   /* Sum accumulates in acc_t and writes out's dtype; Max/Min keep the dtype; Arg* write int64. */ \
   _(reduce, (ReduceOp op, const Tensor& out, const Tensor& in,                                   \

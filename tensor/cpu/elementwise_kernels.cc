@@ -109,15 +109,7 @@ void arithmetic(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b
                 const Scalar& alpha) {
   using M = opmath_t<T>;
   const char* name = binary_op_name(op);
-  if constexpr (std::is_same_v<T, bool>) {
-    EMBER_CHECK(op != BinaryOp::Sub, "sub: subtraction with two bool tensors is not supported; "
-                "use logical_xor or ~ instead");
-  }
-  if (!std::is_floating_point_v<M>) {
-    EMBER_CHECK(!alpha.is_floating_point() || alpha.to_double() == std::floor(alpha.to_double()),
-                name, ": for integral input tensors, alpha must not be a fractional number (got ",
-                alpha, ")");
-  }
+  check_binary_operands(op, a.dtype(), alpha);
   const M al = alpha.to<M>();
   const bool unit_alpha = alpha.to_double() == 1.0;
   switch (op) {

@@ -8,6 +8,7 @@
 #define EMBER_DECLARE_CPU_KERNELS(level)                \
   namespace ember::cpu::level {                         \
   void register_elementwise_kernels(KernelTable& table); \
+  void register_copy_kernels(KernelTable& table);        \
   void register_reduction_kernels(KernelTable& table);   \
   void register_gemm_kernels(KernelTable& table);        \
   void register_conv_kernels(KernelTable& table);        \

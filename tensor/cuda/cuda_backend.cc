@@ -105,12 +105,6 @@ class CudaBackend final : public DeviceBackend {
     }
   }
 
-  void fill_zero(void* dst, Device device, size_t nbytes) override {
-    if (nbytes == 0) return;
-    DeviceGuard guard(device.index);
-    CUDA_CHECK(cudaMemset(dst, 0, nbytes));
-  }
-
   void synchronize(Device device) override {
     DeviceGuard guard(device.index);
     CUDA_CHECK(cudaDeviceSynchronize());

@@ -1,5 +1,7 @@
-// Host-callable launchers for the CUDA kernels in tensor/cuda/*.cu. Plain pointers and sizes only,
-// so nvcc never sees ember's headers; the checks and the kernel-table glue live in cuda_kernels.cc.
+// Host-callable launchers for the CUDA kernels in tensor/cuda/*.cu. Plain pointers, sizes and the
+// POD structs below only, so nvcc never sees ember's tensor headers; the checks and the
+// kernel-table glue live in cuda_kernels.cc. Each launcher queues its kernels on `stream` and
+// returns the launch's cudaError_t as an int (0 on success).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -8,16 +10,46 @@
 
 namespace ember::cuda {
 
-// Must match the order the launchers switch on (cuda_kernels.cc maps ember's enums onto these).
-enum class BinaryKind : int { Add, Sub, Mul, Div };
-enum class UnaryKind : int { Neg, Relu };
+// ember's ScalarType, in its order (cuda_kernels.cc static_asserts that they agree).
+enum class DType : int { Float32, Float64, Float16, BFloat16, Int32, Int64, UInt8, Bool };
+// BinaryOp and UnaryOp of tensor/kernels.h, in their order.
+enum class BinaryKind : int { Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le, Gt, Ge };
+enum class UnaryKind : int { Neg, Abs, Relu, Sign, Exp, Log, Sqrt, Rsqrt, Sigmoid, Tanh };
 
-// out[i] = a[i * a_step] (op) alpha * b[i * b_step] for i < n; a step of 0 broadcasts one element.
-// Returns the launch's cudaError_t as an int (0 on success).
-int launch_binary_f32(BinaryKind op, float* out, const float* a, int64_t a_step, const float* b,
-                      int64_t b_step, float alpha, int64_t n, cudaStream_t stream);
-// out[i] = op(in[i]) for i < n.
-int launch_unary_f32(UnaryKind op, float* out, const float* in, int64_t n,
-                     cudaStream_t stream);
+// A host Scalar in the three forms a kernel may compute with.
+struct ScalarArg {
+  double f = 0;
+  int64_t i = 0;
+  bool b = false;
+};
+
+// The iteration space of an elementwise kernel and where each operand's elements are: operand k's
+// element at multi-index (c_0 .. c_{ndim-1}) is at offset sum_d c_d * strides[k][d] (elements).
+// Operand 0 is the output. cuda_kernels.cc merges dims that are contiguous in every operand.
+constexpr int kMaxDims = 12;
+constexpr int kMaxOperands = 4;
+struct Indexer {
+  int ndim = 0;
+  int64_t sizes[kMaxDims];
+  int64_t strides[kMaxOperands][kMaxDims];
+};
+
+// out = a (op) b, over ix (operands out, a, b); out is bool for comparisons, else a's dtype.
+int launch_binary(BinaryKind op, DType dtype, void* out, const void* a, const void* b,
+                  const Indexer& ix, int64_t n, ScalarArg alpha, cudaStream_t stream);
+// out = op(in) over ix (operands out, in).
+int launch_unary(UnaryKind op, DType dtype, void* out, const void* in, const Indexer& ix,
+                 int64_t n, cudaStream_t stream);
+int launch_clamp(DType dtype, void* out, const void* in, const Indexer& ix, int64_t n,
+                 bool has_lo, ScalarArg lo, bool has_hi, ScalarArg hi, cudaStream_t stream);
+// out = cond ? a : b over ix (operands out, cond, a, b).
+int launch_where(DType dtype, void* out, const bool* cond, const void* a, const void* b,
+                 const Indexer& ix, int64_t n, cudaStream_t stream);
+// out = in converted to out_dtype, over ix (operands out, in).
+int launch_copy(DType out_dtype, DType in_dtype, void* out, const void* in, const Indexer& ix,
+                int64_t n, cudaStream_t stream);
+// out = value over ix (operand out).
+int launch_fill(DType dtype, void* out, const Indexer& ix, int64_t n, ScalarArg value,
+                cudaStream_t stream);
 
 }  // namespace ember::cuda
