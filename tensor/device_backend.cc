@@ -1,5 +1,7 @@
 #include "tensor/device_backend.h"
 
+#include <atomic>
+
 #include "tensor/error.h"
 
 namespace ember {
@@ -34,6 +36,13 @@ DeviceMemoryStats cuda_memory_stats(int device) {
 void cuda_reset_peak_memory_stats(int device) {
   device_backend(DeviceType::CUDA, "cuda_reset_peak_memory_stats").reset_peak_memory_stats(device);
 }
+
+namespace {
+std::atomic<bool> g_allow_tf32{false};
+}
+
+void cuda_set_allow_tf32(bool allow) { g_allow_tf32.store(allow); }
+bool cuda_allow_tf32() { return g_allow_tf32.load(); }
 
 void cuda_empty_cache() { device_backend(DeviceType::CUDA, "cuda_empty_cache").empty_cache(); }
 

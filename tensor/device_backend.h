@@ -53,4 +53,10 @@ DeviceMemoryStats cuda_memory_stats(int device = 0);
 void cuda_reset_peak_memory_stats(int device = 0);
 void cuda_empty_cache();
 
+// torch.backends.cuda.matmul.allow_tf32: whether float32 GEMMs on CUDA may use TF32 tensor cores
+// (10-bit mantissa products). Off by default, so float32 results match the CPU to float32
+// tolerance; turn it on for speed when that precision is enough. Process-wide.
+void cuda_set_allow_tf32(bool allow);
+bool cuda_allow_tf32();
+
 }  // namespace ember

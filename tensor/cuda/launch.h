@@ -52,4 +52,24 @@ int launch_copy(DType out_dtype, DType in_dtype, void* out, const void* in, cons
 int launch_fill(DType dtype, void* out, const Indexer& ix, int64_t n, ScalarArg value,
                 cudaStream_t stream);
 
+// Reductions of `in` viewed as [rows, cols]: row r, column c is at offset kept(r) + reduced(c)
+// (one-operand Indexers). Sum writes rows values of the accumulation type (double for floating
+// dtypes, int64 otherwise) to `out`; the extremes write rows values of dtype (when `values` is
+// not null) and the column index of each (when `indices` is not null).
+int launch_sum(DType dtype, void* out, const void* in, const Indexer& kept,
+               const Indexer& reduced, int64_t rows, int64_t cols, cudaStream_t stream);
+int launch_extreme(DType dtype, bool is_max, void* values, int64_t* indices, const void* in,
+                   const Indexer& kept, const Indexer& reduced, int64_t rows, int64_t cols,
+                   cudaStream_t stream);
+
+// out[batch][i][j] = beta * out + alpha * sum_l a[batch][i][l] * b[batch][l][j]; out dense
+// [batch, n, m], a and b at element strides {batch, row, column}.
+struct GemmShape {
+  int64_t batch, n, k, m;
+  int64_t a_strides[3];
+  int64_t b_strides[3];
+};
+int launch_integer_gemm(DType dtype, void* out, const void* a, const void* b, const GemmShape& g,
+                        double beta, double alpha, cudaStream_t stream);
+
 }  // namespace ember::cuda

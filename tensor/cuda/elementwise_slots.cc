@@ -1,77 +1,13 @@
-// Fills ember::kernel_table(DeviceType::CUDA) at static initialisation with the launchers of
-// tensor/cuda/*.cu: this file turns Tensors into the plain pointers, dtypes and Indexers those take,
-// checks what the kernels cannot, and reports launch failures with the op and its operands.
-#include <algorithm>
-
-#include "tensor/cuda/cuda_check.h"
-#include "tensor/cuda/current_stream.h"
-#include "tensor/cuda/launch.h"
-#include "tensor/kernels.h"
+// The CUDA table's elementwise slots (binary, unary, clamp, where, copy, fill), filled at static
+// initialisation from elementwise_kernels.cu and copy_kernels.cu.
+#include "tensor/cuda/slot_glue.h"
 
 namespace ember::cuda {
 namespace {
 
-static_assert(static_cast<int>(DType::Bool) == static_cast<int>(ScalarType::Bool) &&
-                  static_cast<int>(DType::Float16) == static_cast<int>(ScalarType::Float16) &&
-                  static_cast<int>(DType::UInt8) == static_cast<int>(ScalarType::UInt8),
-              "launch.h's DType must follow ScalarType");
 static_assert(static_cast<int>(BinaryKind::Ge) == static_cast<int>(BinaryOp::Ge) &&
                   static_cast<int>(UnaryKind::Tanh) == static_cast<int>(UnaryOp::Tanh),
               "launch.h's kinds must follow tensor/kernels.h's ops");
-
-DType dtype_of(const Tensor& t) { return static_cast<DType>(t.dtype()); }
-
-ScalarArg scalar_arg(const Scalar& s) {
-  ScalarArg a;
-  a.f = s.to_double();
-  a.i = s.to<int64_t>();
-  a.b = s.to<bool>();
-  return a;
-}
-
-// The Indexer of an elementwise kernel over operands[0]'s shape (the others already expanded to
-// it): size-1 dims dropped, and neighbouring dims merged where every operand is contiguous across
-// them, so a dense tensor is one dim and each thread's offset costs one division.
-Indexer make_indexer(const char* op, std::initializer_list<const Tensor*> operands) {
-  const Tensor& out = **operands.begin();
-  Indexer ix;
-  const int nops = static_cast<int>(operands.size());
-  EMBER_INTERNAL_ASSERT(nops <= kMaxOperands);
-  for (int d = 0; d < out.dim(); ++d) {
-    const int64_t size = out.size(d);
-    if (size == 1) continue;
-    int k = 0;
-    bool merge = ix.ndim > 0;
-    for (const Tensor* t : operands) {
-      merge = merge && ix.strides[k][ix.ndim - 1] == t->stride(d) * size;
-      ++k;
-    }
-    if (merge) {
-      ix.sizes[ix.ndim - 1] *= size;
-      k = 0;
-      for (const Tensor* t : operands) ix.strides[k++][ix.ndim - 1] = t->stride(d);
-      continue;
-    }
-    EMBER_CHECK(ix.ndim < kMaxDims, "no CUDA kernel for ", op, " over ", out.describe(),
-                ": more than ", kMaxDims, " dims that cannot be merged");
-    ix.sizes[ix.ndim] = size;
-    k = 0;
-    for (const Tensor* t : operands) ix.strides[k++][ix.ndim] = t->stride(d);
-    ++ix.ndim;
-  }
-  if (ix.ndim == 0) {  // a single element
-    ix.sizes[0] = 1;
-    for (int k = 0; k < nops; ++k) ix.strides[k][0] = 0;
-    ix.ndim = 1;
-  }
-  return ix;
-}
-
-void check_launch(int error, const char* op, const Tensor& out) {
-  CUDA_CHECK(static_cast<cudaError_t>(error), " launching ", op, " for ", out.describe());
-}
-
-cudaStream_t stream_of(const Tensor& t) { return current_stream(t.device().index); }
 
 void binary_cuda(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b,
                  const Scalar& alpha) {
