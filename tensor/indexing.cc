@@ -1,23 +1,25 @@
 // Joining and indexing: cat, stack, index_select, index_add_, gather, scatter_add, one_hot, and
-// the allclose/equal comparisons. CPU only for now: other devices get "no <device> kernel for <op>".
+// the allclose/equal comparisons. The argument and index-range checks live here, for every device;
+// the kernels are slots of the device's kernel table (tensor/cpu/indexing_kernels.cc, tensor/cuda/).
 #include <cmath>
-#include <cstring>
 
 #include "tensor/autograd_dispatch.h"
-#include "tensor/cpu/convert.h"
 #include "tensor/cpu/loops.h"
 #include "tensor/factories.h"
+#include "tensor/kernels.h"
 #include "tensor/ops.h"
 
 namespace ember {
 namespace {
 
-void check_cpu(const char* op, std::initializer_list<const Tensor*> tensors) {
+void check_dense(const char* op, std::initializer_list<const Tensor*> tensors) {
+  const Tensor* first = nullptr;
   for (const Tensor* t : tensors) {
     EMBER_CHECK(t->defined(), op, ": got an undefined tensor");
     EMBER_CHECK(!t->is_sparse(), op, ": sparse tensors are not supported (got ", t->describe(), ")");
-    EMBER_CHECK(t->is_cpu(), "no ", t->device().str(), " kernel for ", op, " (got ", t->describe(),
-                ")");
+    if (first == nullptr) first = t;
+    EMBER_CHECK(t->device() == first->device(), op, ": expected all tensors on the same device, got ",
+                first->describe(), " and ", t->describe());
   }
 }
 
@@ -28,17 +30,14 @@ Tensor index_as_int64(const char* op, const Tensor& index) {
   return index.to(kInt64).contiguous();
 }
 
-int64_t checked_index(const char* op, int64_t idx, int64_t size, int64_t dim) {
-  EMBER_CHECK(idx >= -size && idx < size, op, ": index ", idx,
-              " is out of bounds for dimension ", dim, " with size ", size);
-  return idx < 0 ? idx + size : idx;
-}
-
-// `t` viewed with index's shape and a zero stride along `dim`: the base address for each position.
-Tensor base_view(const Tensor& t, const Shape& shape, int64_t dim) {
-  Shape strides = t.strides();
-  strides[dim] = 0;
-  return t.as_strided(shape, strides, t.storage_offset());
+// Every index in [-size, size), checked with two reductions so that it works on any device (on a
+// GPU, one synchronisation); the offending value is looked up only to write the error.
+void check_index_range(const char* op, const Tensor& idx, int64_t size, int64_t dim) {
+  if (idx.numel() == 0) return;
+  const int64_t lo = min(idx).item<int64_t>(), hi = max(idx).item<int64_t>();
+  if (lo >= -size && hi < size) return;
+  const int64_t bad = lo < -size ? lo : hi;
+  EMBER_THROW(op, ": index ", bad, " is out of bounds for dimension ", dim, " with size ", size);
 }
 
 void check_index_shape(const char* op, const Tensor& t, const Tensor& index, int64_t dim,
@@ -66,12 +65,12 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   std::vector<const Tensor*> parts;
   ScalarType dt = tensors[0].dtype();
   for (const Tensor& t : tensors) {
-    check_cpu("cat", {&t});
+    check_dense("cat", {&tensors[0], &t});
     dt = promote_types(dt, t.dtype());
     if (t.dim() == 1 && t.numel() == 0) continue;
     parts.push_back(&t);
   }
-  if (parts.empty()) return empty({0}, dt);
+  if (parts.empty()) return empty({0}, TensorOptions(dt, tensors[0].device()));
   const Tensor& ref = *parts[0];
   EMBER_CHECK(ref.dim() > 0, "cat: zero-dimensional tensor cannot be concatenated");
   dim = wrap_dim(dim, ref.dim(), "cat");
@@ -88,7 +87,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     }
     shape[dim] += t.sizes()[dim];
   }
-  Tensor out = empty(shape, dt);
+  Tensor out = empty(shape, TensorOptions(dt, ref.device()));
   int64_t offset = 0;
   for (const Tensor* t : parts) {
     copy_(out.narrow(dim, offset, t->sizes()[dim]), *t);
@@ -113,118 +112,78 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
 
 Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
   if (auto f = autograd_kernel(&AutogradKernels::index_select, {&t})) return f(t, dim, index);
-  check_cpu("index_select", {&t, &index});
+  check_dense("index_select", {&t, &index});
   EMBER_CHECK(index.dim() <= 1, "index_select: index must be 0-d or 1-d, got ", index.describe());
-  Tensor idx = index_as_int64("index_select", index);
+  Tensor idx = index_as_int64("index_select", index).reshape({-1});
   if (t.dim() == 0) {
-    dim = wrap_dim(dim, 0, "index_select");
+    wrap_dim(dim, 0, "index_select");
     EMBER_CHECK(idx.numel() == 1, "index_select: a 0-dim input needs exactly one index");
-    checked_index("index_select", idx.data_ptr<int64_t>()[0], 1, 0);
+    check_index_range("index_select", idx, 1, 0);
     return t.clone();
   }
   dim = wrap_dim(dim, t.dim(), "index_select");
-  const int64_t n = idx.numel(), size = t.sizes()[dim];
-  const int64_t* ip = idx.data_ptr<int64_t>();
+  check_index_range("index_select", idx, t.sizes()[dim], dim);
   Shape shape = t.sizes();
-  shape[dim] = n;
-  Tensor out = empty(shape, t.dtype());
-  if (dim == 0 && t.is_contiguous()) {
-    // Rows are contiguous blocks: one memcpy each (the Embedding lookup path).
-    const size_t row = t.numel() == 0 ? 0 : t.nbytes() / static_cast<size_t>(size);
-    const char* src = static_cast<const char*>(t.data_ptr());
-    char* dst = static_cast<char*>(out.data_ptr());
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t j = checked_index("index_select", ip[i], size, dim);
-      if (row) std::memcpy(dst + i * row, src + j * row, row);
-    }
-    return out;
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    copy_(out.select(dim, i), t.select(dim, checked_index("index_select", ip[i], size, dim)));
-  }
+  shape[dim] = idx.numel();
+  Tensor out = empty(shape, TensorOptions(t.dtype(), t.device()));
+  kernel_for(&KernelTable::index_select, "index_select", {&out, &t, &idx})(out, t, dim, idx);
   return out;
 }
 
 const Tensor& index_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-  if (auto f = autograd_kernel(&AutogradKernels::index_add_, {&self, &src})) return f(self, dim, index, src);
-  check_cpu("index_add_", {&self, &index, &src});
+  if (auto f = autograd_kernel(&AutogradKernels::index_add_, {&self, &src})) {
+    return f(self, dim, index, src);
+  }
+  check_dense("index_add_", {&self, &index, &src});
   EMBER_CHECK(index.dim() <= 1, "index_add_: index must be 0-d or 1-d, got ", index.describe());
-  Tensor idx = index_as_int64("index_add_", index);
+  Tensor idx = index_as_int64("index_add_", index).reshape({-1});
   dim = wrap_dim(dim, self.dim(), "index_add_");
   Shape expect = self.sizes();
   if (self.dim() > 0) expect[dim] = idx.numel();
   EMBER_CHECK(src.sizes() == expect, "index_add_: src ", src.describe(), " must have shape ",
               shape_to_string(expect), " for self ", self.describe(), " and ", idx.numel(),
               " indices");
-  const int64_t* ip = idx.data_ptr<int64_t>();
-  const int64_t size = self.dim() > 0 ? self.sizes()[dim] : 1;
-  for (int64_t i = 0; i < idx.numel(); ++i) {
-    const int64_t j = checked_index("index_add_", ip[i], size, dim);
-    if (self.dim() == 0) {
-      add_(self, src);
-    } else {
-      add_(self.select(dim, j), src.select(dim, i));
-    }
-  }
+  const bool scalar = self.dim() == 0;  // a 0-d self is a 1-element row
+  const Tensor s = scalar ? self.view({1}) : self;
+  const Tensor from = (scalar ? src.view({1}) : src).to(self.dtype());
+  check_index_range("index_add_", idx, s.sizes()[dim], dim);
+  kernel_for(&KernelTable::index_add, "index_add_", {&s, &idx, &from})(s, dim, idx, from);
+  self.bump_version();
   return self;
 }
 
 Tensor gather(const Tensor& t, int64_t dim, const Tensor& index) {
   if (auto f = autograd_kernel(&AutogradKernels::gather, {&t})) return f(t, dim, index);
-  check_cpu("gather", {&t, &index});
+  check_dense("gather", {&t, &index});
   Tensor idx = index_as_int64("gather", index);
   if (t.dim() == 0) {
     wrap_dim(dim, 0, "gather");
     EMBER_CHECK(idx.numel() == 1, "gather: a 0-dim input needs exactly one index");
-    checked_index("gather", idx.data_ptr<int64_t>()[0], 1, 0);
+    check_index_range("gather", idx, 1, 0);
     return t.clone().view(idx.sizes());
   }
   dim = wrap_dim(dim, t.dim(), "gather");
   check_index_shape("gather", t, idx, dim, nullptr);
-  Tensor out = empty(idx.sizes(), t.dtype());
-  Tensor base = base_view(t, idx.sizes(), dim);
-  const int64_t size = t.sizes()[dim];
-  const int64_t step = t.strides()[dim] * static_cast<int64_t>(t.element_size());
-  const size_t es = t.element_size();
-  cpu::for_each_strided<3>(idx.sizes(), {&out, &idx, &base},
-                           [&](std::array<char*, 3> p, std::array<int64_t, 3> s, int64_t n) {
-                             for (int64_t i = 0; i < n; ++i) {
-                               const int64_t j = checked_index(
-                                   "gather", *reinterpret_cast<int64_t*>(p[1] + i * s[1]), size, dim);
-                               std::memcpy(p[0] + i * s[0], p[2] + i * s[2] + j * step, es);
-                             }
-                           });
+  check_index_range("gather", idx, t.sizes()[dim], dim);
+  Tensor out = empty(idx.sizes(), TensorOptions(t.dtype(), t.device()));
+  kernel_for(&KernelTable::gather, "gather", {&out, &t, &idx})(out, t, dim, idx);
   return out;
 }
 
 const Tensor& scatter_add_(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
-  check_cpu("scatter_add_", {&t, &index, &src});
+  check_dense("scatter_add_", {&t, &index, &src});
   EMBER_CHECK(src.dtype() == t.dtype(), "scatter_add_: self ", t.describe(), " and src ",
               src.describe(), " must have the same dtype");
+  EMBER_CHECK(t.dtype() != kBool, "scatter_add_: not supported for bool tensors (", t.describe(),
+              ")");
   Tensor idx = index_as_int64("scatter_add_", index);
   EMBER_CHECK(t.dim() > 0, "scatter_add_: self must have at least one dimension");
   dim = wrap_dim(dim, t.dim(), "scatter_add_");
   EMBER_CHECK(src.dim() == t.dim(), "scatter_add_: src ", src.describe(),
               " must have as many dims as self ", t.describe());
   check_index_shape("scatter_add_", t, idx, dim, &src);
-  Tensor base = base_view(t, idx.sizes(), dim);
-  Tensor src_v = src.as_strided(idx.sizes(), src.strides(), src.storage_offset());
-  const int64_t size = t.sizes()[dim];
-  const int64_t step = t.strides()[dim] * static_cast<int64_t>(t.element_size());
-  EMBER_DISPATCH_NUMERIC_TYPES(t.dtype(), "scatter_add_", [&] {
-    using T = scalar_t;
-    cpu::for_each_strided<3>(idx.sizes(), {&base, &idx, &src_v},
-                             [&](std::array<char*, 3> p, std::array<int64_t, 3> s, int64_t n) {
-                               for (int64_t i = 0; i < n; ++i) {
-                                 const int64_t j = checked_index(
-                                     "scatter_add_", *reinterpret_cast<int64_t*>(p[1] + i * s[1]),
-                                     size, dim);
-                                 T* o = reinterpret_cast<T*>(p[0] + i * s[0] + j * step);
-                                 *o = T(cpu::opmath_t<T>(*o) +
-                                        cpu::opmath_t<T>(*reinterpret_cast<T*>(p[2] + i * s[2])));
-                               }
-                             });
-  });
+  check_index_range("scatter_add_", idx, t.sizes()[dim], dim);
+  kernel_for(&KernelTable::scatter_add, "scatter_add_", {&t, &idx, &src})(t, dim, idx, src);
   t.bump_version();
   return t;
 }
@@ -237,32 +196,29 @@ Tensor scatter_add(const Tensor& t, int64_t dim, const Tensor& index, const Tens
 }
 
 Tensor one_hot(const Tensor& labels, int64_t num_classes) {
-  check_cpu("one_hot", {&labels});
+  check_dense("one_hot", {&labels});
   EMBER_CHECK(labels.dtype() == kInt64, "one_hot: labels must be an int64 tensor, got ",
               labels.describe());
-  Tensor l = labels.contiguous();
-  const int64_t* lp = l.data_ptr<int64_t>();
   if (num_classes < 0) {
-    EMBER_CHECK(l.numel() > 0, "one_hot: cannot infer num_classes from an empty tensor");
-    num_classes = 0;
-    for (int64_t i = 0; i < l.numel(); ++i) num_classes = std::max(num_classes, lp[i] + 1);
+    EMBER_CHECK(labels.numel() > 0, "one_hot: cannot infer num_classes from an empty tensor");
+    num_classes = max(labels).item<int64_t>() + 1;
   }
-  Shape shape = l.sizes();
+  Shape shape = labels.sizes();
   shape.push_back(num_classes);
-  Tensor out = zeros(shape, kInt64);
-  int64_t* op = out.data_ptr<int64_t>();
-  for (int64_t i = 0; i < l.numel(); ++i) {
-    EMBER_CHECK(lp[i] >= 0 && lp[i] < num_classes, "one_hot: class value ", lp[i],
-                " out of range [0, ", num_classes, ")");
-    op[i * num_classes + lp[i]] = 1;
-  }
-  return out;
+  Tensor out = zeros(shape, TensorOptions(kInt64, labels.device()));
+  if (labels.numel() == 0) return out;
+  const int64_t lo = min(labels).item<int64_t>(), hi = max(labels).item<int64_t>();
+  EMBER_CHECK(lo >= 0 && hi < num_classes, "one_hot: class value ", lo < 0 ? lo : hi,
+              " out of range [0, ", num_classes, ")");
+  Tensor column = labels.unsqueeze(-1);
+  return scatter_add_(out, -1, column, ones(column.sizes(), TensorOptions(kInt64, labels.device())));
 }
 
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
-  check_cpu("allclose", {&a, &b});
+  check_dense("allclose", {&a, &b});
   const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), "allclose");
-  Tensor x = a.to(kFloat64).expand(shape), y = b.to(kFloat64).expand(shape);
+  // A yes/no answer has to reach the host anyway: compare host copies.
+  Tensor x = a.to(kFloat64).cpu().expand(shape), y = b.to(kFloat64).cpu().expand(shape);
   bool ok = true;
   cpu::for_each_strided<2>(shape, {&x, &y},
                            [&](std::array<char*, 2> p, std::array<int64_t, 2> s, int64_t n) {
@@ -281,9 +237,9 @@ bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool e
 }
 
 bool equal(const Tensor& a, const Tensor& b) {
-  check_cpu("equal", {&a, &b});
+  check_dense("equal", {&a, &b});
   if (a.sizes() != b.sizes()) return false;
-  Tensor same = eq(a, b).contiguous();
+  Tensor same = eq(a, b).cpu().contiguous();
   const bool* p = same.data_ptr<bool>();
   for (int64_t i = 0; i < same.numel(); ++i) {
     if (!p[i]) return false;

@@ -58,6 +58,19 @@ struct BatchNormBackwardCoefficients {
   _(copy, (const Tensor& dst, const Tensor& src))                                                \
   /* Every element of t (any layout) = value converted to t's dtype. */                           \
   _(fill, (const Tensor& t, const Scalar& value))                                                \
+  /* The indexing slots take int64 indices the op has checked to lie in [-size, size) (negative */ \
+  /* ones count from the end), contiguous. out = in's slices index[i] along dim; out is fresh */  \
+  /* and contiguous, index 1-d. */                                                               \
+  _(index_select, (const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index))       \
+  /* self's slices index[i] along dim += src's slice i (src has self's shape but index.numel() */ \
+  /* along dim); repeated indices accumulate. */                                                 \
+  _(index_add, (const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src))        \
+  /* out[p] = in[p with its dim coordinate replaced by index[p]]; index has out's shape, which */ \
+  /* is no larger than in's outside dim. */                                                      \
+  _(gather, (const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index))             \
+  /* self[p with dim coordinate index[p]] += src[p] for p over index's shape (the adjoint of */   \
+  /* gather); repeated targets accumulate. */                                                    \
+  _(scatter_add, (const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src))      \
   /* Reduces `in` over `reduce_mask` dims into out (out has in's rank, size 1 on reduced dims). */ \
   /* Sum accumulates in acc_t and writes out's dtype; Max/Min keep the dtype; Arg* write int64. */ \
   _(reduce, (ReduceOp op, const Tensor& out, const Tensor& in,                                   \

@@ -9,6 +9,7 @@
   namespace ember::cpu::level {                         \
   void register_elementwise_kernels(KernelTable& table); \
   void register_copy_kernels(KernelTable& table);        \
+  void register_indexing_kernels(KernelTable& table);    \
   void register_reduction_kernels(KernelTable& table);   \
   void register_gemm_kernels(KernelTable& table);        \
   void register_conv_kernels(KernelTable& table);        \

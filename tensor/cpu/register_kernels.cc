@@ -7,6 +7,7 @@ namespace ember::cpu::CPU_CAPABILITY {
 void register_kernels(KernelTable& table) {
   register_elementwise_kernels(table);
   register_copy_kernels(table);
+  register_indexing_kernels(table);
   register_reduction_kernels(table);
   register_gemm_kernels(table);
   register_conv_kernels(table);

@@ -72,4 +72,24 @@ struct GemmShape {
 int launch_integer_gemm(DType dtype, void* out, const void* a, const void* b, const GemmShape& g,
                         double beta, double alpha, cudaStream_t stream);
 
+// A dense tensor seen as [outer, size, inner] around the indexed dim, with n indices.
+struct SliceShape {
+  int64_t outer, size, inner, n;
+};
+// out [outer, n, inner] = in [outer, size, inner] at rows index[i] (all dense).
+int launch_index_select(DType dtype, void* out, const void* in, const int64_t* index,
+                        const SliceShape& s, cudaStream_t stream);
+// self [outer, size, inner] at rows index[i] += src [outer, n, inner] (dense; float32, float64,
+// int32 and int64 only: atomicAdd's types).
+int launch_index_add(DType dtype, void* self, const void* src, const int64_t* index,
+                     const SliceShape& s, cudaStream_t stream);
+// Over the `total` positions of an index tensor of g.sizes (unmerged, row-major, index dense):
+// gather reads in (strides g.strides[0], dim coordinate from index) into out (g.strides[1]);
+// scatter_add adds src (g.strides[1]) into self (g.strides[0], dim coordinate from index).
+int launch_gather(DType dtype, void* out, const void* in, const int64_t* index, const Indexer& g,
+                  int dim, int64_t dim_size, int64_t total, cudaStream_t stream);
+int launch_scatter_add(DType dtype, void* self, const void* src, const int64_t* index,
+                       const Indexer& g, int dim, int64_t dim_size, int64_t total,
+                       cudaStream_t stream);
+
 }  // namespace ember::cuda

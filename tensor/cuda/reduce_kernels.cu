@@ -8,7 +8,15 @@
 namespace ember::cuda {
 namespace {
 
-constexpr int kReduceThreads = 256;
+constexpr int kReduceThreads = 256;  // the most threads a row gets (the shared arrays' size)
+
+// Threads per row: a power of two no larger than the row needs, so short rows do not leave most of
+// a block idle at every step of the tree.
+unsigned threads_for(int64_t cols) {
+  unsigned t = 32;
+  while (t < kReduceThreads && t < cols) t *= 2;
+  return t;
+}
 
 template <typename T, typename Acc>
 __global__ void sum_kernel(Acc* out, const T* in, Indexer kept, Indexer reduced, int64_t rows,
@@ -22,7 +30,7 @@ __global__ void sum_kernel(Acc* out, const T* in, Indexer kept, Indexer reduced,
     }
     partial[threadIdx.x] = acc;
     __syncthreads();
-    for (int half = kReduceThreads / 2; half > 0; half /= 2) {
+    for (int half = blockDim.x / 2; half > 0; half /= 2) {
       if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
       __syncthreads();
     }
@@ -71,7 +79,7 @@ __global__ void extreme_kernel(T* values, int64_t* indices, const T* in, Indexer
     best_value[threadIdx.x] = b;
     best_index[threadIdx.x] = j;
     __syncthreads();
-    for (int half = kReduceThreads / 2; half > 0; half /= 2) {
+    for (int half = blockDim.x / 2; half > 0; half /= 2) {
       if (threadIdx.x < half) {
         const int other = threadIdx.x + half;
         if (best_index[other] >= 0 &&
@@ -104,7 +112,7 @@ int launch_sum(DType dtype, void* out, const void* in, const Indexer& kept,
     using T = decltype(tag);
     using Acc = std::conditional_t<is_floating_v<T>, double, int64_t>;
     const auto kernel = sum_kernel<T, Acc>;
-    EMBER_LAUNCH(kernel, row_blocks(rows), kReduceThreads, 0, stream, static_cast<Acc*>(out),
+    EMBER_LAUNCH(kernel, row_blocks(rows), threads_for(cols), 0, stream, static_cast<Acc*>(out),
                  static_cast<const T*>(in), kept, reduced, rows, cols);
     return static_cast<int>(cudaGetLastError());
   });
@@ -117,7 +125,7 @@ int launch_extreme(DType dtype, bool is_max, void* values, int64_t* indices, con
   return dispatch_all(dtype, [&](auto tag) {
     using T = decltype(tag);
     const auto kernel = extreme_kernel<T>;
-    EMBER_LAUNCH(kernel, row_blocks(rows), kReduceThreads, 0, stream, static_cast<T*>(values),
+    EMBER_LAUNCH(kernel, row_blocks(rows), threads_for(cols), 0, stream, static_cast<T*>(values),
                  indices, static_cast<const T*>(in), kept, reduced, rows, cols, is_max);
     return static_cast<int>(cudaGetLastError());
   });
