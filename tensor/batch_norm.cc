@@ -16,21 +16,24 @@ BatchNormShape check_bn(const char* op, const Tensor& input, const Tensor& weigh
                  const Tensor& running_mean, const Tensor& running_var) {
   EMBER_CHECK(input.defined() && input.dim() >= 2, op, ": expected an input [N, C, ...], got ",
               input.describe());
-  EMBER_CHECK(input.is_cpu(), "no ", input.device().str(), " kernel for ", op);
   const int64_t C = input.size(1);
   for (const Tensor* t : {&weight, &bias, &running_mean, &running_var}) {
     if (!t->defined()) continue;
     EMBER_CHECK(t->dim() == 1 && t->size(0) == C, op, ": per-channel tensor ", t->describe(),
                 " must have ", C, " elements to match input ", input.describe());
+    EMBER_CHECK(t->device() == input.device(), op, ": per-channel tensor ", t->describe(),
+                " must be on the input's device (", input.describe(), ")");
   }
   const int64_t N = input.size(0);
   return BatchNormShape{N, C, N * C == 0 ? 0 : input.numel() / (N * C)};
 }
 
+// The C per-channel values the coefficients are computed from, on the host (one copy from a
+// device tensor).
 std::vector<double> channel_values(const Tensor& t, int64_t C, double fill) {
   std::vector<double> v(C, fill);
   if (!t.defined()) return v;
-  Tensor c = t.to(kFloat64).contiguous();
+  Tensor c = t.to(kFloat64).cpu().contiguous();
   const double* p = c.data_ptr<double>();
   for (int64_t i = 0; i < C; ++i) v[i] = p[i];
   return v;
@@ -49,7 +52,7 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_forward(const Tensor& input, const
   EMBER_CHECK(!training || M > 1, "batch_norm: expected more than 1 value per channel when ",
               "training, got input size ", input.shape_str());
   Tensor in = input.contiguous();
-  Tensor out = empty(input.sizes(), input.dtype());
+  Tensor out = empty(input.sizes(), TensorOptions(input.dtype(), input.device()));
   EMBER_CHECK(input.dtype() == kFloat32 || input.dtype() == kFloat64,
               "batch_norm: supports float32 and float64, got ", input.describe());
   std::vector<double> mean(s.C), var(s.C), invstd(s.C);
@@ -58,13 +61,15 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_forward(const Tensor& input, const
                                                                     var.data());
     if (running_mean.defined()) {
       NoGradGuard no_grad;
+      // running = (1 - momentum) * running + momentum * batch statistic, in double on the host.
+      std::vector<double> rm = channel_values(running_mean, s.C, 0.0);
+      std::vector<double> rv = channel_values(running_var, s.C, 1.0);
       for (int64_t c = 0; c < s.C; ++c) {
-        const double unbiased = var[c] * M / (M - 1);
-        // running = (1 - momentum) * running + momentum * batch statistic
-        Tensor rm = running_mean.select(0, c), rv = running_var.select(0, c);
-        fill_(rm, (1 - momentum) * rm.item<double>() + momentum * mean[c]);
-        fill_(rv, (1 - momentum) * rv.item<double>() + momentum * unbiased);
+        rm[c] = (1 - momentum) * rm[c] + momentum * mean[c];
+        rv[c] = (1 - momentum) * rv[c] + momentum * (var[c] * M / (M - 1));
       }
+      copy_(running_mean, from_vector<double>(rm));
+      copy_(running_var, from_vector<double>(rv));
     }
   } else {
     mean = channel_values(running_mean, s.C, 0.0);
@@ -80,8 +85,9 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_forward(const Tensor& input, const
   }
   kernel_for(&KernelTable::batch_norm_transform, "batch_norm", {&in})(out, in, s, scale.data(),
                                                                       shift.data());
-  Tensor mean_t = from_vector<double>(mean).to(input.dtype());
-  Tensor invstd_t = from_vector<double>(invstd).to(input.dtype());
+  const TensorOptions like_input(input.dtype(), input.device());
+  Tensor mean_t = from_vector<double>(mean).to(like_input.dtype).to(like_input.device);
+  Tensor invstd_t = from_vector<double>(invstd).to(like_input.dtype).to(like_input.device);
   return {out, mean_t, invstd_t};
 }
 
@@ -103,7 +109,8 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(const Tensor& grad_out, c
   const int64_t M = s.N * s.inner;
   Tensor in = input.contiguous();
   Tensor go = grad_out.contiguous().to(input.dtype());
-  Tensor grad_input = mask[0] ? empty(input.sizes(), input.dtype()) : Tensor();
+  const TensorOptions like_input(input.dtype(), input.device());
+  Tensor grad_input = mask[0] ? empty(input.sizes(), like_input) : Tensor();
   std::vector<double> sum_g(s.C, 0.0), sum_gx(s.C, 0.0);
   EMBER_CHECK(input.dtype() == kFloat32 || input.dtype() == kFloat64,
               "batch_norm_backward: supports float32 and float64, got ", input.describe());
@@ -134,9 +141,9 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(const Tensor& grad_out, c
   if (mask[1]) {
     std::vector<double> gw(s.C);
     for (int64_t c = 0; c < s.C; ++c) gw[c] = sum_gx[c] * is[c];
-    grad_weight = from_vector<double>(gw).to(input.dtype());
+    grad_weight = from_vector<double>(gw).to(input.dtype()).to(input.device());
   }
-  if (mask[2]) grad_bias = from_vector<double>(sum_g).to(input.dtype());
+  if (mask[2]) grad_bias = from_vector<double>(sum_g).to(input.dtype()).to(input.device());
   return {grad_input, grad_weight, grad_bias};
 }
 

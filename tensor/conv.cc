@@ -13,8 +13,8 @@ namespace {
 cpu::ConvGeometry geometry(const char* op, const Tensor& input, const Tensor& weight,
                            const Conv2dParams& p) {
   EMBER_CHECK(input.defined() && weight.defined(), op, ": undefined input or weight");
-  EMBER_CHECK(input.is_cpu() && weight.is_cpu(), "no ", input.device().str(), " kernel for ", op,
-              " (input ", input.describe(), ", weight ", weight.describe(), ")");
+  EMBER_CHECK(input.device() == weight.device(), op, ": input ", input.describe(), " and weight ",
+              weight.describe(), " must be on the same device");
   EMBER_CHECK(input.dim() == 4, op, ": expected a 4-d input [N, C, H, W], got ", input.describe());
   EMBER_CHECK(weight.dim() == 4, op, ": expected a 4-d weight [O, C/groups, kH, kW], got ",
               weight.describe());
@@ -47,11 +47,13 @@ Tensor conv2d_forward(const Tensor& input, const Tensor& weight, const Tensor& b
   const cpu::ConvGeometry g = geometry("conv2d", input, weight, p);
   const int64_t O = weight.size(0);
   if (bias.defined()) {
+    EMBER_CHECK(bias.device() == input.device(), "conv2d: bias ", bias.describe(),
+                " must be on the input's device (", input.describe(), ")");
     EMBER_CHECK(bias.dim() == 1 && bias.size(0) == O && bias.dtype() == input.dtype(),
                 "conv2d: bias ", bias.describe(), " must be 1-d with ", O, " ",
                 dtype_name(input.dtype()), " elements");
   }
-  Tensor out = empty({g.N, O, g.Ho, g.Wo}, input.dtype());
+  Tensor out = empty({g.N, O, g.Ho, g.Wo}, TensorOptions(input.dtype(), input.device()));
   Tensor in = input.contiguous(), w = weight.contiguous();
   Tensor b = bias.defined() ? bias.contiguous() : bias;
   kernel_for(&KernelTable::conv2d, "conv2d", {&in, &w})(out, in, w, b, g, p.groups);
@@ -75,9 +77,10 @@ std::tuple<Tensor, Tensor, Tensor> conv2d_backward(const Tensor& grad_out, const
   EMBER_CHECK(grad_out.sizes() == Shape({g.N, O, g.Ho, g.Wo}), "conv2d_backward: grad_output ",
               grad_out.describe(), " does not match the output shape [", g.N, ", ", O, ", ", g.Ho,
               ", ", g.Wo, "]");
-  Tensor grad_input = mask[0] ? empty(input.sizes(), input.dtype()) : Tensor();
-  Tensor grad_weight = mask[1] ? empty(weight.sizes(), weight.dtype()) : Tensor();
-  Tensor grad_bias = mask[2] ? empty({O}, weight.dtype()) : Tensor();
+  const TensorOptions like(input.dtype(), input.device());
+  Tensor grad_input = mask[0] ? empty(input.sizes(), like) : Tensor();
+  Tensor grad_weight = mask[1] ? empty(weight.sizes(), like) : Tensor();
+  Tensor grad_bias = mask[2] ? empty({O}, like) : Tensor();
   Tensor go = grad_out.to(input.dtype()).contiguous();
   Tensor in = input.contiguous(), w = weight.contiguous();
   kernel_for(&KernelTable::conv2d_backward, "conv2d_backward", {&go, &in, &w})(

@@ -92,4 +92,34 @@ int launch_scatter_add(DType dtype, void* self, const void* src, const int64_t* 
                        const Indexer& g, int dim, int64_t dim_size, int64_t total,
                        cudaStream_t stream);
 
+// One 2-d convolution's geometry (tensor/cpu/conv_geometry.h's fields; C is the input's channels).
+struct ConvShape {
+  int64_t N, C, H, W, kh, kw, sh, sw, ph, pw, dh, dw, Ho, Wo;
+};
+// cols [N, C * kh * kw, Ho * Wo] from a dense NCHW input (float32 or float64), and back: col2im
+// writes every input element (the sum of the column entries that read it).
+int launch_im2col(DType dtype, void* cols, const void* in, const ConvShape& g,
+                  cudaStream_t stream);
+int launch_col2im(DType dtype, void* in, const void* cols, const ConvShape& g,
+                  cudaStream_t stream);
+
+// Batch norm over dense [N, C, inner] float32/float64 data; per-channel arrays are C device
+// doubles. stats: mean and biased variance; transform: out = x * scale[c] + shift[c];
+// backward_reduce: sum_g = sum of g, sum_gx = sum of g * (x - mean[c]); backward_transform:
+// gi = a[c] * g - b[c] - d[c] * (x - mean[c]), or a[c] * g when b is null.
+struct BatchNormDims {
+  int64_t N, C, inner;
+};
+int launch_batch_norm_stats(DType dtype, const void* x, const BatchNormDims& s, double* mean,
+                            double* var, cudaStream_t stream);
+int launch_batch_norm_transform(DType dtype, void* out, const void* x, const BatchNormDims& s,
+                                const double* scale, const double* shift, cudaStream_t stream);
+int launch_batch_norm_backward_reduce(DType dtype, const void* g, const void* x,
+                                      const BatchNormDims& s, const double* mean, double* sum_g,
+                                      double* sum_gx, cudaStream_t stream);
+int launch_batch_norm_backward_transform(DType dtype, void* gi, const void* g, const void* x,
+                                         const BatchNormDims& s, const double* a, const double* b,
+                                         const double* d, const double* mean,
+                                         cudaStream_t stream);
+
 }  // namespace ember::cuda

@@ -1,0 +1,95 @@
+// The CUDA convolution (im2col + cuBLAS) and batch-norm kernels against the CPU backend, forward
+// and backward, over strides, padding, dilation and groups, training and eval.
+#include <gtest/gtest.h>
+
+#include "tensor/nn_ops.h"
+#include "tests/tensor/cuda/device_buffer.h"
+#include "tests/tensor/cuda/device_parity.h"
+
+namespace ember::testing {
+namespace {
+
+class CudaConvBatchNormTest : public ::testing::Test {
+ protected:
+  void SetUp() override { EMBER_SKIP_WITHOUT_CUDA_DEVICE(); }
+};
+
+struct ConvCase {
+  Shape input, weight;
+  Conv2dParams params;
+};
+
+TEST_F(CudaConvBatchNormTest, Conv2dForwardAndBackward) {
+  Conv2dParams strided;
+  strided.stride = {2, 1};
+  strided.padding = {1, 2};
+  Conv2dParams dilated;
+  dilated.dilation = {2, 2};
+  dilated.padding = {2, 2};
+  Conv2dParams grouped;
+  grouped.groups = 2;
+  grouped.padding = {1, 1};
+  const std::vector<ConvCase> cases = {
+      {{2, 3, 7, 6}, {4, 3, 3, 3}, Conv2dParams{}},
+      {{2, 3, 7, 6}, {5, 3, 3, 2}, strided},
+      {{1, 2, 9, 9}, {3, 2, 3, 3}, dilated},
+      {{2, 4, 5, 5}, {6, 2, 3, 3}, grouped},
+  };
+  for (ScalarType dt : {kFloat32, kFloat64}) {
+    for (const ConvCase& c : cases) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " input " + shape_to_string(c.input) +
+                   " weight " + shape_to_string(c.weight));
+      const Tensor x = parity_input(c.input, dt, 1), w = parity_input(c.weight, dt, 2),
+                   b = parity_input({c.weight[0]}, dt, 3);
+      const Conv2dParams p = c.params;
+      EXPECT_TRUE(matches_cpu([&](auto& t) { return conv2d(t[0], t[1], t[2], p); }, {x, w, b},
+                              device_tolerance(dt)));
+      const Tensor g = parity_input(conv2d(x, w, b, p).sizes(), dt, 4);
+      for (int k = 0; k < 3; ++k) {
+        // Each gradient sums over many products, in another order than the CPU's.
+        EXPECT_TRUE(matches_cpu(
+            [&](auto& t) {
+              auto grads = conv2d_backward(t[0], t[1], t[2], p, {true, true, true});
+              return k == 0 ? std::get<0>(grads) : k == 1 ? std::get<1>(grads) : std::get<2>(grads);
+            },
+            {g, x, w}, 10 * device_tolerance(dt)))
+            << "grad " << k;
+      }
+    }
+  }
+}
+
+TEST_F(CudaConvBatchNormTest, BatchNormTrainingAndEval) {
+  for (ScalarType dt : {kFloat32, kFloat64}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const Tensor x = parity_input({4, 3, 5, 6}, dt, 5).mul(3).add(1);
+    const Tensor w = parity_input({3}, dt, 6), b = parity_input({3}, dt, 7);
+    for (bool training : {true, false}) {
+      // Running statistics are updated in place: each side starts from its own copy.
+      EXPECT_TRUE(matches_cpu(
+          [&](auto& t) {
+            Tensor rm = t[3].clone(), rv = t[4].clone();
+            Tensor out = batch_norm(t[0], t[1], t[2], rm, rv, training, 0.1, 1e-5);
+            return cat({out.reshape({-1}), rm, rv});
+          },
+          {x, w, b, zeros({3}, dt), ones({3}, dt)}, 10 * device_tolerance(dt)))
+          << (training ? "training" : "eval");
+      const auto fwd = batch_norm_forward(x, w, b, zeros({3}, dt), ones({3}, dt), training, 0.1,
+                                          1e-5);
+      const Tensor g = parity_input(x.sizes(), dt, 8);
+      for (int k = 0; k < 3; ++k) {
+        EXPECT_TRUE(matches_cpu(
+            [&](auto& t) {
+              auto grads = batch_norm_backward(t[0], t[1], t[2], t[3], t[4], training,
+                                               {true, true, true});
+              return k == 0 ? std::get<0>(grads) : k == 1 ? std::get<1>(grads) : std::get<2>(grads);
+            },
+            {g, x, w, std::get<1>(fwd), std::get<2>(fwd)}, 100 * device_tolerance(dt)))
+            << "grad " << k << (training ? " training" : " eval");
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ember::testing
