@@ -9,20 +9,21 @@
 namespace ember::autograd {
 namespace {
 
-// Address of the j-th element (row-major over sizes) of a float64 tensor of any layout.
-double* element(const Tensor& t, int64_t j) {
-  int64_t offset = 0;
+// A 0-d view of the j-th element (row-major over sizes) of t, any layout, any device: reading
+// and perturbing it go through item() and fill_, so device inputs are checked in place too.
+Tensor element(const Tensor& t, int64_t j) {
+  int64_t offset = t.storage_offset();
   for (int64_t d = t.dim() - 1; d >= 0; --d) {
     const int64_t size = t.sizes()[d];
     offset += (j % size) * t.strides()[d];
     j /= size;
   }
-  return static_cast<double*>(t.data_ptr()) + offset;
+  return t.as_strided({}, {}, offset);
 }
 
 std::vector<double> flatten_values(const Tensor& t) {
   std::vector<double> v(t.numel());
-  Tensor c = t.detach().to(kFloat64).contiguous();
+  Tensor c = t.detach().to(kFloat64).cpu().contiguous();
   const double* p = c.data_ptr<double>();
   for (int64_t i = 0; i < t.numel(); ++i) v[i] = p[i];
   return v;
@@ -46,7 +47,7 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
     for (const Tensor& x : inputs) x.mutable_grad() = Tensor();
     Tensor seed = zeros(out.sizes(), out.dtype());
     static_cast<double*>(seed.data_ptr())[k] = 1.0;  // seed is contiguous float64
-    run_backward({out}, {seed.to(out.dtype())}, /*retain_graph=*/true);
+    run_backward({out}, {seed.to(out.device())}, /*retain_graph=*/true);
     for (size_t i = 0; i < inputs.size(); ++i) {
       const Tensor& g = inputs[i].grad();
       if (!g.defined()) continue;
@@ -60,13 +61,13 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& x = inputs[i];
     for (int64_t j = 0; j < x.numel(); ++j) {
-      double* p = element(x, j);
-      const double orig = *p;
-      *p = orig + opt.eps;
+      const Tensor p = element(x, j);
+      const double orig = p.item<double>();
+      fill_(p, orig + opt.eps);
       std::vector<double> plus = flatten_values(fn(inputs));
-      *p = orig - opt.eps;
+      fill_(p, orig - opt.eps);
       std::vector<double> minus = flatten_values(fn(inputs));
-      *p = orig;
+      fill_(p, orig);
       for (int64_t k = 0; k < n_out; ++k) {
         const double numeric = (plus[k] - minus[k]) / (2 * opt.eps);
         const double a = analytic[i][k * x.numel() + j];

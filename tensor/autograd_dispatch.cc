@@ -13,6 +13,23 @@ AutogradKernels& autograd_kernels() {
   return kernels;
 }
 
+const std::vector<const char*>& autograd_slot_names() {
+  static const std::vector<const char*> names = {
+#define EMBER_AUTOGRAD_SLOT_NAME(name, signature) #name,
+      EMBER_FORALL_AUTOGRAD_SLOTS(EMBER_AUTOGRAD_SLOT_NAME)
+#undef EMBER_AUTOGRAD_SLOT_NAME
+  };
+  return names;
+}
+
+std::vector<bool> autograd_slots_filled(const AutogradKernels& kernels) {
+  return {
+#define EMBER_AUTOGRAD_SLOT_FILLED(name, signature) kernels.name != nullptr,
+      EMBER_FORALL_AUTOGRAD_SLOTS(EMBER_AUTOGRAD_SLOT_FILLED)
+#undef EMBER_AUTOGRAD_SLOT_FILLED
+  };
+}
+
 bool should_record(std::initializer_list<const Tensor*> inputs) {
   if (!GradMode::is_enabled() || AutoDispatchBelowAutograd::is_active()) return false;
   for (const Tensor* t : inputs) {

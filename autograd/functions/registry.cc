@@ -1,5 +1,6 @@
 // Fills autograd_kernels() when the autograd library is linked, and lists every differentiable op
-// for the gradcheck coverage test (tests/autograd/gradcheck_test.cc).
+// (the autograd slots plus their composites) for the gradcheck coverage test
+// (tests/autograd/gradcheck_test.cc).
 #include "autograd/functions/function_node.h"
 
 namespace ember::autograd {
@@ -17,19 +18,17 @@ const bool kRegistered = [] {
 }  // namespace
 
 const std::vector<std::string>& differentiable_op_names() {
-  static const std::vector<std::string> names = {
-      // primitives with a formula
-      "add", "sub", "mul", "div", "pow", "maximum", "minimum", "add_scalar", "sub_scalar",
-      "mul_scalar", "div_scalar", "pow_scalar", "rsub", "rdiv", "where", "neg", "exp", "log",
-      "sqrt", "rsqrt", "abs", "relu", "sigmoid", "tanh", "sign", "clamp", "add_", "sub_", "mul_",
-      "div_", "add_scalar_", "mul_scalar_", "div_scalar_", "fill_", "copy_", "sum", "max", "min",
-      "mm", "bmm", "addmm", "view", "permute", "transpose", "slice", "select", "expand", "squeeze",
-      "squeeze_dim", "unsqueeze", "as_strided", "clone", "to_dtype", "cat", "index_select",
-      "gather", "scatter_add", "index_add_", "conv2d", "max_pool2d", "avg_pool2d",
-      "adaptive_avg_pool2d", "batch_norm", "log_softmax", "nll_loss", "embedding",
-      // composites of the above
-      "mean", "var", "max_dim", "min_dim", "matmul", "reshape", "flatten", "narrow", "t",
-      "contiguous", "stack", "zero_", "softmax"};
+  static const std::vector<std::string> names = [] {
+    // The primitives: every autograd slot (EMBER_FORALL_AUTOGRAD_SLOTS).
+    std::vector<std::string> all(autograd_slot_names().begin(), autograd_slot_names().end());
+    // The composites of those, which have no slot of their own.
+    for (const char* composite : {"mean", "var", "max_dim", "min_dim", "matmul", "reshape",
+                                  "flatten", "narrow", "t", "contiguous", "stack", "zero_",
+                                  "softmax"}) {
+      all.push_back(composite);
+    }
+    return all;
+  }();
   return names;
 }
 
