@@ -1,0 +1,68 @@
+// ResNet-20 trained on cuda:0 against the same model trained on the CPU: same initial weights,
+// same batches, SGD with momentum and weight decay; after each step the losses, and at the end
+// every parameter and batch-norm statistic, agree within a float32 tolerance. Exercises every
+// kernel a training step needs on the device, autograd and the optimizer unchanged.
+#include <gtest/gtest.h>
+
+#include "nn/functional.h"
+#include "nn/models/resnet.h"
+#include "optim/sgd.h"
+#include "tests/tensor/cuda/device_buffer.h"
+#include "tests/tensor/test_util.h"
+
+namespace ember {
+namespace {
+
+const Device kCuda0(DeviceType::CUDA, 0);
+
+// |a - b| <= tol * max(1, max |b|) elementwise, so near-zero entries of a large tensor are
+// compared at the tensor's scale: the two devices sum in different orders.
+::testing::AssertionResult close_at_scale(const Tensor& a, const Tensor& b, double tol) {
+  const Tensor x = a.cpu().to(kFloat64), y = b.cpu().to(kFloat64);
+  const double scale = std::max(1.0, max(abs(y)).item<double>());
+  const double err = max(abs(sub(x, y))).item<double>();
+  if (err <= tol * scale) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "max difference " << err << " at scale " << scale;
+}
+
+TEST(CudaTrainingTest, ResNet20StepsOnTheDeviceMatchTheCpu) {
+  EMBER_SKIP_WITHOUT_CUDA_DEVICE();
+  Generator init_cpu(7), init_gpu(7);
+  nn::ResNet cpu_model(nn::ResNetOptions{}, &init_cpu);
+  nn::ResNet gpu_model(nn::ResNetOptions{}, &init_gpu);
+  gpu_model.to(kCuda0);
+  const auto options = optim::SGDOptions(0.05).momentum(0.9).weight_decay(5e-4);
+  optim::SGD cpu_opt(cpu_model.parameters(), options);
+  optim::SGD gpu_opt(gpu_model.parameters(), options);
+  Generator data(11);
+  constexpr int kSteps = 3;
+  for (int step = 0; step < kSteps; ++step) {
+    const Tensor x = randn({8, 1, 12, 12}, &data), y = randint(0, 10, {8}, &data);
+    Tensor cpu_loss = nn::functional::cross_entropy(cpu_model.forward(x), y);
+    Tensor gpu_loss = nn::functional::cross_entropy(gpu_model.forward(x.to(kCuda0)), y.to(kCuda0));
+    ASSERT_TRUE(gpu_loss.is_cuda());
+    EXPECT_NEAR(gpu_loss.item<double>(), cpu_loss.item<double>(), 1e-4) << "step " << step;
+    cpu_opt.zero_grad();
+    gpu_opt.zero_grad();
+    cpu_loss.backward();
+    gpu_loss.backward();
+    cpu_opt.step();
+    gpu_opt.step();
+  }
+  const auto cpu_params = cpu_model.named_parameters(), gpu_params = gpu_model.named_parameters();
+  ASSERT_EQ(cpu_params.size(), gpu_params.size());
+  for (size_t i = 0; i < cpu_params.size(); ++i) {
+    EXPECT_TRUE(gpu_params[i].second.is_cuda()) << gpu_params[i].first;
+    EXPECT_TRUE(close_at_scale(gpu_params[i].second, cpu_params[i].second, 1e-4))
+        << cpu_params[i].first;
+  }
+  const auto cpu_buffers = cpu_model.named_buffers(), gpu_buffers = gpu_model.named_buffers();
+  ASSERT_EQ(cpu_buffers.size(), gpu_buffers.size());
+  for (size_t i = 0; i < cpu_buffers.size(); ++i) {
+    EXPECT_TRUE(close_at_scale(gpu_buffers[i].second, cpu_buffers[i].second, 1e-4))
+        << cpu_buffers[i].first;
+  }
+}
+
+}  // namespace
+}  // namespace ember
