@@ -2,14 +2,16 @@
 # Runs every ember test and ends with one line "N passed, N failed, N skipped" (counting GoogleTest
 # cases; a test binary that crashes or fails to build counts as one failure).
 #   1. bazel test //...            all GoogleTest suites, and the mpirun suites (sh_test wrappers)
-#   2. bazel test --config=asan    the single-process suites and the mpirun suites (one world size
+#   2. bazel test --config=cudasim the CUDA suites (tag "cuda") with the CUDA backend's kernels
+#                                  running on the CUDA simulator (tensor/cuda/sim/): no GPU needed
+#   3. bazel test --config=asan    the single-process suites and the mpirun suites (one world size
 #                                  each) again under AddressSanitizer + UBSan + LeakSanitizer
-#   3. bazel test --config=tsan    ThreadSanitizer on the suites whose threads are ember's own
+#   4. bazel test --config=tsan    ThreadSanitizer on the suites whose threads are ember's own
 #                                  (tag "tsan": Work/Future, DataLoader, stall inspector) and on
 #                                  the mpirun suites (one world size each)
 # Suppressions: only Open MPI's own libraries, in tests/sanitizers/{lsan,tsan}.supp (each says why).
-# Installs missing Debian packages first (scripts/bootstrap.sh). EMBER_SKIP_ASAN=1 skips step 2,
-# EMBER_SKIP_TSAN=1 step 3.
+# Installs missing Debian packages first (scripts/bootstrap.sh). EMBER_SKIP_CUDASIM=1 skips step 2,
+# EMBER_SKIP_ASAN=1 step 3, EMBER_SKIP_TSAN=1 step 4.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh || { echo "0 passed, 1 failed"; exit 1; }
@@ -78,6 +80,9 @@ run_suite() {
 }
 
 run_suite "all tests" //...
+if [[ "${EMBER_SKIP_CUDASIM:-0}" != "1" ]]; then
+  run_suite "cuda simulator" --config=cudasim --test_tag_filters=cuda //tests/...
+fi
 supp="$(pwd)/tests/sanitizers"
 # Open MPI unloads its components at finalize; kept loaded, their frames in reports have names.
 mpi_env=(--test_env=OMPI_MCA_mca_base_component_disable_dlclose=1)
