@@ -5,6 +5,7 @@
 
 #include "tensor/cpu/convert.h"
 #include "tensor/device_backend.h"
+#include "tensor/kernels.h"
 #include "tensor/ops.h"
 
 namespace ember {
@@ -18,20 +19,13 @@ void check_sizes(const char* op, const Shape& sizes) {
 
 Generator& pick(Generator* gen) { return gen ? *gen : default_generator(); }
 
-// Random values are drawn on the CPU in a fixed order and then moved to the device, so a seed gives
-// the same tensor on every device.
-template <typename Draw>
+// A dense tensor of draws from `gen` by the device's random kernel (tensor/kernels.h, RandomSpec).
 Tensor random_tensor(const char* op, const Shape& sizes, Generator* gen, TensorOptions options,
-                     Draw draw) {
+                     const RandomSpec& spec) {
   check_sizes(op, sizes);
-  Tensor cpu_t = empty(sizes, TensorOptions(options.dtype, kCPU));
-  Generator& g = pick(gen);
-  std::lock_guard<std::mutex> lock(g.mutex());
-  EMBER_DISPATCH_ALL_TYPES(options.dtype, op, [&] {
-    scalar_t* p = cpu_t.data_ptr<scalar_t>();
-    for (int64_t i = 0; i < cpu_t.numel(); ++i) p[i] = cpu::convert<scalar_t>(draw(g));
-  });
-  return options.device.is_cpu() ? cpu_t : cpu_t.to(options.device);
+  Tensor t = empty(sizes, options);
+  if (t.numel() > 0) kernel_for(&KernelTable::random, op, {&t})(t, spec, pick(gen));
+  return t;
 }
 
 }  // namespace
@@ -75,12 +69,9 @@ Tensor zeros(const Shape& sizes, TensorOptions options) {
 Tensor ones(const Shape& sizes, TensorOptions options) { return full(sizes, 1, options); }
 
 Tensor full(const Shape& sizes, const Scalar& value, TensorOptions options) {
-  if (options.device.is_cpu()) {
-    Tensor t = empty(sizes, options);
-    fill_(t, value);
-    return t;
-  }
-  return full(sizes, value, TensorOptions(options.dtype, kCPU)).to(options.device);
+  Tensor t = empty(sizes, options);
+  fill_(t, value);
+  return t;
 }
 
 Tensor empty_like(const Tensor& t) { return empty(t.sizes(), TensorOptions(t.dtype(), t.device())); }
@@ -185,29 +176,29 @@ Tensor rand(const Shape& sizes, Generator* gen, TensorOptions options) {
               options.dtype);
   // Draw only as many bits as the dtype's significand holds, so rounding to the dtype can never
   // turn a value just below 1 into 1 (float16 keeps 11 bits, bfloat16 8, float32 24).
-  int bits = 24;
-  if (options.dtype == kFloat64) bits = 53;
-  if (options.dtype == kFloat16) bits = 11;
-  if (options.dtype == kBFloat16) bits = 8;
-  return random_tensor("rand", sizes, gen, options, [bits](Generator& g) {
-    if (bits == 53) return g.next_double();
-    if (bits == 24) return static_cast<double>(g.next_float());
-    return std::ldexp(static_cast<double>(g.next_u64() >> (64 - bits)), -bits);
-  });
+  RandomSpec spec;
+  spec.bits = 24;
+  if (options.dtype == kFloat64) spec.bits = 53;
+  if (options.dtype == kFloat16) spec.bits = 11;
+  if (options.dtype == kBFloat16) spec.bits = 8;
+  return random_tensor("rand", sizes, gen, options, spec);
 }
 
 Tensor randn(const Shape& sizes, Generator* gen, TensorOptions options) {
   EMBER_CHECK(is_floating_point(options.dtype), "randn: expected a floating dtype, got ",
               options.dtype);
-  return random_tensor("randn", sizes, gen, options, [](Generator& g) { return g.next_normal(); });
+  RandomSpec spec;
+  spec.kind = RandomSpec::Kind::Normal;
+  return random_tensor("randn", sizes, gen, options, spec);
 }
 
 Tensor randint(int64_t low, int64_t high, const Shape& sizes, Generator* gen, TensorOptions options) {
   EMBER_CHECK(low < high, "randint: low (", low, ") must be less than high (", high, ")");
-  const uint64_t range = static_cast<uint64_t>(high - low);
-  return random_tensor("randint", sizes, gen, options, [low, range](Generator& g) {
-    return static_cast<double>(low + static_cast<int64_t>(g.next_below(range)));
-  });
+  RandomSpec spec;
+  spec.kind = RandomSpec::Kind::Integer;
+  spec.low = low;
+  spec.range = static_cast<uint64_t>(high - low);
+  return random_tensor("randint", sizes, gen, options, spec);
 }
 
 Tensor randperm(int64_t n, Generator* gen) {
@@ -225,19 +216,15 @@ Tensor randperm(int64_t n, Generator* gen) {
 
 const Tensor& uniform_(const Tensor& t, double low, double high, Generator* gen) {
   EMBER_CHECK(low <= high, "uniform_: low (", low, ") must not exceed high (", high, ")");
-  Tensor r = rand(t.sizes(), gen, TensorOptions(kFloat64, kCPU));
-  double* p = r.data_ptr<double>();
-  for (int64_t i = 0; i < r.numel(); ++i) p[i] = low + (high - low) * p[i];
-  copy_(t, r);
+  const Tensor r = rand(t.sizes(), gen, TensorOptions(kFloat64, t.device()));
+  copy_(t, add(mul(r, high - low), low));
   return t;
 }
 
 const Tensor& normal_(const Tensor& t, double mean, double std, Generator* gen) {
   EMBER_CHECK(std >= 0, "normal_: std must be non-negative, got ", std);
-  Tensor r = randn(t.sizes(), gen, TensorOptions(kFloat64, kCPU));
-  double* p = r.data_ptr<double>();
-  for (int64_t i = 0; i < r.numel(); ++i) p[i] = mean + std * p[i];
-  copy_(t, r);
+  const Tensor r = randn(t.sizes(), gen, TensorOptions(kFloat64, t.device()));
+  copy_(t, add(mul(r, std), mean));
   return t;
 }
 

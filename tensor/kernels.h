@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "tensor/generator.h"
 #include "tensor/tensor.h"
 
 namespace ember {
@@ -58,6 +59,10 @@ struct BatchNormBackwardCoefficients {
   _(copy, (const Tensor& dst, const Tensor& src))                                                \
   /* Every element of t (any layout) = value converted to t's dtype. */                           \
   _(fill, (const Tensor& t, const Scalar& value))                                                \
+  /* Fills a dense `out` with draws of `spec` from `gen`, element by element in order. Devices */ \
+  /* may draw differently (the CPU reads gen's stream, CUDA keys Philox with one draw of it): */ \
+  /* a seed gives the same tensor on every run and rank, not across devices. */               \
+  _(random, (const Tensor& out, const RandomSpec& spec, Generator& gen))                         \
   /* The indexing slots take int64 indices the op has checked to lie in [-size, size) (negative */ \
   /* ones count from the end), contiguous. out = in's slices index[i] along dim; out is fresh */  \
   /* and contiguous, index 1-d. */                                                               \
@@ -101,6 +106,15 @@ struct BatchNormBackwardCoefficients {
   _(batch_norm_backward_transform, (const Tensor& grad_input, const Tensor& grad_out,            \
                                     const Tensor& input, const BatchNormShape& s,                \
                                     const BatchNormBackwardCoefficients& k))
+
+// What the random slot draws: uniform in [0, 1) with `bits` random bits (never rounding up to 1
+// in the target dtype), standard normal, or integers low + [0, range).
+struct RandomSpec {
+  enum class Kind { Uniform, Normal, Integer } kind = Kind::Uniform;
+  int bits = 53;
+  int64_t low = 0;
+  uint64_t range = 1;
+};
 
 struct KernelTable {
 #define EMBER_DECLARE_KERNEL_SLOT(name, params) void(*name) params = nullptr;

@@ -10,6 +10,7 @@
   void register_elementwise_kernels(KernelTable& table); \
   void register_copy_kernels(KernelTable& table);        \
   void register_indexing_kernels(KernelTable& table);    \
+  void register_random_kernels(KernelTable& table);      \
   void register_reduction_kernels(KernelTable& table);   \
   void register_gemm_kernels(KernelTable& table);        \
   void register_conv_kernels(KernelTable& table);        \

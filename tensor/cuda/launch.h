@@ -122,4 +122,15 @@ int launch_batch_norm_backward_transform(DType dtype, void* gi, const void* g, c
                                          const double* d, const double* mean,
                                          cudaStream_t stream);
 
+// out[i] (dense, n elements) = a draw from Philox4x32-10 at counter i under `key`: uniform in
+// [0, 1) with `bits` bits, standard normal (Box-Muller), or low + (64 bits mod range).
+struct RandomDraw {
+  enum Kind : int { Uniform, Normal, Integer } kind;
+  int bits;
+  int64_t low;
+  uint64_t range;
+};
+int launch_random(DType dtype, void* out, int64_t n, uint64_t key, const RandomDraw& draw,
+                  cudaStream_t stream);
+
 }  // namespace ember::cuda
