@@ -105,7 +105,26 @@ struct BatchNormBackwardCoefficients {
   /* grad_input from BatchNormBackwardCoefficients: */                                         \
   _(batch_norm_backward_transform, (const Tensor& grad_input, const Tensor& grad_out,            \
                                     const Tensor& input, const BatchNormShape& s,                \
-                                    const BatchNormBackwardCoefficients& k))
+                                    const BatchNormBackwardCoefficients& k))                 \
+  /* Pooling over dense float32/float64 planes of geometry g (tensor/pooling.cc checks it). */    \
+  /* max: out = the window's maximum (NaN wins, then the first maximum), indices = its flat */    \
+  /* position h * W + w in the plane (int64). */                                                 \
+  _(max_pool2d, (const Tensor& out, const Tensor& indices, const Tensor& input,                 \
+                 const PoolGeometry& g))                                                         \
+  _(avg_pool2d, (const Tensor& out, const Tensor& input, const PoolGeometry& g))                 \
+  /* grad_input (dense, every element written) of avg_pool2d for a dense grad_out. */           \
+  _(avg_pool2d_backward, (const Tensor& grad_input, const Tensor& grad_out,                      \
+                          const PoolGeometry& g))                                                \
+  /* PyTorch's adaptive windows [floor(o * in / out), ceil((o + 1) * in / out)). */             \
+  _(adaptive_avg_pool2d, (const Tensor& out, const Tensor& input, const PoolGeometry& g))        \
+  _(adaptive_avg_pool2d_backward, (const Tensor& grad_input, const Tensor& grad_out,             \
+                                   const PoolGeometry& g))
+
+// One 2-d pooling over `planes` = N * C planes of H x W (dense): window kh x kw, stride, padding
+// (count_include_pad averaging), output Ho x Wo. Adaptive pooling uses planes, H, W, Ho, Wo only.
+struct PoolGeometry {
+  int64_t planes, H, W, kh, kw, sh, sw, ph, pw, Ho, Wo;
+};
 
 // What the random slot draws: uniform in [0, 1) with `bits` random bits (never rounding up to 1
 // in the target dtype), standard normal, or integers low + [0, range).

@@ -1,6 +1,5 @@
-// log_softmax (numerically stable: subtract the max), nll_loss, and embedding lookups.
-#include <cmath>
-#include <limits>
+// log_softmax (numerically stable: subtract the max), nll_loss, and embedding lookups, composed
+// of device ops (reductions, gather, scatter_add), so they run on every device.
 
 #include "tensor/autograd_dispatch.h"
 #include "tensor/factories.h"
@@ -10,44 +9,32 @@
 namespace ember {
 namespace {
 
-// Views t as [outer, D, inner] around `dim`.
-void split_dims(const Tensor& t, int64_t dim, int64_t& outer, int64_t& D, int64_t& inner) {
-  outer = 1;
-  inner = 1;
-  for (int64_t d = 0; d < dim; ++d) outer *= t.size(d);
-  for (int64_t d = dim + 1; d < t.dim(); ++d) inner *= t.size(d);
-  D = t.dim() == 0 ? 1 : t.size(dim);
+// Every counted target is a class in [0, C); otherwise the error names the first bad one.
+void check_classes(const Tensor& target, const Tensor& classes, int64_t C, int64_t ignore_index) {
+  if (target.numel() == 0) return;
+  if (min(classes).item<int64_t>() >= 0 && max(classes).item<int64_t>() < C) return;
+  const Tensor t = target.cpu().contiguous();
+  const int64_t* tp = t.data_ptr<int64_t>();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    EMBER_CHECK(tp[i] == ignore_index || (tp[i] >= 0 && tp[i] < C), "nll_loss: target ", tp[i],
+                " at position ", i, " is out of bounds for ", C, " classes");
+  }
 }
 
 }  // namespace
 
 Tensor log_softmax(const Tensor& input, int64_t dim) {
   if (auto f = autograd_kernel(&AutogradKernels::log_softmax, {&input})) return f(input, dim);
-  EMBER_CHECK(input.defined() && input.is_cpu(), "log_softmax: expected a CPU tensor, got ",
-              input.describe());
+  EMBER_CHECK(input.defined(), "log_softmax: undefined input");
+  EMBER_CHECK(input.dtype() == kFloat32 || input.dtype() == kFloat64,
+              "log_softmax: supports float32 and float64, got ", input.describe());
+  if (input.dim() == 0) return sub(input, input);  // log(1)
   dim = wrap_dim(dim, input.dim(), "log_softmax");
-  int64_t outer, D, inner;
-  split_dims(input, dim, outer, D, inner);
-  Tensor in = input.contiguous();
-  Tensor out = empty(input.sizes(), input.dtype());
-  EMBER_DISPATCH_FLOAT_AND_DOUBLE(input.dtype(), "log_softmax", [&] {
-    const scalar_t* x = in.data_ptr<scalar_t>();
-    scalar_t* y = out.data_ptr<scalar_t>();
-    for (int64_t o = 0; o < outer; ++o) {
-      for (int64_t i = 0; i < inner; ++i) {
-        const scalar_t* xp = x + o * D * inner + i;
-        scalar_t* yp = y + o * D * inner + i;
-        scalar_t mx = -std::numeric_limits<scalar_t>::infinity();
-        for (int64_t d = 0; d < D; ++d) mx = std::max(mx, xp[d * inner]);
-        double s = 0;
-        for (int64_t d = 0; d < D; ++d) s += std::exp(double(xp[d * inner] - mx));
-        // (x - max) - log(sum): subtracting max first keeps large logits exact.
-        const scalar_t log_sum = scalar_t(std::log(s));
-        for (int64_t d = 0; d < D; ++d) yp[d * inner] = (xp[d * inner] - mx) - log_sum;
-      }
-    }
-  });
-  return out;
+  // (x - max) - log(sum exp(x - max)), the sum in double: subtracting the max first keeps large
+  // logits exact, and each step is a device op, so this runs wherever the input is.
+  const Tensor shifted = sub(input, std::get<0>(max(input, dim, /*keepdim=*/true)));
+  const Tensor sum_exp = sum(exp(shifted.to(kFloat64)), {dim}, /*keepdim=*/true);
+  return sub(shifted, log(sum_exp).to(input.dtype()));
 }
 
 Tensor log_softmax_backward(const Tensor& grad_out, const Tensor& output, int64_t dim) {
@@ -69,49 +56,36 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, Reduction reducti
   EMBER_CHECK(target.dim() == 1 && target.size(0) == log_probs.size(0) && target.dtype() == kInt64,
               "nll_loss: expected an int64 target of shape [", log_probs.size(0), "], got ",
               target.describe());
-  const int64_t N = log_probs.size(0), C = log_probs.size(1);
-  Tensor lp = log_probs.contiguous();
-  Tensor t = target.contiguous();
-  const int64_t* tp = t.data_ptr<int64_t>();
-  Tensor losses = zeros({N}, log_probs.dtype());
-  int64_t count = 0;
-  EMBER_DISPATCH_FLOAT_AND_DOUBLE(log_probs.dtype(), "nll_loss", [&] {
-    const scalar_t* p = lp.data_ptr<scalar_t>();
-    scalar_t* l = losses.data_ptr<scalar_t>();
-    for (int64_t i = 0; i < N; ++i) {
-      if (tp[i] == ignore_index) continue;
-      EMBER_CHECK(tp[i] >= 0 && tp[i] < C, "nll_loss: target ", tp[i], " at position ", i,
-                  " is out of bounds for ", C, " classes");
-      l[i] = -p[i * C + tp[i]];
-      ++count;
-    }
-  });
+  EMBER_CHECK(target.device() == log_probs.device(), "nll_loss: target ", target.describe(),
+              " must be on the input's device (", log_probs.describe(), ")");
+  const int64_t C = log_probs.size(1);
+  const Tensor counted = ne(target, ignore_index);
+  // Ignored rows read class 0 (there is one when N > 0) and contribute 0.
+  const Tensor classes = where(counted, target, zeros_like(target));
+  check_classes(target, classes, C, ignore_index);
+  const Tensor picked = gather(log_probs, 1, classes.unsqueeze(1)).squeeze(1);
+  const Tensor losses = where(counted, neg(picked), zeros_like(picked));
   if (reduction == Reduction::None) return losses;
   Tensor total = sum(losses);
   // Mean over the targets that count (0/0 = NaN when all are ignored, as in PyTorch).
-  return reduction == Reduction::Sum ? total : div(total, static_cast<double>(count));
+  const double count = static_cast<double>(sum(counted).item<int64_t>());
+  return reduction == Reduction::Sum ? total : div(total, count);
 }
 
 Tensor nll_loss_backward(const Tensor& grad_out, const Tensor& log_probs, const Tensor& target,
                          Reduction reduction, int64_t ignore_index) {
   const int64_t N = log_probs.size(0), C = log_probs.size(1);
-  Tensor t = target.contiguous();
-  const int64_t* tp = t.data_ptr<int64_t>();
-  int64_t count = 0;
-  for (int64_t i = 0; i < N; ++i) count += tp[i] != ignore_index;
-  Tensor gi = zeros({N, C}, log_probs.dtype());
-  Tensor g = grad_out.to(kFloat64).contiguous();
-  const double* gp = g.data_ptr<double>();
-  EMBER_DISPATCH_FLOAT_AND_DOUBLE(log_probs.dtype(), "nll_loss_backward", [&] {
-    scalar_t* q = gi.data_ptr<scalar_t>();
-    for (int64_t i = 0; i < N; ++i) {
-      if (tp[i] == ignore_index) continue;
-      const double gv = reduction == Reduction::None ? gp[i]
-                        : reduction == Reduction::Sum ? gp[0]
-                                                      : gp[0] / static_cast<double>(count);
-      q[i * C + tp[i]] = scalar_t(-gv);
-    }
-  });
+  const Tensor counted = ne(target, ignore_index);
+  const Tensor classes = where(counted, target, zeros_like(target));
+  // d loss / d log_probs[i, target[i]] = -g[i] (none), -g (sum), -g / count (mean), in double.
+  Tensor g = grad_out.to(kFloat64);
+  if (reduction == Reduction::Mean) {
+    g = div(g, static_cast<double>(sum(counted).item<int64_t>()));
+  }
+  const Tensor per_row = reduction == Reduction::None ? g : g.expand({N});
+  const Tensor values = where(counted, neg(per_row), zeros_like(per_row)).to(log_probs.dtype());
+  Tensor gi = zeros({N, C}, TensorOptions(log_probs.dtype(), log_probs.device()));
+  scatter_add_(gi, 1, classes.unsqueeze(1), values.unsqueeze(1));
   return gi;
 }
 

@@ -11,6 +11,7 @@
   void register_copy_kernels(KernelTable& table);        \
   void register_indexing_kernels(KernelTable& table);    \
   void register_random_kernels(KernelTable& table);      \
+  void register_pooling_kernels(KernelTable& table);     \
   void register_reduction_kernels(KernelTable& table);   \
   void register_gemm_kernels(KernelTable& table);        \
   void register_conv_kernels(KernelTable& table);        \

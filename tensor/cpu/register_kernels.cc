@@ -9,6 +9,7 @@ void register_kernels(KernelTable& table) {
   register_copy_kernels(table);
   register_indexing_kernels(table);
   register_random_kernels(table);
+  register_pooling_kernels(table);
   register_reduction_kernels(table);
   register_gemm_kernels(table);
   register_conv_kernels(table);
