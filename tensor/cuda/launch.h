@@ -133,4 +133,14 @@ struct RandomDraw {
 int launch_random(DType dtype, void* out, int64_t n, uint64_t key, const RandomDraw& draw,
                   cudaStream_t stream);
 
+// 2-d pooling over `planes` dense H x W planes (tensor/kernels.h's PoolGeometry). Forward kinds
+// write out (planes x Ho x Wo; Max also the flat input index of each maximum); backward kinds
+// write every element of `out` = grad_input (planes x H x W) from `in` = grad_out.
+struct PoolShape {
+  int64_t planes, H, W, kh, kw, sh, sw, ph, pw, Ho, Wo;
+};
+enum class PoolKind : int { Max, Avg, AvgBackward, AdaptiveAvg, AdaptiveAvgBackward };
+int launch_pool(PoolKind kind, DType dtype, void* out, int64_t* indices, const void* in,
+                const PoolShape& g, cudaStream_t stream);
+
 }  // namespace ember::cuda
