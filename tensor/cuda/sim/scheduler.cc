@@ -1,6 +1,7 @@
 // The CUDA simulator's kernel launches: every block of the grid in turn, on the calling host thread,
-// with the threads of a block as fibers (ucontext) that switch at __syncthreads and warp intrinsics.
-#include <ucontext.h>
+// with the threads of a block as fibers (Boost.Context) that switch at __syncthreads and warp
+// intrinsics.
+#include <boost/context/fiber.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -19,8 +20,10 @@
 // else (a barrier some threads skipped or exited before, a shuffle whose mask names a lane that
 // never came) is a divergence the device leaves undefined; the simulator fails the launch with a
 // message naming the block, the threads and the primitive.
-// Fibers cost two context switches per thread, too much for the elementwise kernels that launch
-// millions of threads and never synchronise. So thread 0 of each block runs first as a fiber: if it
+// A switch between fibers costs about 13 ns (Boost.Context; ucontext's swapcontext makes a system
+// call and takes ~600 ns here), but a fiber per thread is still too much for the elementwise
+// kernels that launch millions of threads and never synchronise. So thread 0 of each block runs
+// first as a fiber: if it
 // finishes without synchronising, no correct kernel has the rest of the block synchronise either,
 // and threads 1.. run as plain calls on the host stack ("direct" mode), where reaching a barrier or
 // warp intrinsic fails the launch as divergent. (This rejects one legal pattern: a warp-uniform
@@ -41,8 +44,11 @@ constexpr int kWarpSize = 32;
 enum class Wait { None, Barrier, Warp };
 enum class WarpOp { Shuffle, Ballot, Sync };
 
+namespace fibers = boost::context;
+
 struct SimThread {
-  ucontext_t context;
+  fibers::fiber fiber;  // the suspended thread, resumed by the scheduler
+  fibers::fiber sink;   // the suspended scheduler, resumed when this thread waits or finishes
   uint3 index{0, 0, 0};
   int linear = 0;
   bool done = false;
@@ -60,7 +66,6 @@ struct BlockRun {
   const std::function<void()>* body = nullptr;
   int size = 0;
   std::vector<SimThread> threads;
-  ucontext_t scheduler;
   SimThread* current = nullptr;  // the running fiber; null in direct mode
   bool direct = false;
   int direct_linear = 0;
@@ -70,11 +75,32 @@ struct BlockRun {
 
 thread_local BlockRun* g_block = nullptr;
 
-// One stack per simulated thread, kept for the next block and launch on this host thread.
-std::vector<std::unique_ptr<char[]>>& stack_pool() {
-  static thread_local std::vector<std::unique_ptr<char[]>> pool;
-  return pool;
+// Fiber stacks, kept for the next block and launch on this host thread (a Boost.Context stack
+// allocator over a free list).
+std::vector<char*>& free_stacks() {
+  static thread_local std::vector<char*> stacks;
+  return stacks;
 }
+
+struct PooledStack {
+  fibers::stack_context allocate() {
+    auto& stacks = free_stacks();
+    char* base;
+    if (stacks.empty()) {
+      base = new char[kFiberStackBytes];  // left uninitialised
+    } else {
+      base = stacks.back();
+      stacks.pop_back();
+    }
+    fibers::stack_context sc;
+    sc.size = kFiberStackBytes;
+    sc.sp = base + kFiberStackBytes;  // stacks grow down
+    return sc;
+  }
+  void deallocate(fibers::stack_context& sc) noexcept {
+    free_stacks().push_back(static_cast<char*>(sc.sp) - kFiberStackBytes);
+  }
+};
 
 std::string str(uint3 v) {
   return "(" + std::to_string(v.x) + "," + std::to_string(v.y) + "," + std::to_string(v.z) + ")";
@@ -107,46 +133,39 @@ BlockRun& running_block(const char* primitive) {
   return *g_block;
 }
 
-void fiber_entry() {
-  BlockRun& run = *g_block;
-  try {
-    (*run.body)();
-  } catch (const KernelFault& fault) {
-    if (run.failure.empty()) run.failure = fault.message;
-  } catch (const std::exception& e) {
-    if (run.failure.empty()) run.failure = where(run) + ": threw " + e.what();
-  }
-  run.current->done = true;
-  // Returning resumes uc_link, the scheduler.
-}
-
+// Runs the kernel body as thread `linear`. A fiber abandoned after a failure is unwound by
+// Boost.Context's forced_unwind, which is no std::exception and so passes the handlers below.
 void start_fiber(BlockRun& run, int linear) {
-  auto& pool = stack_pool();
-  while (static_cast<int>(pool.size()) <= linear) {
-    pool.push_back(std::unique_ptr<char[]>(new char[kFiberStackBytes]));  // left uninitialised
-  }
   SimThread& t = run.threads[linear];
   t = SimThread{};
   t.index = index_of(linear);
   t.linear = linear;
-  getcontext(&t.context);
-  t.context.uc_stack.ss_sp = pool[linear].get();
-  t.context.uc_stack.ss_size = kFiberStackBytes;
-  t.context.uc_link = &run.scheduler;
-  makecontext(&t.context, fiber_entry, 0);
+  t.fiber = fibers::fiber(std::allocator_arg, PooledStack(), [&run, linear](fibers::fiber&& sink) {
+    SimThread& self = run.threads[linear];
+    self.sink = std::move(sink);
+    try {
+      (*run.body)();
+    } catch (const KernelFault& fault) {
+      if (run.failure.empty()) run.failure = fault.message;
+    } catch (const std::exception& e) {
+      if (run.failure.empty()) run.failure = where(run) + ": threw " + e.what();
+    }
+    self.done = true;
+    return std::move(self.sink);
+  });
 }
 
 void resume(BlockRun& run, SimThread& t) {
   run.current = &t;
   threadIdx = t.index;
   t.wait = Wait::None;
-  swapcontext(&run.scheduler, &t.context);
+  t.fiber = std::move(t.fiber).resume();
   run.current = nullptr;
 }
 
 void wait_in_scheduler(BlockRun& run) {
   SimThread& self = *run.current;
-  swapcontext(&self.context, &run.scheduler);
+  self.sink = std::move(self.sink).resume();
   threadIdx = self.index;
 }
 
