@@ -69,7 +69,8 @@ void Optimizer::zero_grad(bool set_to_none) {
         const Tensor values = sparse_values(grad);
         Shape vshape = values.sizes();
         vshape[0] = 0;
-        grad = sparse_coo_tensor(empty({sparse_indices(grad).sizes()[0], 0}, kInt64),
+        grad = sparse_coo_tensor(empty({sparse_indices(grad).sizes()[0], 0},
+                                       TensorOptions(kInt64, values.device())),
                                  empty(vshape, TensorOptions(values.dtype(), values.device())),
                                  grad.sizes());
       } else {
@@ -230,7 +231,8 @@ void Optimizer::load_state_dict(const nn::StateDict& sd) {
     const Tensor& p = params[where.first];
     Tensor values = parts.second.to(p.dtype()).to(p.device(), /*copy=*/true);
     loaded[where.first].emplace_back(
-        where.second, sparse_coo_tensor(parts.first.to(kInt64, /*copy=*/true), values, p.sizes()));
+        where.second,
+        sparse_coo_tensor(parts.first.to(kInt64).to(p.device(), /*copy=*/true), values, p.sizes()));
   }
   // Everything checked: apply.
   for (int64_t g = 0; g < n_groups; ++g) param_groups_[g].set_options(std::move(new_options[g]));

@@ -32,8 +32,12 @@ Tensor sparse_coo_tensor(const Tensor& indices, const Tensor& values, const Shap
   EMBER_CHECK(values.sizes() == expect, "sparse_coo_tensor: values ", values.describe(),
               " must have shape ", shape_to_string(expect), " for indices ", indices.describe(),
               " and size ", shape_to_string(sizes));
+  EMBER_CHECK(indices.device() == values.device(), "sparse_coo_tensor: indices ",
+              indices.describe(), " and values ", values.describe(), " must be on the same device");
   Tensor idx = indices.contiguous();
-  const int64_t* ip = idx.data_ptr<int64_t>();
+  // The bounds are checked on a host copy (one synchronisation for device indices).
+  const Tensor host_idx = idx.cpu();
+  const int64_t* ip = host_idx.data_ptr<int64_t>();
   for (int64_t d = 0; d < sparse_dim; ++d) {
     for (int64_t j = 0; j < nnz; ++j) {
       const int64_t v = ip[d * nnz + j];
@@ -53,8 +57,12 @@ Tensor coalesce(const Tensor& t) {
   const SparseTensorImpl& s = sparse_impl(t, "coalesce");
   if (s.coalesced()) return t;
   const int64_t sd = s.sparse_dim(), nnz = s.nnz();
-  const int64_t* ip = s.indices().data_ptr<int64_t>();
-  // Linearise each index tuple, sort, then sum runs of equal keys.
+  // The index bookkeeping runs on the host; the values are summed where they are, by one
+  // index_add_ that adds entry j to the row of its unique index (in entry order, as a sequential
+  // sum would).
+  const Tensor host_idx = s.indices().cpu().contiguous();
+  const int64_t* ip = host_idx.data_ptr<int64_t>();
+  // Linearise each index tuple, sort, then number the runs of equal keys.
   std::vector<int64_t> keys(nnz, 0);
   for (int64_t j = 0; j < nnz; ++j) {
     for (int64_t d = 0; d < sd; ++d) keys[j] = keys[j] * t.sizes()[d] + ip[d * nnz + j];
@@ -62,24 +70,24 @@ Tensor coalesce(const Tensor& t) {
   std::vector<int64_t> order(nnz);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return keys[a] < keys[b]; });
-  std::vector<int64_t> unique_first;  // position in `order` where each unique key starts
+  std::vector<int64_t> unique_of(nnz);  // entry j -> its unique index's row in the result
+  std::vector<int64_t> first_entry;     // unique row -> the first entry with that index
   for (int64_t k = 0; k < nnz; ++k) {
-    if (k == 0 || keys[order[k]] != keys[order[k - 1]]) unique_first.push_back(k);
+    if (k == 0 || keys[order[k]] != keys[order[k - 1]]) first_entry.push_back(order[k]);
+    unique_of[order[k]] = static_cast<int64_t>(first_entry.size()) - 1;
   }
-  const int64_t n_unique = static_cast<int64_t>(unique_first.size());
+  const int64_t n_unique = static_cast<int64_t>(first_entry.size());
   Tensor new_idx = empty({sd, n_unique}, kInt64);
   int64_t* np = new_idx.data_ptr<int64_t>();
+  for (int64_t u = 0; u < n_unique; ++u) {
+    for (int64_t d = 0; d < sd; ++d) np[d * n_unique + u] = ip[d * nnz + first_entry[u]];
+  }
+  const Device device = s.values().device();
   Shape vshape = s.values().sizes();
   vshape[0] = n_unique;
-  Tensor new_vals = zeros(vshape, TensorOptions(s.values().dtype(), s.values().device()));
-  for (int64_t u = 0; u < n_unique; ++u) {
-    const int64_t end = u + 1 < n_unique ? unique_first[u + 1] : nnz;
-    const int64_t first = order[unique_first[u]];
-    for (int64_t d = 0; d < sd; ++d) np[d * n_unique + u] = ip[d * nnz + first];
-    Tensor dst = new_vals.select(0, u);
-    for (int64_t k = unique_first[u]; k < end; ++k) add_(dst, s.values().select(0, order[k]));
-  }
-  return Tensor(std::make_shared<SparseTensorImpl>(t.sizes(), new_idx, new_vals, true));
+  Tensor new_vals = zeros(vshape, TensorOptions(s.values().dtype(), device));
+  index_add_(new_vals, 0, from_vector<int64_t>(unique_of).to(device), s.values());
+  return Tensor(std::make_shared<SparseTensorImpl>(t.sizes(), new_idx.to(device), new_vals, true));
 }
 
 const Tensor& add_sparse_to_dense_(const Tensor& dense, const Tensor& sparse, const Scalar& alpha) {
@@ -87,7 +95,13 @@ const Tensor& add_sparse_to_dense_(const Tensor& dense, const Tensor& sparse, co
   EMBER_CHECK(!dense.is_sparse() && dense.sizes() == sparse.sizes(), "add_sparse_to_dense_: dense ",
               dense.describe(), " and sparse ", sparse.describe(), " must have the same shape");
   const int64_t sd = s.sparse_dim(), nnz = s.nnz();
-  const int64_t* ip = s.indices().data_ptr<int64_t>();
+  if (sd == 1) {  // rows of a matrix (embedding gradients): one index_add_, on any device
+    index_add_(dense, 0, s.indices().select(0, 0),
+               alpha.to_double() == 1.0 ? s.values() : mul(s.values(), alpha));
+    return dense;
+  }
+  const Tensor host_idx = s.indices().cpu().contiguous();
+  const int64_t* ip = host_idx.data_ptr<int64_t>();
   for (int64_t j = 0; j < nnz; ++j) {
     Tensor dst = dense;
     for (int64_t d = 0; d < sd; ++d) dst = dst.select(0, ip[d * nnz + j]);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "nn/functional.h"
+#include "nn/layers/simple.h"
 #include "nn/models/resnet.h"
 #include "optim/sgd.h"
 #include "tests/tensor/cuda/device_buffer.h"
@@ -62,6 +63,30 @@ TEST(CudaTrainingTest, ResNet20StepsOnTheDeviceMatchTheCpu) {
     EXPECT_TRUE(close_at_scale(gpu_buffers[i].second, cpu_buffers[i].second, 1e-4))
         << cpu_buffers[i].first;
   }
+}
+
+// Sparse gradients on the device: an Embedding(sparse=true) trained with SGD (the optimizer's
+// sparse update) matches the CPU.
+TEST(CudaTrainingTest, SparseEmbeddingStepsMatchTheCpu) {
+  EMBER_SKIP_WITHOUT_CUDA_DEVICE();
+  Generator init_cpu(3), init_gpu(3);
+  nn::Embedding cpu_emb(10, 4, /*sparse=*/true, &init_cpu), gpu_emb(10, 4, /*sparse=*/true, &init_gpu);
+  gpu_emb.to(kCuda0);
+  optim::SGD cpu_opt(cpu_emb.parameters(), optim::SGDOptions(0.5));
+  optim::SGD gpu_opt(gpu_emb.parameters(), optim::SGDOptions(0.5));
+  for (int step = 0; step < 3; ++step) {
+    const Tensor ids = from_vector<int64_t>({1, 7, 1, step}, {2, 2});
+    Tensor cpu_loss = sum(mul(cpu_emb.forward(ids), cpu_emb.forward(ids)));
+    Tensor gpu_loss = sum(mul(gpu_emb.forward(ids.to(kCuda0)), gpu_emb.forward(ids.to(kCuda0))));
+    cpu_opt.zero_grad();
+    gpu_opt.zero_grad();
+    cpu_loss.backward();
+    gpu_loss.backward();
+    ASSERT_TRUE(gpu_emb.parameters()[0].grad().is_sparse());
+    cpu_opt.step();
+    gpu_opt.step();
+  }
+  EXPECT_TRUE(close_at_scale(gpu_emb.parameters()[0], cpu_emb.parameters()[0], 1e-6));
 }
 
 }  // namespace

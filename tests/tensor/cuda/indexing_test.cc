@@ -3,6 +3,7 @@
 // dtype each op takes; and the same out-of-range error as on the CPU.
 #include <gtest/gtest.h>
 
+#include "tensor/sparse.h"
 #include "tests/tensor/cuda/device_buffer.h"
 #include "tests/tensor/cuda/device_parity.h"
 
@@ -77,6 +78,25 @@ TEST_F(CudaIndexingTest, OutOfRangeIndicesAreTheSameErrorAsOnTheCpu) {
                      "gather: index -4 is out of bounds for dimension 1 with size 3");
   EXPECT_EMBER_ERROR(one_hot(i64({0, 7}).to(kCuda0), 3), "one_hot: class value 7 out of range");
   EXPECT_EMBER_ERROR(cat({t, t.cpu()}), "cat", "same device");
+}
+
+TEST_F(CudaIndexingTest, SparseTensorsOnTheDevice) {
+  // An embedding-style sparse gradient: rows 3 and 1 of a [5, 2] matrix, row 3 twice.
+  const Tensor idx = i64({3, 1, 3}, {1, 3}), values = parity_input({3, 2}, kFloat32, 10);
+  EXPECT_TRUE(matches_cpu([](auto& x) { return to_dense(sparse_coo_tensor(x[0], x[1], {5, 2})); },
+                          {idx, values}, 0));
+  EXPECT_TRUE(matches_cpu(
+      [](auto& x) { return sparse_values(coalesce(sparse_coo_tensor(x[0], x[1], {5, 2}))); },
+      {idx, values}, 0));
+  EXPECT_TRUE(matches_cpu(
+      [](auto& x) {
+        Tensor dense = ones({5, 2}, TensorOptions(kFloat32, x[0].device()));
+        add_sparse_to_dense_(dense, sparse_coo_tensor(x[0], x[1], {5, 2}), 0.5);
+        return dense;
+      },
+      {idx, values}, 0));
+  EXPECT_EMBER_ERROR(sparse_coo_tensor(idx, values.to(kCuda0), {5, 2}), "sparse_coo_tensor",
+                     "same device");
 }
 
 }  // namespace
