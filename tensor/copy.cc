@@ -24,7 +24,10 @@ bool ranges_overlap(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-const Tensor& copy_(const Tensor& dst, const Tensor& src) {
+const Tensor& copy_(const Tensor& dst, const Tensor& src) { return copy_(dst, src, false); }
+
+const Tensor& copy_(const Tensor& dst, const Tensor& src, bool non_blocking) {
+  // A recorded copy is a blocking one (the autograd slot has no non_blocking).
   if (auto f = autograd_kernel(&AutogradKernels::copy_, {&dst, &src})) return f(dst, src);
   EMBER_CHECK(dst.defined() && src.defined(), "copy_: undefined tensor (dst ", dst.describe(),
               ", src ", src.describe(), ")");
@@ -47,7 +50,7 @@ const Tensor& copy_(const Tensor& dst, const Tensor& src) {
     const bool direct = dst.is_contiguous() && dst.dtype() == from.dtype();
     const Tensor landing = direct ? dst : empty(from.sizes(), TensorOptions(from.dtype(), dd));
     DeviceBackend& b = device_backend(dd.is_cuda() ? dd.type : sd.type, "copy_");
-    b.copy_bytes(landing.data_ptr(), dd, from.data_ptr(), sd, landing.nbytes());
+    b.copy_bytes(landing.data_ptr(), dd, from.data_ptr(), sd, landing.nbytes(), non_blocking);
     if (!direct) kernel_for(&KernelTable::copy, "copy_", {&dst, &landing})(dst, landing);
     dst.bump_version();
     return dst;
@@ -67,10 +70,35 @@ Tensor to_dtype(const Tensor& t, ScalarType dtype, bool copy) {
 }
 
 Tensor to_device(const Tensor& t, Device device, bool copy) {
+  return to_device(t, device, copy, /*non_blocking=*/false);
+}
+
+Tensor to_device(const Tensor& t, Device device, bool copy, bool non_blocking) {
   if (t.device() == device && !copy) return t;
-  Tensor out = empty(t.sizes(), TensorOptions(t.dtype(), device));
+  // A non-blocking copy to the CPU lands in pinned memory, which is what lets it run async.
+  const bool pinned_landing = non_blocking && device.is_cpu() && t.is_cuda();
+  Tensor out = pinned_landing ? empty(t.sizes(), TensorOptions(t.dtype(), device)).pin_memory()
+                              : empty(t.sizes(), TensorOptions(t.dtype(), device));
+  copy_(out, t, non_blocking);
+  return out;
+}
+
+Tensor pin_memory(const Tensor& t) {
+  EMBER_CHECK(t.defined() && t.is_cpu() && !t.is_sparse(), "pin_memory: expected a dense CPU tensor, got ",
+              t.describe());
+  if (t.is_pinned()) return t;
+  DeviceBackend& b = device_backend(DeviceType::CUDA, "pin_memory");
+  const size_t nbytes = static_cast<size_t>(t.numel()) * t.element_size();
+  void* p = nbytes == 0 ? nullptr : b.allocate_pinned(nbytes);
+  Tensor out = from_blob(p, t.sizes(), t.dtype(), [&b](void* q) { b.free_pinned(q); });
   copy_(out, t);
   return out;
+}
+
+bool is_pinned(const Tensor& t) {
+  return t.defined() && t.is_cpu() && !t.is_sparse() && t.numel() > 0 &&
+         has_device_backend(DeviceType::CUDA) &&
+         device_backend(DeviceType::CUDA, "is_pinned").is_pinned(t.data_ptr());
 }
 
 Tensor clone(const Tensor& t) {

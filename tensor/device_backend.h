@@ -28,15 +28,37 @@ struct DeviceMemoryStats {
 class DeviceBackend {
  public:
   virtual ~DeviceBackend() = default;
-  // Copies nbytes between any two devices at least one of which is this backend's.
+  // Copies nbytes between any two devices at least one of which is this backend's. With
+  // non_blocking, a copy to or from pinned host memory is queued on the device's current stream and
+  // may still be running when this returns (synchronise before reading or reusing the host side);
+  // other copies are synchronous either way.
   virtual void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device,
-                          size_t nbytes) = 0;
+                          size_t nbytes, bool non_blocking) = 0;
   virtual void synchronize(Device device) = 0;
   virtual int device_count() = 0;
   virtual DeviceMemoryStats memory_stats(int device) = 0;
   virtual void reset_peak_memory_stats(int device) = 0;
   // Gives every cached, unused block back to the device.
   virtual void empty_cache() = 0;
+
+  // Page-locked host memory (what makes host <-> device copies asynchronous).
+  virtual void* allocate_pinned(size_t nbytes) = 0;
+  virtual void free_pinned(void* ptr) = 0;
+  virtual bool is_pinned(const void* ptr) = 0;
+
+  // Streams and events behind tensor/cuda_stream.h, as opaque handles (nullptr: the default
+  // stream). The current stream is per host thread and device.
+  virtual void* create_stream(int device) = 0;
+  virtual void destroy_stream(void* stream) = 0;
+  virtual void* current_stream(int device) = 0;
+  virtual void set_current_stream(int device, void* stream) = 0;
+  virtual void synchronize_stream(void* stream) = 0;
+  virtual void* create_event(bool timing) = 0;
+  virtual void destroy_event(void* event) = 0;
+  virtual void record_event(void* event, void* stream) = 0;
+  virtual void stream_wait_event(void* stream, void* event) = 0;
+  virtual void synchronize_event(void* event) = 0;
+  virtual float event_elapsed_ms(void* start, void* end) = 0;
 };
 
 void register_device_backend(DeviceType type, DeviceBackend* backend);

@@ -37,8 +37,15 @@ Tensor contiguous(const Tensor& t);
 // ---- copies and conversion ---------------------------------------------------------------------
 // Copies src into dst (broadcasting src, converting dtype, across devices).
 const Tensor& copy_(const Tensor& dst, const Tensor& src);
+// non_blocking: a copy between pinned host memory and a device may return before it finishes
+// (see DeviceBackend::copy_bytes); synchronise before using the host side.
+const Tensor& copy_(const Tensor& dst, const Tensor& src, bool non_blocking);
 Tensor to_dtype(const Tensor& t, ScalarType dtype, bool copy = false);
 Tensor to_device(const Tensor& t, Device device, bool copy = false);
+Tensor to_device(const Tensor& t, Device device, bool copy, bool non_blocking);
+// A copy of a CPU tensor in page-locked memory (needs a CUDA backend), and whether t is in such.
+Tensor pin_memory(const Tensor& t);
+bool is_pinned(const Tensor& t);
 Tensor clone(const Tensor& t);
 const Tensor& fill_(const Tensor& t, const Scalar& value);
 const Tensor& zero_(const Tensor& t);

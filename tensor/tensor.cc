@@ -103,6 +103,11 @@ void Tensor::remove_hook(uint64_t handle) const { variable_hooks().remove_hook(*
 
 Tensor Tensor::to(ScalarType t, bool copy) const { return to_dtype(*this, t, copy); }
 Tensor Tensor::to(Device d, bool copy) const { return to_device(*this, d, copy); }
+Tensor Tensor::to(Device d, bool copy, bool non_blocking) const {
+  return to_device(*this, d, copy, non_blocking);
+}
+Tensor Tensor::pin_memory() const { return ember::pin_memory(*this); }
+bool Tensor::is_pinned() const { return ember::is_pinned(*this); }
 Tensor Tensor::clone() const { return ember::clone(*this); }
 Tensor Tensor::contiguous() const { return ember::contiguous(*this); }
 const Tensor& Tensor::copy_(const Tensor& src) const { return ember::copy_(*this, src); }

@@ -91,7 +91,11 @@ class Tensor {
   // ---- conversion and copies ------------------------------------------------------------------
   Tensor to(ScalarType dtype, bool copy = false) const;
   Tensor to(Device device, bool copy = false) const;
+  // torch's to(device, non_blocking=..., copy=...), arguments in ember's order.
+  Tensor to(Device device, bool copy, bool non_blocking) const;
   Tensor cpu() const { return to(kCPU); }
+  Tensor pin_memory() const;
+  bool is_pinned() const;
   Tensor clone() const;
   Tensor contiguous() const;
   const Tensor& copy_(const Tensor& src) const;

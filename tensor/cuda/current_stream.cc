@@ -15,13 +15,17 @@ cudaStream_t current_stream(int device) {
   return device < static_cast<int>(streams.size()) ? streams[device] : nullptr;
 }
 
-CurrentStreamGuard::CurrentStreamGuard(int device, cudaStream_t stream)
-    : device_(device), previous_(current_stream(device)) {
+void set_current_cuda_stream(int device, cudaStream_t stream) {
   auto& streams = streams_of_this_thread();
   if (static_cast<int>(streams.size()) <= device) streams.resize(device + 1, nullptr);
   streams[device] = stream;
 }
 
-CurrentStreamGuard::~CurrentStreamGuard() { streams_of_this_thread()[device_] = previous_; }
+CurrentStreamGuard::CurrentStreamGuard(int device, cudaStream_t stream)
+    : device_(device), previous_(current_stream(device)) {
+  set_current_cuda_stream(device, stream);
+}
+
+CurrentStreamGuard::~CurrentStreamGuard() { set_current_cuda_stream(device_, previous_); }
 
 }  // namespace ember::cuda

@@ -7,6 +7,8 @@
 namespace ember::cuda {
 
 cudaStream_t current_stream(int device);
+// What CurrentStreamGuard and ember::CudaStreamGuard (tensor/cuda_stream.h) set.
+void set_current_cuda_stream(int device, cudaStream_t stream);
 
 class CurrentStreamGuard {
  public:
