@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include "nn/functional.h"
+#include "nn/layers/linear.h"
 #include "nn/layers/simple.h"
 #include "nn/models/resnet.h"
+#include "optim/adam.h"
 #include "optim/sgd.h"
 #include "tests/tensor/cuda/device_buffer.h"
 #include "tests/tensor/test_util.h"
@@ -62,6 +64,31 @@ TEST(CudaTrainingTest, ResNet20StepsOnTheDeviceMatchTheCpu) {
   for (size_t i = 0; i < cpu_buffers.size(); ++i) {
     EXPECT_TRUE(close_at_scale(gpu_buffers[i].second, cpu_buffers[i].second, 1e-4))
         << cpu_buffers[i].first;
+  }
+}
+
+// Adam (with AMSGrad and weight decay) updating device parameters: its state lives on the device
+// and the steps match the CPU's.
+TEST(CudaTrainingTest, AdamStepsMatchTheCpu) {
+  EMBER_SKIP_WITHOUT_CUDA_DEVICE();
+  Generator init_cpu(4), init_gpu(4), data(5);
+  nn::Linear cpu_fc(6, 3, true, &init_cpu), gpu_fc(6, 3, true, &init_gpu);
+  gpu_fc.to(kCuda0);
+  const auto options = optim::AdamOptions(0.01).weight_decay(1e-2).amsgrad(true);
+  optim::Adam cpu_opt(cpu_fc.parameters(), options), gpu_opt(gpu_fc.parameters(), options);
+  for (int step = 0; step < 4; ++step) {
+    const Tensor x = randn({5, 6}, &data), y = randint(0, 3, {5}, &data);
+    Tensor cpu_loss = nn::functional::cross_entropy(cpu_fc.forward(x), y);
+    Tensor gpu_loss = nn::functional::cross_entropy(gpu_fc.forward(x.to(kCuda0)), y.to(kCuda0));
+    cpu_opt.zero_grad();
+    gpu_opt.zero_grad();
+    cpu_loss.backward();
+    gpu_loss.backward();
+    cpu_opt.step();
+    gpu_opt.step();
+  }
+  for (size_t i = 0; i < cpu_fc.parameters().size(); ++i) {
+    EXPECT_TRUE(close_at_scale(gpu_fc.parameters()[i], cpu_fc.parameters()[i], 1e-5)) << i;
   }
 }
 
