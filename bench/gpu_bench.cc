@@ -54,9 +54,9 @@ void gemm(int64_t n, int iters) {
   const int ni = static_cast<int>(n);
   // Row-major c = a @ b is column-major c^T = b^T a^T: the call ember's slot makes.
   auto raw = [&] {
-    cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &one,
-                static_cast<const float*>(b.data_ptr()), ni, static_cast<const float*>(a.data_ptr()),
-                ni, &zero, static_cast<float*>(c.data_ptr()), ni);
+    cublasSgemm(
+        h, CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &one, static_cast<const float*>(b.data_ptr()), ni,
+        static_cast<const float*>(a.data_ptr()), ni, &zero, static_cast<float*>(c.data_ptr()), ni);
   };
   raw();
   const double raw_s = seconds([&] {
@@ -87,10 +87,11 @@ void resnet(int64_t batch, int steps, int warmup) {
     if (s >= warmup) ms.push_back(1e3 * t);
   }
   const DeviceMemoryStats m = cuda_memory_stats();
-  std::printf("RESULT resnet20 batch=%ld ms_per_step=%.3f peak_allocated_mb=%.1f "
-              "peak_reserved_mb=%.1f\n",
-              static_cast<long>(batch), median(ms), m.peak_allocated_bytes / 1048576.0,
-              m.peak_reserved_bytes / 1048576.0);
+  std::printf(
+      "RESULT resnet20 batch=%ld ms_per_step=%.3f peak_allocated_mb=%.1f "
+      "peak_reserved_mb=%.1f\n",
+      static_cast<long>(batch), median(ms), m.peak_allocated_bytes / 1048576.0,
+      m.peak_reserved_bytes / 1048576.0);
 }
 
 int run(int argc, char** argv) {
@@ -100,8 +101,8 @@ int run(int argc, char** argv) {
     std::printf("gpu_bench: no usable CUDA device here (built with --config=cuda?); nothing run\n");
     return 0;
   }
-  const std::vector<int64_t> sizes = smoke ? std::vector<int64_t>{48}
-                                           : std::vector<int64_t>{1024, 2048, 4096, 8192};
+  const std::vector<int64_t> sizes =
+      smoke ? std::vector<int64_t>{48} : std::vector<int64_t>{1024, 2048, 4096, 8192};
   for (int64_t n : sizes) gemm(n, smoke ? 1 : std::max<int>(3, static_cast<int>(20 * 1024 / n)));
   resnet(smoke ? 4 : 256, smoke ? 1 : 30, smoke ? 0 : 5);
   return 0;

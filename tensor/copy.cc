@@ -84,8 +84,8 @@ Tensor to_device(const Tensor& t, Device device, bool copy, bool non_blocking) {
 }
 
 Tensor pin_memory(const Tensor& t) {
-  EMBER_CHECK(t.defined() && t.is_cpu() && !t.is_sparse(), "pin_memory: expected a dense CPU tensor, got ",
-              t.describe());
+  EMBER_CHECK(t.defined() && t.is_cpu() && !t.is_sparse(),
+              "pin_memory: expected a dense CPU tensor, got ", t.describe());
   if (t.is_pinned()) return t;
   DeviceBackend& b = device_backend(DeviceType::CUDA, "pin_memory");
   const size_t nbytes = static_cast<size_t>(t.numel()) * t.element_size();

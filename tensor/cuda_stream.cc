@@ -9,17 +9,16 @@ DeviceBackend& cuda(const char* op) { return device_backend(DeviceType::CUDA, op
 
 CudaStream CudaStream::create(int device) {
   DeviceBackend& b = cuda("CudaStream::create");
-  return CudaStream(std::shared_ptr<void>(b.create_stream(device), [&b](void* s) {
-                      b.destroy_stream(s);
-                    }),
-                    device);
+  return CudaStream(
+      std::shared_ptr<void>(b.create_stream(device), [&b](void* s) { b.destroy_stream(s); }),
+      device);
 }
 
 CudaStream CudaStream::current(int device) {
   // Not owned: the stream's owner (a CudaStream, or nobody for the default) keeps it alive.
-  return CudaStream(std::shared_ptr<void>(cuda("CudaStream::current").current_stream(device),
-                                          [](void*) {}),
-                    device);
+  return CudaStream(
+      std::shared_ptr<void>(cuda("CudaStream::current").current_stream(device), [](void*) {}),
+      device);
 }
 
 CudaStream CudaStream::default_stream(int device) {
@@ -27,7 +26,9 @@ CudaStream CudaStream::default_stream(int device) {
   return CudaStream(std::shared_ptr<void>(nullptr, [](void*) {}), device);
 }
 
-void CudaStream::synchronize() const { cuda("CudaStream::synchronize").synchronize_stream(handle()); }
+void CudaStream::synchronize() const {
+  cuda("CudaStream::synchronize").synchronize_stream(handle());
+}
 
 void CudaStream::wait(const CudaEvent& event) const {
   cuda("CudaStream::wait").stream_wait_event(handle(), event.handle());
@@ -44,9 +45,8 @@ CudaStreamGuard::~CudaStreamGuard() {
 
 CudaEvent::CudaEvent(bool enable_timing) {
   DeviceBackend& b = cuda("CudaEvent");
-  handle_ = std::shared_ptr<void>(b.create_event(enable_timing), [&b](void* e) {
-    b.destroy_event(e);
-  });
+  handle_ =
+      std::shared_ptr<void>(b.create_event(enable_timing), [&b](void* e) { b.destroy_event(e); });
 }
 
 void CudaEvent::record(const CudaStream& stream) {
@@ -61,6 +61,8 @@ float CudaEvent::elapsed_ms(const CudaEvent& end) const {
   return cuda("CudaEvent::elapsed_ms").event_elapsed_ms(handle(), end.handle());
 }
 
-void cuda_synchronize(int device) { cuda("cuda_synchronize").synchronize(Device(DeviceType::CUDA, device)); }
+void cuda_synchronize(int device) {
+  cuda("cuda_synchronize").synchronize(Device(DeviceType::CUDA, device));
+}
 
 }  // namespace ember

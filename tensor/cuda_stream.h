@@ -27,7 +27,8 @@ class CudaStream {
   void wait(const CudaEvent& event) const;
 
  private:
-  CudaStream(std::shared_ptr<void> handle, int device) : handle_(std::move(handle)), device_(device) {}
+  CudaStream(std::shared_ptr<void> handle, int device)
+      : handle_(std::move(handle)), device_(device) {}
   std::shared_ptr<void> handle_;
   int device_ = 0;
 };

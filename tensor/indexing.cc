@@ -1,6 +1,7 @@
 // Joining and indexing: cat, stack, index_select, index_add_, gather, scatter_add, one_hot, and
 // the allclose/equal comparisons. The argument and index-range checks live here, for every device;
-// the kernels are slots of the device's kernel table (tensor/cpu/indexing_kernels.cc, tensor/cuda/).
+// the kernels are slots of the device's kernel table (tensor/cpu/indexing_kernels.cc and
+// tensor/cuda/indexing_kernels.cu).
 #include <cmath>
 
 #include "tensor/autograd_dispatch.h"
@@ -16,10 +17,12 @@ void check_dense(const char* op, std::initializer_list<const Tensor*> tensors) {
   const Tensor* first = nullptr;
   for (const Tensor* t : tensors) {
     EMBER_CHECK(t->defined(), op, ": got an undefined tensor");
-    EMBER_CHECK(!t->is_sparse(), op, ": sparse tensors are not supported (got ", t->describe(), ")");
+    EMBER_CHECK(!t->is_sparse(), op, ": sparse tensors are not supported (got ", t->describe(),
+                ")");
     if (first == nullptr) first = t;
-    EMBER_CHECK(t->device() == first->device(), op, ": expected all tensors on the same device, got ",
-                first->describe(), " and ", t->describe());
+    EMBER_CHECK(t->device() == first->device(), op,
+                ": expected all tensors on the same device, got ", first->describe(), " and ",
+                t->describe());
   }
 }
 
@@ -211,7 +214,8 @@ Tensor one_hot(const Tensor& labels, int64_t num_classes) {
   EMBER_CHECK(lo >= 0 && hi < num_classes, "one_hot: class value ", lo < 0 ? lo : hi,
               " out of range [0, ", num_classes, ")");
   Tensor column = labels.unsqueeze(-1);
-  return scatter_add_(out, -1, column, ones(column.sizes(), TensorOptions(kInt64, labels.device())));
+  return scatter_add_(out, -1, column,
+                      ones(column.sizes(), TensorOptions(kInt64, labels.device())));
 }
 
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {

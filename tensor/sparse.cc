@@ -69,7 +69,8 @@ Tensor coalesce(const Tensor& t) {
   }
   std::vector<int64_t> order(nnz);
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return keys[a] < keys[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return keys[a] < keys[b]; });
   std::vector<int64_t> unique_of(nnz);  // entry j -> its unique index's row in the result
   std::vector<int64_t> first_entry;     // unique row -> the first entry with that index
   for (int64_t k = 0; k < nnz; ++k) {

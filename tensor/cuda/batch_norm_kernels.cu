@@ -14,7 +14,8 @@ constexpr int kChannelThreads = 256;
 template <typename F>
 __device__ double block_channel_sum(const BatchNormDims& s, F value, double* scratch) {
   double acc = 0;
-  for (int64_t e = threadIdx.x; e < s.N * s.inner; e += blockDim.x) acc += value(e / s.inner, e % s.inner);
+  for (int64_t e = threadIdx.x; e < s.N * s.inner; e += blockDim.x)
+    acc += value(e / s.inner, e % s.inner);
   scratch[threadIdx.x] = acc;
   __syncthreads();
   for (int half = blockDim.x / 2; half > 0; half /= 2) {
@@ -50,7 +51,8 @@ __global__ void stats_kernel(const T* x, BatchNormDims s, double* mean, double* 
   __shared__ double scratch[kChannelThreads];
   const double M = static_cast<double>(s.N * s.inner);
   for (int64_t c = blockIdx.x; c < s.C; c += gridDim.x) {
-    const double m = block_channel_sum(s, ChannelValue<T>{x, nullptr, s, c, 0.0, false}, scratch) / M;
+    const double m =
+        block_channel_sum(s, ChannelValue<T>{x, nullptr, s, c, 0.0, false}, scratch) / M;
     const double v = block_channel_sum(s, ChannelValue<T>{x, nullptr, s, c, m, true}, scratch) / M;
     if (threadIdx.x == 0) {
       mean[c] = m;
@@ -116,8 +118,8 @@ int launch_batch_norm_stats(DType dtype, const void* x, const BatchNormDims& s, 
   return floating(dtype, [&](auto tag) {
     using T = decltype(tag);
     const auto kernel = stats_kernel<T>;
-    EMBER_LAUNCH(kernel, channel_blocks(s.C), kChannelThreads, 0, stream,
-                 static_cast<const T*>(x), s, mean, var);
+    EMBER_LAUNCH(kernel, channel_blocks(s.C), kChannelThreads, 0, stream, static_cast<const T*>(x),
+                 s, mean, var);
     return static_cast<int>(cudaGetLastError());
   });
 }
@@ -129,8 +131,8 @@ int launch_batch_norm_backward_reduce(DType dtype, const void* g, const void* x,
   return floating(dtype, [&](auto tag) {
     using T = decltype(tag);
     const auto kernel = backward_reduce_kernel<T>;
-    EMBER_LAUNCH(kernel, channel_blocks(s.C), kChannelThreads, 0, stream,
-                 static_cast<const T*>(g), static_cast<const T*>(x), s, mean, sum_g, sum_gx);
+    EMBER_LAUNCH(kernel, channel_blocks(s.C), kChannelThreads, 0, stream, static_cast<const T*>(g),
+                 static_cast<const T*>(x), s, mean, sum_g, sum_gx);
     return static_cast<int>(cudaGetLastError());
   });
 }
@@ -150,8 +152,7 @@ int launch_batch_norm_transform(DType dtype, void* out, const void* x, const Bat
 
 int launch_batch_norm_backward_transform(DType dtype, void* gi, const void* g, const void* x,
                                          const BatchNormDims& s, const double* a, const double* b,
-                                         const double* d, const double* mean,
-                                         cudaStream_t stream) {
+                                         const double* d, const double* mean, cudaStream_t stream) {
   const int64_t total = s.N * s.C * s.inner;
   if (total == 0) return 0;
   return floating(dtype, [&](auto tag) {

@@ -11,11 +11,12 @@ __global__ void im2col_kernel(T* cols, const T* in, ConvShape g, int64_t total) 
   const int64_t plane_out = g.Ho * g.Wo;
   for (int64_t e = global_thread_index(); e < total; e += grid_stride()) {
     const int64_t ow = e % g.Wo, oh = e / g.Wo % g.Ho;
-    const int64_t row = e / plane_out % (g.C * g.kh * g.kw), n = e / (plane_out * g.C * g.kh * g.kw);
+    const int64_t row = e / plane_out % (g.C * g.kh * g.kw),
+                  n = e / (plane_out * g.C * g.kh * g.kw);
     const int64_t j = row % g.kw, i = row / g.kw % g.kh, c = row / (g.kw * g.kh);
     const int64_t h = oh * g.sh - g.ph + i * g.dh, w = ow * g.sw - g.pw + j * g.dw;
-    cols[e] = (h >= 0 && h < g.H && w >= 0 && w < g.W) ? in[((n * g.C + c) * g.H + h) * g.W + w]
-                                                      : T(0);
+    cols[e] =
+        (h >= 0 && h < g.H && w >= 0 && w < g.W) ? in[((n * g.C + c) * g.H + h) * g.W + w] : T(0);
   }
 }
 
@@ -25,7 +26,8 @@ template <typename T>
 __global__ void col2im_kernel(T* in, const T* cols, ConvShape g, int64_t total) {
   const int64_t plane_out = g.Ho * g.Wo, rows = g.C * g.kh * g.kw;
   for (int64_t e = global_thread_index(); e < total; e += grid_stride()) {
-    const int64_t w = e % g.W, h = e / g.W % g.H, c = e / (g.W * g.H) % g.C, n = e / (g.W * g.H * g.C);
+    const int64_t w = e % g.W, h = e / g.W % g.H, c = e / (g.W * g.H) % g.C,
+                  n = e / (g.W * g.H * g.C);
     double sum = 0;
     for (int64_t i = 0; i < g.kh; ++i) {
       const int64_t hs = h + g.ph - i * g.dh;
@@ -34,7 +36,8 @@ __global__ void col2im_kernel(T* in, const T* cols, ConvShape g, int64_t total) 
         const int64_t ws = w + g.pw - j * g.dw;
         if (ws < 0 || ws % g.sw != 0 || ws / g.sw >= g.Wo) continue;
         const int64_t row = (c * g.kh + i) * g.kw + j;
-        sum += static_cast<double>(cols[(n * rows + row) * plane_out + (hs / g.sh) * g.Wo + ws / g.sw]);
+        sum += static_cast<double>(
+            cols[(n * rows + row) * plane_out + (hs / g.sh) * g.Wo + ws / g.sw]);
       }
     }
     in[e] = static_cast<T>(sum);

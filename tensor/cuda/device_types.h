@@ -46,7 +46,8 @@ __host__ __device__ inline float half_bits_to_float(uint16_t h) {
   const uint32_t two_w = w + w;
   const float normalized = bits_float((two_w >> 4) + (0xE0u << 23)) * bits_float(0x07800000u);
   const float denormalized = bits_float((two_w >> 17) | (126u << 23)) - 0.5f;
-  return bits_float(sign | (two_w < (1u << 27) ? float_bits(denormalized) : float_bits(normalized)));
+  return bits_float(sign |
+                    (two_w < (1u << 27) ? float_bits(denormalized) : float_bits(normalized)));
 }
 __host__ __device__ inline uint16_t float_to_bfloat16_bits(float f) {
   uint32_t u = float_bits(f);
@@ -88,8 +89,8 @@ template <typename T>
 using opmath_t = typename OpMathOf<T>::type;
 
 template <typename T>
-constexpr bool is_floating_v =
-    std::is_floating_point<T>::value || std::is_same<T, Half>::value || std::is_same<T, BFloat16>::value;
+constexpr bool is_floating_v = std::is_floating_point<T>::value || std::is_same<T, Half>::value ||
+                               std::is_same<T, BFloat16>::value;
 
 // A host scalar as the kernel's compute type wants it.
 template <typename M>

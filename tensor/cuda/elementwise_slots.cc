@@ -34,19 +34,20 @@ void unary_cuda(UnaryOp op, const Tensor& out, const Tensor& in) {
 void clamp_cuda(const Tensor& out, const Tensor& in, const std::optional<Scalar>& lo,
                 const std::optional<Scalar>& hi) {
   DeviceGuard guard(out.device().index);
-  check_launch(launch_clamp(dtype_of(in), out.data_ptr(), in.data_ptr(),
-                            make_indexer("clamp", {&out, &in}), out.numel(), lo.has_value(),
-                            lo ? scalar_arg(*lo) : ScalarArg{}, hi.has_value(),
-                            hi ? scalar_arg(*hi) : ScalarArg{}, stream_of(out)),
-               "clamp", out);
+  check_launch(
+      launch_clamp(dtype_of(in), out.data_ptr(), in.data_ptr(), make_indexer("clamp", {&out, &in}),
+                   out.numel(), lo.has_value(), lo ? scalar_arg(*lo) : ScalarArg{}, hi.has_value(),
+                   hi ? scalar_arg(*hi) : ScalarArg{}, stream_of(out)),
+      "clamp", out);
 }
 
 void where_cuda(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
   DeviceGuard guard(out.device().index);
-  check_launch(launch_where(dtype_of(out), out.data_ptr(), static_cast<const bool*>(cond.data_ptr()),
-                            a.data_ptr(), b.data_ptr(), make_indexer("where", {&out, &cond, &a, &b}),
-                            out.numel(), stream_of(out)),
-               "where", out);
+  check_launch(
+      launch_where(dtype_of(out), out.data_ptr(), static_cast<const bool*>(cond.data_ptr()),
+                   a.data_ptr(), b.data_ptr(), make_indexer("where", {&out, &cond, &a, &b}),
+                   out.numel(), stream_of(out)),
+      "where", out);
 }
 
 void copy_cuda(const Tensor& dst, const Tensor& src) {

@@ -83,8 +83,9 @@ __global__ void scatter_add_kernel(T* self, const T* src, const int64_t* index, 
 }
 
 template <typename T>
-constexpr bool has_atomic_add_v = std::is_same<T, float>::value || std::is_same<T, double>::value ||
-                                  std::is_same<T, int32_t>::value || std::is_same<T, int64_t>::value;
+constexpr bool has_atomic_add_v =
+    std::is_same<T, float>::value || std::is_same<T, double>::value ||
+    std::is_same<T, int32_t>::value || std::is_same<T, int64_t>::value;
 
 }  // namespace
 

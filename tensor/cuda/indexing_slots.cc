@@ -25,7 +25,8 @@ ScalarType accumulation_dtype(ScalarType t) {
   }
 }
 
-// Runs `accumulate(work)` on self, or on a dense copy in the accumulation dtype that is copied back.
+// Runs `accumulate(work)` on self, or on a dense copy in the accumulation dtype that is copied
+// back.
 template <typename F>
 void accumulate_into(const Tensor& self, F accumulate) {
   const ScalarType acc = accumulation_dtype(self.dtype());
@@ -85,11 +86,11 @@ void scatter_add_cuda(const Tensor& self, int64_t dim, const Tensor& index, cons
   DeviceGuard guard(self.device().index);
   accumulate_into(self, [&](const Tensor& work) {
     const Tensor from = src.to(work.dtype());
-    check_launch(launch_scatter_add(dtype_of(work), work.data_ptr(), from.data_ptr(),
-                                    indices(index), unmerged("scatter_add_", index, work, from),
-                                    static_cast<int>(dim), work.size(dim), index.numel(),
-                                    stream_of(work)),
-                 "scatter_add_", self);
+    check_launch(
+        launch_scatter_add(dtype_of(work), work.data_ptr(), from.data_ptr(), indices(index),
+                           unmerged("scatter_add_", index, work, from), static_cast<int>(dim),
+                           work.size(dim), index.numel(), stream_of(work)),
+        "scatter_add_", self);
   });
 }
 

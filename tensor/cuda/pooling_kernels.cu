@@ -1,7 +1,8 @@
 // 2-d pooling on the device, one thread per output element for the forward passes and one per
 // input element for the backward ones (each input gathers the outputs whose window holds it, so no
 // atomics and the same result every run). Same rules as tensor/cpu/pooling_kernels.cc: max takes
-// NaN first, then the first maximum; average pooling counts padding; adaptive windows are PyTorch's.
+// NaN first, then the first maximum; average pooling counts padding; adaptive windows are
+// PyTorch's.
 #include "tensor/cuda/device_types.h"
 
 namespace ember::cuda {

@@ -1,5 +1,5 @@
-// The CUDA table's reduce slot (sum, max, min, argmax, argmin), filled at static initialisation from
-// reduce_kernels.cu: the input is viewed as [kept dims, reduced dims], the kernel writes one
+// The CUDA table's reduce slot (sum, max, min, argmax, argmin), filled at static initialisation
+// from reduce_kernels.cu: the input is viewed as [kept dims, reduced dims], the kernel writes one
 // value per kept position to a dense buffer, and copy_ puts it into `out` in out's dtype.
 #include "tensor/cuda/slot_glue.h"
 #include "tensor/factories.h"

@@ -97,7 +97,8 @@ TEST(CudaTrainingTest, AdamStepsMatchTheCpu) {
 TEST(CudaTrainingTest, SparseEmbeddingStepsMatchTheCpu) {
   EMBER_SKIP_WITHOUT_CUDA_DEVICE();
   Generator init_cpu(3), init_gpu(3);
-  nn::Embedding cpu_emb(10, 4, /*sparse=*/true, &init_cpu), gpu_emb(10, 4, /*sparse=*/true, &init_gpu);
+  nn::Embedding cpu_emb(10, 4, /*sparse=*/true, &init_cpu),
+      gpu_emb(10, 4, /*sparse=*/true, &init_gpu);
   gpu_emb.to(kCuda0);
   optim::SGD cpu_opt(cpu_emb.parameters(), optim::SGDOptions(0.5));
   optim::SGD gpu_opt(gpu_emb.parameters(), optim::SGDOptions(0.5));

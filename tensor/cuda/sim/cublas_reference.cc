@@ -159,7 +159,8 @@ cublasStatus_t cublasDestroy(cublasHandle_t handle) {
 }
 
 cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream) {
-  if (handle == nullptr) return reject(CUBLAS_STATUS_NOT_INITIALIZED, "cublasSetStream: null handle");
+  if (handle == nullptr)
+    return reject(CUBLAS_STATUS_NOT_INITIALIZED, "cublasSetStream: null handle");
   if (!ember::cudasim::is_live_stream(stream)) {
     return reject(CUBLAS_STATUS_INVALID_VALUE, "cublasSetStream: stream is not live");
   }
@@ -168,19 +169,22 @@ cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream) {
 }
 
 cublasStatus_t cublasGetStream(cublasHandle_t handle, cudaStream_t* stream) {
-  if (handle == nullptr) return reject(CUBLAS_STATUS_NOT_INITIALIZED, "cublasGetStream: null handle");
+  if (handle == nullptr)
+    return reject(CUBLAS_STATUS_NOT_INITIALIZED, "cublasGetStream: null handle");
   *stream = handle->stream;
   return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
-  if (handle == nullptr) return reject(CUBLAS_STATUS_NOT_INITIALIZED, "cublasSetMathMode: null handle");
+  if (handle == nullptr)
+    return reject(CUBLAS_STATUS_NOT_INITIALIZED, "cublasSetMathMode: null handle");
   handle->math = mode;
   return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t cublasGetMathMode(cublasHandle_t handle, cublasMath_t* mode) {
-  if (handle == nullptr) return reject(CUBLAS_STATUS_NOT_INITIALIZED, "cublasGetMathMode: null handle");
+  if (handle == nullptr)
+    return reject(CUBLAS_STATUS_NOT_INITIALIZED, "cublasGetMathMode: null handle");
   *mode = handle->math;
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -216,9 +220,9 @@ cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t handle, cublasOperation_
                                          cublasOperation_t transb, int m, int n, int k,
                                          const double* alpha, const double* A, int lda,
                                          long long strideA, const double* B, int ldb,
-                                         long long strideB, const double* beta, double* C,
-                                         int ldc, long long strideC, int batchCount) {
-  return gemm<double>({"cublasDgemmStridedBatched", handle, transa, transb, m, n, k, lda, ldb,
-                       ldc, strideA, strideB, strideC, batchCount},
+                                         long long strideB, const double* beta, double* C, int ldc,
+                                         long long strideC, int batchCount) {
+  return gemm<double>({"cublasDgemmStridedBatched", handle, transa, transb, m, n, k, lda, ldb, ldc,
+                       strideA, strideB, strideC, batchCount},
                       alpha, A, B, beta, C);
 }

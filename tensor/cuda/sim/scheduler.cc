@@ -1,6 +1,6 @@
-// The CUDA simulator's kernel launches: every block of the grid in turn, on the calling host thread,
-// with the threads of a block as fibers (Boost.Context) that switch at __syncthreads and warp
-// intrinsics.
+// The CUDA simulator's kernel launches: every block of the grid in turn, on the calling host
+// thread, with the threads of a block as fibers (Boost.Context) that switch at __syncthreads and
+// warp intrinsics.
 #include <boost/context/fiber.hpp>
 
 #include <algorithm>
@@ -128,7 +128,8 @@ BlockRun& running_block(const char* primitive) {
   if (g_block->direct) {
     throw KernelFault{where(*g_block) + ": thread " + str(threadIdx) + " reached " + primitive +
                       " but thread (0,0,0) finished without any barrier or warp intrinsic: a "
-                      "divergent " + primitive};
+                      "divergent " +
+                      primitive};
   }
   return *g_block;
 }
@@ -212,8 +213,8 @@ bool release_warps(BlockRun& run) {
           const int src = t.source_lane;
           if (src < 0 || src >= lanes || !((group >> src) & 1u)) {
             run.failure = where(run) + ": thread " + str(t.index) + " shuffles from lane " +
-                          std::to_string(src) + ", which is not in the mask " +
-                          lanes_of(t.mask) + " of existing lanes";
+                          std::to_string(src) + ", which is not in the mask " + lanes_of(t.mask) +
+                          " of existing lanes";
             return false;
           }
           t.received = run.threads[warp_start + src].offered;
@@ -232,13 +233,16 @@ bool release_warps(BlockRun& run) {
 std::string waiting_summary(const BlockRun& run) {
   int at_barrier = 0, at_warp = 0, finished = 0;
   for (const SimThread& t : run.threads) {
-    if (t.done) ++finished;
-    else if (t.wait == Wait::Barrier) ++at_barrier;
-    else if (t.wait == Wait::Warp) ++at_warp;
+    if (t.done)
+      ++finished;
+    else if (t.wait == Wait::Barrier)
+      ++at_barrier;
+    else if (t.wait == Wait::Warp)
+      ++at_warp;
   }
   return std::to_string(at_barrier) + " of " + std::to_string(run.size) +
-         " threads wait at __syncthreads, " + std::to_string(at_warp) +
-         " at a warp intrinsic, " + std::to_string(finished) + " finished";
+         " threads wait at __syncthreads, " + std::to_string(at_warp) + " at a warp intrinsic, " +
+         std::to_string(finished) + " finished";
 }
 
 void run_fibers(BlockRun& run) {
@@ -334,8 +338,9 @@ void run_kernel(const char* kernel_name, const LaunchConfig& config,
     return;
   }
   if (g_block != nullptr) {
-    fail(cudaErrorLaunchFailure, std::string("launching ") + kernel_name +
-                                     " from inside a kernel (dynamic parallelism) is not simulated");
+    fail(cudaErrorLaunchFailure,
+         std::string("launching ") + kernel_name +
+             " from inside a kernel (dynamic parallelism) is not simulated");
     return;
   }
   BlockRun run;

@@ -63,6 +63,10 @@ TEST(CachingAllocatorTest, FreedBlockIsReusedOnItsStreamOnly) {
   EXPECT_EQ(s.num_device_mallocs, 2);
   EXPECT_EQ(s.allocated_bytes, 2048);
   EXPECT_EQ(s.reserved_bytes, 2048);
+  alloc.deallocate(a);
+  alloc.deallocate(b);
+  alloc.empty_cache();
+  EXPECT_TRUE(device.live.empty());
 }
 
 TEST(CachingAllocatorTest, StatisticsTrackAllocatedReservedAndPeaks) {

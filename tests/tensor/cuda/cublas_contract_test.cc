@@ -53,12 +53,14 @@ TEST_F(CublasContractTest, DgemmHonoursTransposesAndLeadingDimensions) {
       for (int j = 0; j < n; ++j) {
         for (int i = 0; i < m; ++i) {
           double sum = 0;
-          for (int l = 0; l < k; ++l) sum += (at ? A.at(l, i) : A.at(i, l)) * (bt ? B.at(j, l) : B.at(l, j));
+          for (int l = 0; l < k; ++l)
+            sum += (at ? A.at(l, i) : A.at(i, l)) * (bt ? B.at(j, l) : B.at(l, j));
           EXPECT_EQ(out[i + size_t(j) * C.ld], alpha * sum + beta * C.at(i, j))
               << "transa=" << at << " transb=" << bt << " at (" << i << "," << j << ")";
         }
         // Rows between m and ldc are not part of C and stay untouched.
-        for (int i = m; i < C.ld; ++i) EXPECT_EQ(out[i + size_t(j) * C.ld], C.data[i + size_t(j) * C.ld]);
+        for (int i = m; i < C.ld; ++i)
+          EXPECT_EQ(out[i + size_t(j) * C.ld], C.data[i + size_t(j) * C.ld]);
       }
     }
   }
@@ -72,8 +74,8 @@ TEST_F(CublasContractTest, SgemmStridedBatchedComputesEachBatch) {
   for (size_t i = 0; i < B.size(); ++i) B[i] = float(i % 3) - 1;
   DeviceBuffer<float> dA(A), dB(B), dC(C);
   const float alpha = 1.0f, beta = 0.0f;
-  ASSERT_EQ(cublasSgemmStridedBatched(handle_, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, dA.get(), m,
-                                      sa, dB.get(), k, sb, &beta, dC.get(), m, sc, batch),
+  ASSERT_EQ(cublasSgemmStridedBatched(handle_, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, dA.get(),
+                                      m, sa, dB.get(), k, sb, &beta, dC.get(), m, sc, batch),
             CUBLAS_STATUS_SUCCESS);
   const std::vector<float> out = dC.download();
   for (int b = 0; b < batch; ++b) {
@@ -91,8 +93,8 @@ TEST_F(CublasContractTest, BetaZeroDoesNotReadC) {
   DeviceBuffer<float> dA(std::vector<float>{1, 2}), dB(std::vector<float>{3}),
       dC(std::vector<float>(2, std::numeric_limits<float>::quiet_NaN()));
   const float alpha = 1.0f, beta = 0.0f;
-  ASSERT_EQ(cublasSgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, 2, 1, 1, &alpha, dA.get(), 2, dB.get(), 1,
-                        &beta, dC.get(), 2),
+  ASSERT_EQ(cublasSgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, 2, 1, 1, &alpha, dA.get(), 2, dB.get(),
+                        1, &beta, dC.get(), 2),
             CUBLAS_STATUS_SUCCESS);
   EXPECT_EQ(dC.download(), (std::vector<float>{3, 6}));
 }
@@ -101,15 +103,15 @@ TEST_F(CublasContractTest, RejectsLeadingDimensionsSmallerThanTheRows) {
   DeviceBuffer<float> d(64);
   const float one = 1.0f;
   // A is 4 x 2 stored; lda 3 < 4.
-  EXPECT_EQ(cublasSgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, 4, 2, 2, &one, d.get(), 3, d.get(), 2, &one,
-                        d.get(), 4),
+  EXPECT_EQ(cublasSgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, 4, 2, 2, &one, d.get(), 3, d.get(), 2,
+                        &one, d.get(), 4),
             CUBLAS_STATUS_INVALID_VALUE);
   // Transposed A is stored k x m = 2 x 4: lda 2 is enough there, ldc 3 < m is not.
-  EXPECT_EQ(cublasSgemm(handle_, CUBLAS_OP_T, CUBLAS_OP_N, 4, 2, 2, &one, d.get(), 2, d.get(), 2, &one,
-                        d.get(), 3),
+  EXPECT_EQ(cublasSgemm(handle_, CUBLAS_OP_T, CUBLAS_OP_N, 4, 2, 2, &one, d.get(), 2, d.get(), 2,
+                        &one, d.get(), 3),
             CUBLAS_STATUS_INVALID_VALUE);
-  EXPECT_EQ(cublasSgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, -1, 2, 2, &one, d.get(), 1, d.get(), 2, &one,
-                        d.get(), 1),
+  EXPECT_EQ(cublasSgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, -1, 2, 2, &one, d.get(), 1, d.get(), 2,
+                        &one, d.get(), 1),
             CUBLAS_STATUS_INVALID_VALUE);
 }
 
@@ -119,12 +121,12 @@ TEST_F(CublasContractTest, OperandsMustBeDeviceMemoryOfTheImpliedExtent) {
   DeviceBuffer<float> small(4), c(16);
   const float one = 1.0f, zero = 0.0f;
   // A of 4 x 4 needs 16 floats; the allocation has 4.
-  EXPECT_EQ(cublasSgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &one, small.get(), 4, c.get(), 4,
-                        &zero, c.get(), 4),
+  EXPECT_EQ(cublasSgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &one, small.get(), 4, c.get(),
+                        4, &zero, c.get(), 4),
             CUBLAS_STATUS_EXECUTION_FAILED);
   std::vector<float> host(16, 1.0f);
-  EXPECT_EQ(cublasSgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &one, host.data(), 4, c.get(), 4,
-                        &zero, c.get(), 4),
+  EXPECT_EQ(cublasSgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &one, host.data(), 4, c.get(),
+                        4, &zero, c.get(), 4),
             CUBLAS_STATUS_EXECUTION_FAILED);
   cudaGetLastError();
 }

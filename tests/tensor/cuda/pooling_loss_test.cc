@@ -30,15 +30,22 @@ TEST_F(CudaPoolingLossTest, PoolingForwardAndBackward) {
       SCOPED_TRACE(std::string(dtype_name(dt)) + " " + shape_to_string(c.input));
       const Tensor x = parity_input(c.input, dt, 1);
       const double tol = device_tolerance(dt);
-      EXPECT_TRUE(matches_cpu([&](auto& t) { return max_pool2d(t[0], c.kernel, c.stride, c.padding); },
-                              {x}, 0));
       EXPECT_TRUE(matches_cpu(
-          [&](auto& t) { return std::get<1>(max_pool2d_with_indices(t[0], c.kernel, c.stride, c.padding)); },
+          [&](auto& t) { return max_pool2d(t[0], c.kernel, c.stride, c.padding); }, {x}, 0));
+      EXPECT_TRUE(matches_cpu(
+          [&](auto& t) {
+            return std::get<1>(max_pool2d_with_indices(t[0], c.kernel, c.stride, c.padding));
+          },
           {x}, 0));
-      EXPECT_TRUE(matches_cpu([&](auto& t) { return avg_pool2d(t[0], c.kernel, c.stride, c.padding); },
-                              {x}, tol));
-      EXPECT_TRUE(matches_cpu([&](auto& t) { return adaptive_avg_pool2d(t[0], {3, 2}); }, {x}, tol));
-      const Tensor g_avg = parity_input(avg_pool2d(x, c.kernel, c.stride, c.padding).sizes(), dt, 2);
+      EXPECT_TRUE(matches_cpu(
+          [&](auto& t) { return avg_pool2d(t[0], c.kernel, c.stride, c.padding); }, {x}, tol));
+      EXPECT_TRUE(matches_cpu(
+          [&](auto& t) {
+            return adaptive_avg_pool2d(t[0], {3, 2});
+          },
+          {x}, tol));
+      const Tensor g_avg =
+          parity_input(avg_pool2d(x, c.kernel, c.stride, c.padding).sizes(), dt, 2);
       EXPECT_TRUE(matches_cpu(
           [&](auto& t) { return avg_pool2d_backward(t[0], t[1], c.kernel, c.stride, c.padding); },
           {g_avg, x}, tol));
@@ -65,13 +72,12 @@ TEST_F(CudaPoolingLossTest, LogSoftmaxAndNllLoss) {
     }
     const Tensor logits = parity_input({6, 5}, dt, 5), target = i64({1, 0, 4, -100, 2, 4});
     for (Reduction r : {Reduction::None, Reduction::Sum, Reduction::Mean}) {
-      EXPECT_TRUE(matches_cpu(
-          [&](auto& t) { return nll_loss(log_softmax(t[0], 1), t[1], r, -100); }, {logits, target},
-          tol));
+      EXPECT_TRUE(
+          matches_cpu([&](auto& t) { return nll_loss(log_softmax(t[0], 1), t[1], r, -100); },
+                      {logits, target}, tol));
       const Tensor g = r == Reduction::None ? parity_input({6}, dt, 6) : f64({0.7}).to(dt).view({});
-      EXPECT_TRUE(matches_cpu(
-          [&](auto& t) { return nll_loss_backward(t[2], t[0], t[1], r, -100); },
-          {log_softmax(logits, 1), target, g}, tol));
+      EXPECT_TRUE(matches_cpu([&](auto& t) { return nll_loss_backward(t[2], t[0], t[1], r, -100); },
+                              {log_softmax(logits, 1), target, g}, tol));
     }
     EXPECT_TRUE(matches_cpu(
         [&](auto& t) { return nn::functional::cross_entropy(t[0], t[1], Reduction::Mean, 0.1); },
@@ -81,9 +87,9 @@ TEST_F(CudaPoolingLossTest, LogSoftmaxAndNllLoss) {
 
 TEST_F(CudaPoolingLossTest, OutOfRangeTargetIsTheCpuError) {
   const Tensor logits = parity_input({3, 4}, kFloat32, 7).to(kCuda0);
-  EXPECT_EMBER_ERROR(nll_loss(log_softmax(logits, 1), i64({1, 4, 0}).to(kCuda0), Reduction::Mean,
-                              -100),
-                     "nll_loss: target 4 at position 1 is out of bounds for 4 classes");
+  EXPECT_EMBER_ERROR(
+      nll_loss(log_softmax(logits, 1), i64({1, 4, 0}).to(kCuda0), Reduction::Mean, -100),
+      "nll_loss: target 4 at position 1 is out of bounds for 4 classes");
 }
 
 }  // namespace
