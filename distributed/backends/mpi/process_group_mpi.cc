@@ -5,6 +5,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <numeric>
 
 #include "distributed/backends/mpi/mpi_types.h"
@@ -29,6 +30,26 @@ int count_of(int64_t n, const char* op) {
   EMBER_CHECK(n <= INT_MAX, op, ": ", n, " elements exceed MPI's int count limit");
   return static_cast<int>(n);
 }
+
+// Note [Open MPI's progress under ThreadSanitizer]
+// Open MPI's progress engine is process-wide: a worker testing its own group's requests may move
+// the payload of another group's collective (a memcpy of the tensor, seen by TSan), and the other
+// worker then learns of the completion through Open MPI's own atomics, which TSan cannot see. The
+// order is real but invisible, so the reader that frees the tensor after wait() looks like it races
+// with that copy. Under TSan every worker's nonblocking MPI calls (starting a collective, testing
+// it) take one process-wide mutex, which makes the edge visible; other builds take no lock. The
+// called_from_lib suppressions (tests/sanitizers/tsan.supp) cannot cover the copy: it is made in a
+// component Open MPI dlopens and dlcloses, and a report whose copying stack TSan can no longer
+// restore is not matched by a stack suppression.
+#if defined(__SANITIZE_THREAD__)
+std::mutex g_mpi_progress_mutex;
+using MpiProgressGuard = std::lock_guard<std::mutex>;
+#define EMBER_MPI_PROGRESS_GUARD MpiProgressGuard mpi_progress_guard_(g_mpi_progress_mutex)
+#else
+#define EMBER_MPI_PROGRESS_GUARD \
+  do {                           \
+  } while (0)
+#endif
 
 // Set once any group of this process timed out (process-wide by nature: it decides how the process
 // leaves MPI).
@@ -280,8 +301,11 @@ void ProcessGroupMPI::wait_requests(std::vector<MPI_Request>& requests, Entry& e
   std::vector<MPI_Status> statuses(requests.size());
   for (uint64_t iteration = 0;; ++iteration) {
     int done = 0;
-    const int rc = MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done,
-                               statuses.data());
+    int rc;
+    {
+      EMBER_MPI_PROGRESS_GUARD;  // Note [Open MPI's progress under ThreadSanitizer]
+      rc = MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, statuses.data());
+    }
     if (rc != MPI_SUCCESS) {
       std::string detail = mpi::mpi_error_string(rc);
       if (rc == MPI_ERR_IN_STATUS) {
@@ -340,14 +364,20 @@ void ProcessGroupMPI::run_entry(std::unique_ptr<Entry> entry) {
       // with the same report.
       entry->all_fingerprints.resize(size_);
       std::vector<MPI_Request> requests(1);
-      EMBER_MPI_CALL(MPI_Iallgather(&entry->fingerprint, sizeof(CollectiveFingerprint), MPI_BYTE,
-                                    entry->all_fingerprints.data(), sizeof(CollectiveFingerprint),
-                                    MPI_BYTE, comm_, &requests[0]));
+      {
+        EMBER_MPI_PROGRESS_GUARD;  // Note [Open MPI's progress under ThreadSanitizer]
+        EMBER_MPI_CALL(MPI_Iallgather(&entry->fingerprint, sizeof(CollectiveFingerprint), MPI_BYTE,
+                                      entry->all_fingerprints.data(), sizeof(CollectiveFingerprint),
+                                      MPI_BYTE, comm_, &requests[0]));
+      }
       wait_requests(requests, *entry, "the DETAIL consistency check (fingerprint allgather)");
       check_fingerprints(entry->all_fingerprints, rank_, group_name());
     }
     std::vector<MPI_Request> requests;
-    entry->start(requests);
+    {
+      EMBER_MPI_PROGRESS_GUARD;  // Note [Open MPI's progress under ThreadSanitizer]
+      entry->start(requests);
+    }
     wait_requests(requests, *entry, op_type_name(static_cast<OpType>(entry->fingerprint.op)));
     if (entry->finish) entry->finish();
   } catch (const TimeoutError& e) {
