@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 source bench/lib.sh
 if [[ -z "${BIN:-}" ]]; then
   bazel build --config=cuda //bench:gpu_bench >&2
-  BIN="$PWD/bazel-out/k8-fastbuildcuda/bin/bench/gpu_bench"
+  # The CUDA config shares the default output tree (.bazelrc): this is the binary just built.
+  BIN="$PWD/bazel-out/k8-fastbuild/bin/bench/gpu_bench"
 fi
 echo "== machine: $(nproc) cores, $(uptime | sed 's/.*load average/load average/')"
 echo "   CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"

@@ -87,12 +87,12 @@ supp="$(pwd)/tests/sanitizers"
 # Open MPI unloads its components at finalize; kept loaded, their frames in reports have names.
 mpi_env=(--test_env=OMPI_MCA_mca_base_component_disable_dlclose=1)
 if [[ "${EMBER_SKIP_ASAN:-0}" != "1" ]]; then
-  run_suite "asan" --config=asan "${mpi_env[@]}" \
+  run_suite "asan" --config=asan --build_tests_only "${mpi_env[@]}" \
     --test_env=LSAN_OPTIONS=suppressions="$supp/lsan.supp":print_suppressions=0 \
     --test_tag_filters=-mpi_extra_ranks,-sanitizer_slow,-benchmark //tests/...
 fi
 if [[ "${EMBER_SKIP_TSAN:-0}" != "1" ]]; then
-  run_suite "tsan" --config=tsan "${mpi_env[@]}" \
+  run_suite "tsan" --config=tsan --build_tests_only "${mpi_env[@]}" \
     --test_env=TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions="$supp/tsan.supp" \
     --test_tag_filters=tsan,mpi,-mpi_extra_ranks,-sanitizer_slow,-benchmark //tests/...
 fi
