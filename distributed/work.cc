@@ -74,6 +74,21 @@ bool Future::wait_for(std::chrono::milliseconds timeout) {
 void Future::wait(std::chrono::milliseconds timeout) {
   EMBER_CHECK(wait_for(timeout), "Future::wait: timed out after ", timeout.count(), " ms");
   if (auto e = exception()) std::rethrow_exception(e);
+  sync_streams();
+}
+
+void Future::set_stream_sync(std::function<void()> sync) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stream_sync_ = std::move(sync);
+}
+
+void Future::sync_streams() const {
+  std::function<void()> sync;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sync = stream_sync_;
+  }
+  if (sync) sync();
 }
 
 const std::vector<Tensor>& Future::value() {
@@ -117,6 +132,7 @@ void Future::run_callbacks() {
   std::exception_ptr first;
   for (auto& cb : callbacks) {
     try {
+      sync_streams();
       cb(*this);
     } catch (...) {
       if (!first) first = std::current_exception();
@@ -133,6 +149,7 @@ void Future::add_callback(std::function<void(Future&)> callback) {
       return;
     }
   }
+  sync_streams();
   callback(*this);
 }
 

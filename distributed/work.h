@@ -68,6 +68,11 @@ class Future : public std::enable_shared_from_this<Future> {
   void mark_completed(std::vector<Tensor> value = {});
   void set_error(std::exception_ptr error);
 
+  // For a device backend (NCCL): makes the calling thread's current stream wait for the value.
+  // Run by wait() (so value()) and before every callback, on the thread about to use the value,
+  // as PyTorch's CUDAFuture does (Note [NCCL streams and completion], process_group_nccl.cc).
+  void set_stream_sync(std::function<void()> sync);
+
   const std::vector<Device>& devices() const { return devices_; }
   // What errors call this future: "allreduce #3", "then() of allreduce #3", or "future".
   std::string name() const;
@@ -75,6 +80,7 @@ class Future : public std::enable_shared_from_this<Future> {
 
  private:
   void run_callbacks();
+  void sync_streams() const;
 
   std::vector<Device> devices_;
   mutable std::mutex mutex_;
@@ -84,6 +90,7 @@ class Future : public std::enable_shared_from_this<Future> {
   std::exception_ptr error_;
   std::vector<std::function<void(Future&)>> callbacks_;
   std::string name_;  // guarded by mutex_
+  std::function<void()> stream_sync_;  // guarded by mutex_
 };
 using FuturePtr = std::shared_ptr<Future>;
 

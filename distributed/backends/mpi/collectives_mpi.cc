@@ -23,11 +23,30 @@ using mpi::mpi_op;
     }                                                                                     \
   } while (0)
 
-// A user tensor and the contiguous buffer MPI reads/writes. Staging happens on the worker, when
-// the collective runs, so the caller may fill the tensor up to the moment it is dequeued.
+// Note [CUDA tensors through the MPI backend]
+// MPI reads and writes host memory, so a CUDA tensor is staged: copied into a host buffer when its
+// collective starts on the worker and copied back when it completes (the copies run on the
+// worker's current stream, the default one, and are synchronous). Several ranks can then share one
+// GPU, and CPU-only tools keep working; ProcessGroupNCCL is the backend that communicates from
+// device memory.
+
+// The host buffer of a flattened tensor list (Note [CUDA tensors through the MPI backend]).
+Tensor host_flat(const std::vector<Tensor>& list) {
+  Tensor flat = flatten_dense_tensors(list);
+  return flat.is_cpu() ? flat : flat.to(kCPU);
+}
+
+// A user tensor and the contiguous host buffer MPI reads/writes. Staging happens on the worker,
+// when the collective runs, so the caller may fill the tensor up to the moment it is dequeued.
 struct Staged {
   explicit Staged(Tensor t) : user(std::move(t)) {}
-  void in() { buf = user.is_contiguous() ? user : user.contiguous(); }
+  void in() {
+    if (!user.is_cpu()) {
+      buf = user.to(kCPU);  // Note [CUDA tensors through the MPI backend]
+    } else {
+      buf = user.is_contiguous() ? user : user.contiguous();
+    }
+  }
   void out() const {
     if (!buf.is_same(user)) user.copy_(buf);
   }
@@ -56,7 +75,7 @@ std::vector<int> displacements(const std::vector<int>& counts) {
 
 void check_one(const std::vector<Tensor>& tensors, const char* op) {
   EMBER_CHECK(tensors.size() == 1, "ProcessGroupMPI::", op,
-              ": expects exactly one tensor (one per device, and the MPI backend is CPU-only), got ",
+              ": expects exactly one tensor (one per device; the MPI backend takes one device), got ",
               tensors.size());
 }
 
@@ -121,7 +140,7 @@ WorkPtr ProcessGroupMPI::allreduce_coalesced(std::vector<Tensor>& tensors,
       OpType::kAllreduceCoalesced, tensors, tensors, opts.timeout,
       static_cast<int>(opts.reduce_op), -1, false,
       [this, flat, list, n, dt, op](std::vector<MPI_Request>& r) {
-        *flat = flatten_dense_tensors(list);
+        *flat = host_flat(list);
         r.emplace_back();
         EMBER_MPI_CALL(MPI_Iallreduce(MPI_IN_PLACE, data_of(*flat), n, dt, op, comm_, &r.back()));
       },
@@ -295,7 +314,7 @@ WorkPtr ProcessGroupMPI::scatter(std::vector<Tensor>& output_tensors,
       OpType::kScatter, output_tensors, output_tensors, opts.timeout, -1, root, false,
       [this, s, flat, inputs, n, root, dt](std::vector<MPI_Request>& r) {
         s->in();
-        if (rank_ == root) *flat = flatten_dense_tensors(inputs);
+        if (rank_ == root) *flat = host_flat(inputs);
         r.emplace_back();
         EMBER_MPI_CALL(MPI_Iscatter(rank_ == root ? data_of(*flat) : nullptr, n, dt, s->data(), n, dt,
                                     root, comm_, &r.back()));
@@ -329,7 +348,7 @@ WorkPtr ProcessGroupMPI::reduce_scatter(std::vector<Tensor>& output_tensors,
       static_cast<int>(opts.reduce_op), -1, false,
       [this, s, flat, inputs, n, dt, op](std::vector<MPI_Request>& r) {
         s->in();
-        *flat = flatten_dense_tensors(inputs);
+        *flat = host_flat(inputs);
         r.emplace_back();
         EMBER_MPI_CALL(MPI_Ireduce_scatter_block(data_of(*flat), s->data(), n, dt, op, comm_,
                                                  &r.back()));
@@ -415,7 +434,7 @@ WorkPtr ProcessGroupMPI::alltoall(std::vector<Tensor>& output_tensors,
       OpType::kAlltoall, input_tensors, output_tensors, opts.timeout, -1, -1, true,
       [this, inputs, flat_in, flat_out, recv_total, send_counts, recv_counts, send_displs,
        recv_displs, dt](std::vector<MPI_Request>& r) {
-        *flat_in = flatten_dense_tensors(inputs);
+        *flat_in = host_flat(inputs);
         *flat_out = empty({recv_total}, TensorOptions(flat_in->dtype()));
         r.emplace_back();
         EMBER_MPI_CALL(MPI_Ialltoallv(data_of(*flat_in), send_counts.data(), send_displs.data(), dt,

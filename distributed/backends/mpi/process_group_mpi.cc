@@ -196,8 +196,9 @@ std::string ProcessGroupMPI::describe(const Entry& e) const {
 
 void ProcessGroupMPI::check_tensor(const Tensor& t, const char* op) const {
   EMBER_CHECK(t.defined(), "ProcessGroupMPI::", op, ": undefined tensor");
-  EMBER_CHECK(t.is_cpu(), "ProcessGroupMPI::", op, ": the MPI backend supports CPU tensors only, got ",
-              t.describe());
+  // CUDA tensors are staged through host memory (Note [CUDA tensors through the MPI backend]).
+  EMBER_CHECK(t.is_cpu() || t.is_cuda(), "ProcessGroupMPI::", op,
+              ": the MPI backend takes CPU and CUDA tensors, got ", t.describe());
   count_of(t.numel(), op);
 }
 

@@ -1,0 +1,102 @@
+// NcclWork (DESIGN.md steps 9-10 on CUDA tensors): completion by events, errors from the watchdog.
+#include "distributed/backends/nccl/nccl_work.h"
+
+#include <cuda_runtime.h>
+
+#include <thread>
+
+#include "tensor/device_backend.h"
+#include "tensor/error.h"
+
+namespace ember::distributed {
+namespace {
+
+cudaEvent_t create_timing_event() {
+  cudaEvent_t e = nullptr;
+  const cudaError_t rc = cudaEventCreate(&e);
+  EMBER_CHECK(rc == cudaSuccess, "ProcessGroupNCCL: cudaEventCreate failed: ", cudaGetErrorString(rc));
+  return e;
+}
+
+cudaStream_t current_stream(int device) {
+  return static_cast<cudaStream_t>(device_backend(DeviceType::CUDA, "ProcessGroupNCCL").current_stream(device));
+}
+
+}  // namespace
+
+NcclWork::NcclWork(OpType op, uint64_t sequence_number, std::vector<Tensor> outputs, int device,
+                   std::chrono::milliseconds timeout, std::string description,
+                   std::vector<Tensor> keep_alive)
+    : Work(op, sequence_number, std::move(outputs), {Device(DeviceType::CUDA, device)}),
+      device_(device),
+      start_(create_timing_event()),
+      end_(create_timing_event()),
+      started_(std::chrono::steady_clock::now()),
+      timeout_(timeout),
+      description_(std::move(description)),
+      keep_alive_(std::move(keep_alive)) {}
+
+NcclWork::~NcclWork() {
+  cudaEventDestroy(static_cast<cudaEvent_t>(start_));
+  cudaEventDestroy(static_cast<cudaEvent_t>(end_));
+}
+
+void NcclWork::mark_enqueued() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  enqueued_ = true;
+}
+
+bool NcclWork::fail(std::exception_ptr error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (error_) return false;
+  error_ = std::move(error);
+  return true;
+}
+
+std::exception_ptr NcclWork::error() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return error_;
+}
+
+void NcclWork::release_tensors() {
+  std::vector<Tensor> dropped;
+  std::lock_guard<std::mutex> lock(mutex_);
+  dropped.swap(keep_alive_);
+}
+
+bool NcclWork::is_completed() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (error_) return true;
+  return enqueued_ && cudaEventQuery(static_cast<cudaEvent_t>(end_)) == cudaSuccess;
+}
+
+bool NcclWork::wait(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  // The watchdog fails a collective past the group's timeout, so this loop ends without one.
+  while (!is_completed()) {
+    EMBER_CHECK(timeout.count() < 0 || std::chrono::steady_clock::now() < deadline, name(),
+                ": Work::wait timed out after ", timeout.count(), " ms (the collective is still running)");
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  if (auto e = error()) std::rethrow_exception(e);
+  if (auto e = get_future()->exception()) std::rethrow_exception(e);
+  synchronize();
+  return true;
+}
+
+void NcclWork::synchronize() {
+  cudaStreamWaitEvent(current_stream(device_), static_cast<cudaEvent_t>(end_), 0);
+}
+
+float NcclWork::device_ms() const {
+  if (!is_completed() || error()) return -1.0f;
+  float ms = -1.0f;
+  if (cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start_), static_cast<cudaEvent_t>(end_)) !=
+      cudaSuccess) {
+    cudaGetLastError();
+    return -1.0f;
+  }
+  return ms;
+}
+
+}  // namespace ember::distributed

@@ -1,0 +1,57 @@
+// NcclWork: a collective on ProcessGroupNCCL's communication stream (Note [NCCL streams and
+// completion], process_group_nccl.cc). Complete when its end event has been reached; wait() blocks
+// the host until then (or until the watchdog failed it) and makes the current stream wait too.
+#pragma once
+
+#include <chrono>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "distributed/work.h"
+
+namespace ember::distributed {
+
+class NcclWork final : public Work {
+ public:
+  NcclWork(OpType op, uint64_t sequence_number, std::vector<Tensor> outputs, int device,
+           std::chrono::milliseconds timeout, std::string description, std::vector<Tensor> keep_alive);
+  ~NcclWork() override;
+
+  bool is_completed() const override;
+  bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
+  void synchronize() override;
+
+  // The collective's time on the device, from its start and end events; negative until complete.
+  float device_ms() const;
+
+  // Called by ProcessGroupNCCL: the events bracketing the NCCL calls (cudaEvent_t).
+  void* start_event() const { return start_; }
+  void* end_event() const { return end_; }
+  // The NCCL calls are queued (the end event is recorded); completion can be polled from now on.
+  void mark_enqueued();
+  // The watchdog's (or the launch's) error; the first one set wins. Returns whether it was first.
+  bool fail(std::exception_ptr error);
+  std::exception_ptr error() const;
+  bool timed_out(std::chrono::steady_clock::time_point now) const { return now - started_ > timeout_; }
+  std::chrono::milliseconds timeout() const { return timeout_; }
+  const std::string& description() const { return description_; }
+  // The tensors the device still reads or writes; dropped once complete (the caching allocator
+  // may only reuse their blocks after that: ember has no record_stream).
+  void release_tensors();
+
+ private:
+  int device_;
+  void* start_ = nullptr;
+  void* end_ = nullptr;
+  std::chrono::steady_clock::time_point started_;
+  std::chrono::milliseconds timeout_;
+  std::string description_;
+  mutable std::mutex mutex_;
+  bool enqueued_ = false;       // guarded by mutex_
+  std::exception_ptr error_;    // guarded by mutex_
+  std::vector<Tensor> keep_alive_;  // guarded by mutex_
+};
+
+}  // namespace ember::distributed

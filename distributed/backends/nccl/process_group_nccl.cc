@@ -1,0 +1,298 @@
+// ProcessGroupNCCL: communicator set-up, the collective skeleton and the watchdog (DESIGN.md steps
+// 8-10 on CUDA tensors). The collectives themselves are in collectives_nccl.cc.
+#include "distributed/backends/nccl/process_group_nccl.h"
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "distributed/backends/mpi/process_group_mpi.h"
+#include "distributed/backends/nccl/nccl_work.h"
+#include "tensor/device_backend.h"
+#include "tensor/factories.h"
+
+namespace ember::distributed {
+
+// Note [NCCL streams and completion]
+// A collective is issued on the caller's thread: an event recorded on the caller's current stream
+// makes the group's communication stream wait for the inputs, the NCCL calls go on the
+// communication stream between a start and an end event, and the caller's stream does not wait:
+// the compute queued after the call (the rest of backward) overlaps the communication. Whoever
+// uses the result waits: Work::wait() blocks the host until the end event and makes the current
+// stream wait on it, Work::synchronize() only the latter, and the Work's Future -- completed when
+// the call is queued, as PyTorch's CUDAFuture is, so that then() callbacks (comm hooks) run at once
+// on the issuing thread in the same order on every rank -- makes the current stream of whoever
+// waits on it or runs a callback wait on the end event first (Future::set_stream_sync). The tensors
+// stay referenced by the Work until the watchdog sees the end event: ember has no record_stream, so
+// this is what keeps the caching allocator from reusing their blocks while NCCL still reads them.
+// Under the CUDA simulator every stream is synchronous and the NCCL call returns when the
+// collective is done; the events, waits and the watchdog run the same code.
+
+namespace {
+
+#define EMBER_CUDA_OK(call, what)                                                             \
+  do {                                                                                        \
+    const cudaError_t rc_ = (call);                                                           \
+    EMBER_CHECK(rc_ == cudaSuccess, "ProcessGroupNCCL: ", what, " failed: ", cudaGetErrorString(rc_)); \
+  } while (0)
+
+ncclComm_t as_comm(void* c) { return static_cast<ncclComm_t>(c); }
+cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
+cudaEvent_t as_event(void* e) { return static_cast<cudaEvent_t>(e); }
+
+int local_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "LOCAL_RANK"}) {
+    if (const char* v = std::getenv(name)) return std::atoi(v);
+  }
+  return 0;
+}
+
+// Makes `stream` the current stream of `device` for a scope.
+class CurrentStreamScope {
+ public:
+  CurrentStreamScope(int device, void* stream)
+      : backend_(device_backend(DeviceType::CUDA, "ProcessGroupNCCL")),
+        device_(device),
+        previous_(backend_.current_stream(device)) {
+    backend_.set_current_stream(device, stream);
+  }
+  ~CurrentStreamScope() { backend_.set_current_stream(device_, previous_); }
+  CurrentStreamScope(const CurrentStreamScope&) = delete;
+  CurrentStreamScope& operator=(const CurrentStreamScope&) = delete;
+
+ private:
+  DeviceBackend& backend_;
+  int device_;
+  void* previous_;
+};
+
+const bool kRegistered = register_backend("nccl", [](const ProcessGroup::Options& options) {
+  ProcessGroup::Options bootstrap = options;
+  bootstrap.backend = "mpi";
+  bootstrap.group_name = (options.group_name.empty() ? "default_pg" : options.group_name) + "_bootstrap";
+  ProcessGroupPtr mpi = ProcessGroupMPI::create_world(bootstrap);
+  return std::static_pointer_cast<ProcessGroup>(std::make_shared<ProcessGroupNCCL>(mpi, options));
+});
+
+}  // namespace
+
+ProcessGroupNCCL::ProcessGroupNCCL(ProcessGroupPtr bootstrap, Options options)
+    : ProcessGroup(bootstrap->rank(), bootstrap->size(), std::move(options)),
+      bootstrap_(std::move(bootstrap)) {
+  const int devices = cuda_device_count();
+  EMBER_CHECK(devices > 0, "ProcessGroupNCCL: rank ", rank_, " sees no CUDA device (",
+              cuda_is_available() ? "none visible" : "ember was built without CUDA: --config=cuda",
+              "); use the MPI backend, which stages CUDA tensors through host memory");
+  device_ = local_rank() % devices;
+  EMBER_CUDA_OK(cudaSetDevice(device_), "cudaSetDevice");
+  // Rank 0's unique id, to every rank over the bootstrap group.
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof(id));
+  if (rank_ == 0) {
+    const ncclResult_t rc = ncclGetUniqueId(&id);
+    EMBER_CHECK(rc == ncclSuccess, "ProcessGroupNCCL: ncclGetUniqueId failed on rank 0: ",
+                ncclGetErrorString(rc), " (", ncclGetLastError(nullptr), ")");
+  }
+  Tensor id_bytes = empty({static_cast<int64_t>(sizeof(id))}, TensorOptions(kByte));
+  std::memcpy(id_bytes.data_ptr(), &id, sizeof(id));
+  std::vector<Tensor> list{id_bytes};
+  bootstrap_->broadcast(list)->wait();
+  std::memcpy(&id, id_bytes.data_ptr(), sizeof(id));
+  ncclComm_t comm = nullptr;
+  const ncclResult_t rc = ncclCommInitRank(&comm, size_, id, rank_);
+  EMBER_CHECK(rc == ncclSuccess, "ProcessGroupNCCL: ncclCommInitRank failed on rank ", rank_, " of ",
+              size_, " (device ", device_, "): ", ncclGetErrorString(rc), " (", ncclGetLastError(nullptr), ")");
+  comm_ = comm;
+  cudaStream_t stream = nullptr;
+  EMBER_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  stream_ = stream;
+  cudaEvent_t ready = nullptr;
+  EMBER_CUDA_OK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreate");
+  ready_ = ready;
+  watchdog_ = std::thread([this] { watchdog_loop(); });
+}
+
+ProcessGroupNCCL::~ProcessGroupNCCL() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (watchdog_.joinable()) watchdog_.join();
+  bool aborted;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    aborted = aborted_;
+    for (auto& work : pending_) work->release_tensors();
+    pending_.clear();
+  }
+  if (!aborted) {
+    cudaStreamSynchronize(as_stream(stream_));
+    ncclCommDestroy(as_comm(comm_));
+  }
+  cudaEventDestroy(as_event(ready_));
+  cudaStreamDestroy(as_stream(stream_));
+}
+
+std::string ProcessGroupNCCL::broken_reason() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return broken_;
+}
+
+void ProcessGroupNCCL::check_tensor(const Tensor& t, const char* op) const {
+  EMBER_CHECK(t.defined(), "ProcessGroupNCCL::", op, ": undefined tensor on rank ", rank_);
+  EMBER_CHECK(t.is_cuda() && t.device().index == device_, "ProcessGroupNCCL::", op, ": rank ", rank_,
+              " communicates from cuda:", device_, ", got ", t.describe(),
+              " (move it with .to(Device(\"cuda:", device_, "\")), or use the MPI backend for CPU tensors)");
+  EMBER_CHECK(t.is_contiguous(), "ProcessGroupNCCL::", op, ": tensors must be contiguous, got ", t.describe(),
+              " on rank ", rank_);
+}
+
+void ProcessGroupNCCL::check_root(int64_t root, const char* op) const {
+  EMBER_CHECK(root >= 0 && root < size_, "ProcessGroupNCCL::", op, ": root rank ", root,
+              " out of range for a group of size ", size_);
+}
+
+WorkPtr ProcessGroupNCCL::collective(OpType op, const std::vector<Tensor>& inputs,
+                                     std::vector<Tensor> outputs, std::chrono::milliseconds timeout,
+                                     int reduce_op, int root, Steps steps) {
+  count_payload(inputs);
+  std::lock_guard<std::mutex> issue(issue_mutex_);
+  const uint64_t seq = next_sequence_number_++;
+  const std::string description =
+      detail::str_cat(CollectiveFingerprint::make(op, seq, inputs, reduce_op, root).str(), " on rank ",
+                      rank_, " of ", size_, " in group ", group_name(), " (cuda:", device_, ")");
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    EMBER_CHECK(broken_.empty(), description, ": the group is unusable: ", broken_);
+  }
+  std::vector<Tensor> keep_alive = inputs;
+  keep_alive.insert(keep_alive.end(), outputs.begin(), outputs.end());
+  auto work = std::make_shared<NcclWork>(op, seq, outputs, device_, effective_timeout(timeout),
+                                         description, std::move(keep_alive));
+  {
+    // Registered before the NCCL calls: a call that blocks (the simulator, a full NCCL queue) is
+    // timed out by the watchdog like one that never completes on the device.
+    std::lock_guard<std::mutex> lock(mutex_);
+    pending_.push_back(work);
+  }
+  cv_.notify_all();
+  int rc = ncclSuccess;
+  std::string failure;
+  try {
+    DeviceBackend& backend = device_backend(DeviceType::CUDA, "ProcessGroupNCCL");
+    EMBER_CUDA_OK(cudaEventRecord(as_event(ready_), as_stream(backend.current_stream(device_))),
+                  "cudaEventRecord");
+    EMBER_CUDA_OK(cudaStreamWaitEvent(as_stream(stream_), as_event(ready_), 0), "cudaStreamWaitEvent");
+    CurrentStreamScope on_comm_stream(device_, stream_);
+    if (steps.prepare) steps.prepare();
+    EMBER_CUDA_OK(cudaEventRecord(as_event(work->start_event()), as_stream(stream_)), "cudaEventRecord");
+    rc = steps.launch(stream_);
+    if (rc == ncclSuccess) {
+      EMBER_CUDA_OK(cudaEventRecord(as_event(work->end_event()), as_stream(stream_)), "cudaEventRecord");
+      if (steps.complete) steps.complete();
+      work->mark_enqueued();
+    } else {
+      failure = detail::str_cat(ncclGetErrorString(static_cast<ncclResult_t>(rc)), " (",
+                                ncclGetLastError(nullptr), ")");
+    }
+  } catch (const std::exception& e) {
+    rc = ncclInternalError;
+    failure = e.what();
+  }
+  if (rc != ncclSuccess) {
+    // The watchdog's timeout error, if it aborted this call, names the cause; else NCCL's.
+    work->fail(std::make_exception_ptr(Error(description + ": " + failure)));
+    if (rc == ncclSystemError || rc == ncclRemoteError || rc == ncclInternalError) {
+      break_group(detail::str_cat(description, " failed: ", failure));
+    }
+    work->finish(work->error());
+    return work;
+  }
+  const cudaEvent_t end = as_event(work->end_event());
+  const int device = device_;
+  work->get_future()->set_stream_sync([end, device] {
+    cudaStreamWaitEvent(static_cast<cudaStream_t>(
+                            device_backend(DeviceType::CUDA, "ProcessGroupNCCL").current_stream(device)),
+                        end, 0);
+  });
+  work->finish();
+  return work;
+}
+
+void ProcessGroupNCCL::break_group(const std::string& why) {
+  std::list<std::shared_ptr<NcclWork>> pending;
+  bool abort = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (broken_.empty()) broken_ = why;
+    if (!aborted_) {
+      aborted_ = true;
+      abort = true;
+    }
+    pending.swap(pending_);
+  }
+  const std::string message = why + ". The communicator was aborted and the group " + group_name() +
+                              " is unusable; later collectives on it fail immediately";
+  for (auto& work : pending) {
+    if (!work->is_completed()) work->fail(std::make_exception_ptr(Error(message)));
+  }
+  // Aborting returns a call blocked in NCCL (the simulator's peers that never arrive) with an error.
+  if (abort) ncclCommAbort(as_comm(comm_));
+  for (auto& work : pending) work->release_tensors();
+}
+
+void ProcessGroupNCCL::watchdog_loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stop_) {
+    cv_.wait_for(lock, std::chrono::milliseconds(pending_.empty() ? 100 : 2));
+    if (stop_ || aborted_) continue;
+    std::string why;
+    const auto now = std::chrono::steady_clock::now();
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if ((*it)->is_completed()) {
+        (*it)->release_tensors();
+        it = pending_.erase(it);
+        continue;
+      }
+      if ((*it)->timed_out(now)) {
+        why = detail::str_cat((*it)->description(), " timed out after ", (*it)->timeout().count(),
+                              " ms (the group's watchdog timeout): a rank may have skipped this "
+                              "collective, called a different one, stalled, or died");
+        (*it)->fail(std::make_exception_ptr(Error(why)));
+        break;
+      }
+      ++it;
+    }
+    if (why.empty()) {
+      ncclResult_t async = ncclSuccess;
+      if (ncclCommGetAsyncError(as_comm(comm_), &async) == ncclSuccess && async != ncclSuccess &&
+          async != ncclInProgress) {
+        why = detail::str_cat("NCCL reported an asynchronous error on rank ", rank_, " of ", size_,
+                              " in group ", group_name(), ": ", ncclGetErrorString(async));
+      }
+    }
+    if (!why.empty()) {
+      lock.unlock();
+      break_group(why);
+      lock.lock();
+    }
+  }
+}
+
+ProcessGroupPtr ProcessGroupNCCL::new_subgroup(const std::vector<int>& ranks, Options options) {
+  Options bootstrap = options;
+  bootstrap.backend = "mpi";
+  bootstrap.group_name = options.group_name + "_bootstrap";
+  ProcessGroupPtr sub = bootstrap_->new_subgroup(ranks, bootstrap);
+  if (sub == nullptr) return nullptr;
+  if (!options.has_debug_level) {
+    options.has_debug_level = options_.has_debug_level;
+    options.debug_level = options_.debug_level;
+  }
+  return std::make_shared<ProcessGroupNCCL>(sub, std::move(options));
+}
+
+}  // namespace ember::distributed

@@ -1,0 +1,94 @@
+// ProcessGroupNCCL: the GPU backend (PyTorch's ProcessGroupNCCL), DESIGN.md steps 8-10 on CUDA
+// tensors. One communicator per group over one device per process; its unique id travels over an
+// MPI group of the same processes (the bootstrap). Every collective runs on the group's own
+// communication stream, ordered after the issuing thread's current stream by an event, so it
+// overlaps the compute that follows (Note [NCCL streams and completion]). A watchdog thread polls
+// the pending collectives and the communicator's asynchronous error, and aborts the communicator
+// when one outlives its timeout: the Work then fails with an ember::Error naming the collective,
+// its sequence number, sizes and rank, as the MPI backend's do.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "distributed/debug.h"
+#include "distributed/process_group.h"
+
+namespace ember::distributed {
+
+class NcclWork;
+
+class ProcessGroupNCCL : public ProcessGroup {
+ public:
+  // A group over the processes of `bootstrap` (an MPI group), which carries the unique id; every
+  // member must call it. The device is the local rank (OMPI_COMM_WORLD_LOCAL_RANK) modulo the
+  // number of visible GPUs, so several ranks may share one.
+  ProcessGroupNCCL(ProcessGroupPtr bootstrap, Options options);
+  ~ProcessGroupNCCL() override;
+
+  std::string backend_name() const override { return "nccl"; }
+  int device_index() const { return device_; }
+  // Why the group is unusable (a collective timed out or NCCL failed), or empty.
+  std::string broken_reason() const;
+
+  WorkPtr broadcast(std::vector<Tensor>& tensors, const BroadcastOptions& opts = {}) override;
+  WorkPtr allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& opts = {}) override;
+  WorkPtr allreduce_coalesced(std::vector<Tensor>& tensors,
+                              const AllreduceCoalescedOptions& opts = {}) override;
+  WorkPtr reduce(std::vector<Tensor>& tensors, const ReduceOptions& opts = {}) override;
+  WorkPtr allgather(std::vector<std::vector<Tensor>>& output_tensors,
+                    std::vector<Tensor>& input_tensors, const AllgatherOptions& opts = {}) override;
+  WorkPtr allgather_base(Tensor& output, Tensor& input, const AllgatherOptions& opts = {}) override;
+  WorkPtr reduce_scatter(std::vector<Tensor>& output_tensors,
+                         std::vector<std::vector<Tensor>>& input_tensors,
+                         const ReduceScatterOptions& opts = {}) override;
+  WorkPtr alltoall_base(Tensor& output, Tensor& input,
+                        const std::vector<int64_t>& output_split_sizes,
+                        const std::vector<int64_t>& input_split_sizes,
+                        const AllToAllOptions& opts = {}) override;
+  WorkPtr barrier(const BarrierOptions& opts = {}) override;
+  ProcessGroupPtr new_subgroup(const std::vector<int>& ranks, Options options) override;
+
+ private:
+  // What one collective does on the communication stream: `prepare` (ember ops, e.g. flattening),
+  // `launch` (the NCCL calls; returns the first failure), `complete` (copies out of a staging
+  // buffer). Each runs with the communication stream current.
+  struct Steps {
+    std::function<void()> prepare;
+    std::function<int(void* stream)> launch;
+    std::function<void()> complete;
+  };
+  WorkPtr collective(OpType op, const std::vector<Tensor>& inputs, std::vector<Tensor> outputs,
+                     std::chrono::milliseconds timeout, int reduce_op, int root, Steps steps);
+  void check_tensor(const Tensor& t, const char* op) const;
+  void check_root(int64_t root, const char* op) const;
+  void watchdog_loop();
+  // Marks the group unusable and aborts the communicator (once); pending Works fail with `why`.
+  void break_group(const std::string& why);
+
+  ProcessGroupPtr bootstrap_;
+  int device_ = 0;
+  void* comm_ = nullptr;    // ncclComm_t; aborted at most once, then never used again
+  void* stream_ = nullptr;  // cudaStream_t: the communication stream
+  void* ready_ = nullptr;   // cudaEvent_t: the issuing stream's point a collective waits for
+  std::mutex issue_mutex_;  // one collective issued at a time, in the same order on every rank
+  uint64_t next_sequence_number_ = 0;  // guarded by issue_mutex_
+
+  mutable std::mutex mutex_;  // guards broken_, aborted_, pending_, stop_
+  std::condition_variable cv_;
+  std::string broken_;
+  bool aborted_ = false;
+  bool stop_ = false;
+  std::list<std::shared_ptr<NcclWork>> pending_;  // issued, not yet seen complete by the watchdog
+  std::thread watchdog_;
+};
+
+}  // namespace ember::distributed
