@@ -97,10 +97,10 @@ std::vector<int64_t> param_metadata(const std::vector<Tensor>& params) {
 }
 
 Tensor broadcast_int64(ProcessGroup& pg, std::vector<int64_t> values) {
-  Tensor t = from_vector<int64_t>(values);
+  Tensor t = from_vector<int64_t>(values).to(pg.collective_device());
   std::vector<Tensor> list{t};
   pg.broadcast(list, BroadcastOptions{})->wait();
-  return t;
+  return t.to(kCPU);
 }
 
 std::string param_label(size_t index, const std::vector<std::string>& names) {
@@ -170,8 +170,9 @@ void verify_params_across_processes(ProcessGroup& process_group, const std::vect
   // ones will never join.
   Tensor failed = zeros({process_group.size()}, TensorOptions(kInt32));
   failed.data_ptr<int32_t>()[rank] = error.empty() ? 0 : 1;
-  std::vector<Tensor> list{failed};
+  std::vector<Tensor> list{failed.to(process_group.collective_device())};
   process_group.allreduce(list)->wait();
+  failed = list[0].to(kCPU);
   std::vector<int> bad;
   for (int r = 0; r < process_group.size(); ++r) {
     if (failed.data_ptr<int32_t>()[r]) bad.push_back(r);

@@ -13,7 +13,7 @@ namespace {
 constexpr int64_t kSkewWarnThreshold = 1000;
 
 double allreduce_scalar(ProcessGroup& group, double value) {
-  Tensor t = full({1}, Scalar(value), kFloat64);
+  Tensor t = full({1}, Scalar(value), kFloat64).to(group.collective_device());
   std::vector<Tensor> list{t};
   group.allreduce(list)->wait();
   return t.item<double>();
@@ -96,7 +96,7 @@ WorkPtr Join::notify_join_context(Joinable& joinable) {
   const JoinConfig& config = joinable.join_config();
   if (!config.is_first_joinable || !config.enable) return nullptr;
   ProcessGroupPtr group = joinable.join_process_group();
-  std::vector<Tensor> one{full({1}, Scalar(1.0), kFloat64)};
+  std::vector<Tensor> one{full({1}, Scalar(1.0), kFloat64).to(group->collective_device())};
   WorkPtr work = group->allreduce(one);
   if (config.throw_on_early_termination && allreduce_scalar(*group, 0.0) != 0) {
     EMBER_THROW("Join (rank ", group->rank(),

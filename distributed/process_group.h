@@ -133,6 +133,12 @@ class ProcessGroup {
   virtual std::shared_ptr<ProcessGroup> new_subgroup(const std::vector<int>& ranks,
                                                      Options options);
 
+  // Where this backend's collectives read and write: the small control tensors DDP and Join make
+  // (flags, model metadata, the used-parameter map) are created there, as PyTorch creates them on
+  // the module's device for NCCL. The MPI backend takes any device (Note [CUDA tensors through the
+  // MPI backend]); the NCCL backend its GPU.
+  virtual Device collective_device() const { return kCPU; }
+
   // Who did not arrive at the collective whose timeout broke this group (StallInspector); empty
   // while the group is healthy, or for a backend without a side channel. A group breaks at most
   // once, so this names the stall that later errors on the group refer to.

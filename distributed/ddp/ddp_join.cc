@@ -50,7 +50,8 @@ void DistributedDataParallel::notify_join_context() {
 }
 
 int DistributedDataParallel::find_common_rank(bool condition) {
-  Tensor t = full({1}, Scalar(condition ? process_group_->rank() : -1), kInt64);
+  Tensor t = full({1}, Scalar(condition ? process_group_->rank() : -1), kInt64)
+                 .to(process_group_->collective_device());
   std::vector<Tensor> list{t};
   AllreduceOptions max;
   max.reduce_op = ReduceOp::MAX;
@@ -63,7 +64,7 @@ int DistributedDataParallel::find_common_rank(bool condition) {
 
 WorkPtr DistributedDataParallel::check_global_requires_backward_grad_sync(bool is_joined_rank) {
   const bool sync = !is_joined_rank && require_backward_grad_sync_ && GradMode::is_enabled();
-  std::vector<Tensor> list{full({1}, Scalar(sync ? 1.0 : 0.0), kFloat64)};
+  std::vector<Tensor> list{full({1}, Scalar(sync ? 1.0 : 0.0), kFloat64).to(process_group_->collective_device())};
   return process_group_->allreduce(list);
 }
 

@@ -290,7 +290,8 @@ FuturePtr Reducer::run_comm_hook(GradBucket& grad_bucket) {
 }
 
 void Reducer::all_reduce_local_used_map() {
-  local_used_map_dev_ = local_used_map_.clone();
+  const Device device = process_group_->collective_device();
+  local_used_map_dev_ = device.is_cpu() ? local_used_map_.clone() : local_used_map_.to(device);
   std::vector<Tensor> t{local_used_map_dev_};
   local_used_work_ = process_group_->allreduce(t);
 }

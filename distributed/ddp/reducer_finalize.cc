@@ -339,9 +339,11 @@ void Reducer::load_rebuilt_buckets(std::vector<std::vector<size_t>> bucket_indic
 std::vector<std::vector<size_t>> Reducer::sync_bucket_indices(std::vector<std::vector<size_t>> indices) {
   int64_t total = 0;
   for (const auto& b : indices) total += static_cast<int64_t>(b.size());
-  Tensor header = from_vector<int64_t>({static_cast<int64_t>(indices.size()), total});
+  const Device device = process_group_->collective_device();
+  Tensor header = from_vector<int64_t>({static_cast<int64_t>(indices.size()), total}).to(device);
   std::vector<Tensor> h{header};
   process_group_->broadcast(h)->wait();
+  header = header.to(kCPU);
   const int64_t num_buckets = header.data_ptr<int64_t>()[0], n = header.data_ptr<int64_t>()[1];
   Tensor flat = empty({num_buckets + n}, kInt64);
   if (process_group_->rank() == 0) {
@@ -350,8 +352,9 @@ std::vector<std::vector<size_t>> Reducer::sync_bucket_indices(std::vector<std::v
     for (const auto& b : indices)
       for (size_t i : b) *p++ = static_cast<int64_t>(i);
   }
-  std::vector<Tensor> f{flat};
+  std::vector<Tensor> f{flat.to(device)};
   process_group_->broadcast(f)->wait();
+  flat = f[0].to(kCPU);
   const int64_t* p = flat.data_ptr<int64_t>();
   std::vector<std::vector<size_t>> out(num_buckets);
   const int64_t* ids = p + num_buckets;

@@ -64,7 +64,9 @@ void Reducer::match_all_reduce_for_bwd_pass() {
     // iteration, reduced in place, so it stays the global map of the previous iteration. A
     // parameter used in the iteration before is therefore "used" for good once a rank joined, and
     // the ranks still training get zeros for it instead of leaving its .grad untouched.
-    if (!local_used_map_dev_.defined()) local_used_map_dev_ = zeros_like(local_used_map_);
+    if (!local_used_map_dev_.defined()) {
+      local_used_map_dev_ = zeros_like(local_used_map_).to(process_group_->collective_device());
+    }
     std::vector<Tensor> map{local_used_map_dev_};
     used_map_work = process_group_->allreduce(map);
   }

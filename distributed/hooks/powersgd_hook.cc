@@ -48,7 +48,8 @@ FuturePtr completed_future() {
 }
 
 // Fresh random Qs (same on every rank: the RNG is seeded identically), as PyTorch: one seed drawn
-// from the state's RNG per bucket and iteration, then standard normals.
+// from the state's RNG per bucket and iteration, then standard normals drawn on the CPU and copied
+// to the Qs' device, so CPU and GPU runs start from the same Qs.
 void randomize(std::vector<Tensor>& qs, PowerSGDState& state, ScalarType dtype) {
   Generator g(state.rng.next_below(1000000000ull));
   for (Tensor& q : qs) copy_(q, randn(q.sizes(), &g, dtype));
@@ -140,7 +141,7 @@ static std::pair<Tensor, Tensor> apply_error_feedback(PowerSGDState& state, size
   if (it != state.error_dict.end() && it->second.numel() == flat.numel()) {
     add_(flat, it->second);
   } else {
-    state.error_dict[b] = zeros({flat.numel()}, flat.dtype());
+    state.error_dict[b] = zeros_like(flat);
   }
   return {flat.clone(), state.error_dict[b]};
 }
@@ -157,6 +158,7 @@ FuturePtr powerSGD_hook(PowerSGDState& state, GradBucket& bucket) {
   const size_t b = bucket.index();
   const int64_t total = input.numel();
   const ScalarType dtype = input.dtype();
+  const TensorOptions on_device(dtype, input.device());  // the bucket's device (CPU or CUDA)
   const double world = static_cast<double>(group.size());
   state.total_numel_before_compression += total;
 
@@ -190,8 +192,8 @@ FuturePtr powerSGD_hook(PowerSGDState& state, GradBucket& bucket) {
   // P and Q memory: kept per bucket for warm start, fresh (and random) otherwise.
   const bool have_memory = state.warm_start && state.p_memory_dict.count(b) &&
                            state.p_memory_dict[b].numel() == ps_size && state.q_memory_dict[b].numel() == qs_size;
-  Tensor p_memory = have_memory ? state.p_memory_dict[b] : empty({ps_size}, dtype);
-  Tensor q_memory = have_memory ? state.q_memory_dict[b] : empty({qs_size}, dtype);
+  Tensor p_memory = have_memory ? state.p_memory_dict[b] : empty({ps_size}, on_device);
+  Tensor q_memory = have_memory ? state.q_memory_dict[b] : empty({qs_size}, on_device);
   if (state.warm_start) {
     state.p_memory_dict[b] = p_memory;
     state.q_memory_dict[b] = q_memory;
@@ -269,6 +271,7 @@ FuturePtr batched_powerSGD_hook(PowerSGDState& state, GradBucket& bucket) {
   const size_t b = bucket.index();
   const int64_t total = input.numel();
   const ScalarType dtype = input.dtype();
+  const TensorOptions on_device(dtype, input.device());  // the bucket's device (CPU or CUDA)
   const double world = static_cast<double>(group.size());
   const auto side = static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(total))));
   const int64_t padded_total = side * side;
@@ -278,7 +281,7 @@ FuturePtr batched_powerSGD_hook(PowerSGDState& state, GradBucket& bucket) {
   state.maybe_report_compression_stats(bucket);
 
   // ember tensors cannot be resized in place: the square matrix lives in a zero-padded copy.
-  Tensor padded = zeros({padded_total}, dtype);
+  Tensor padded = zeros({padded_total}, on_device);
   copy_(padded.narrow(0, 0, total), input);
   Tensor input_copy, error;  // plain variables: lambdas below capture them
   std::tie(input_copy, error) = apply_error_feedback(state, b, padded);
@@ -286,8 +289,8 @@ FuturePtr batched_powerSGD_hook(PowerSGDState& state, GradBucket& bucket) {
 
   const bool have_memory = state.warm_start && state.p_memory_dict.count(b) &&
                            state.q_memory_dict[b].numel() == side * r;
-  Tensor p = have_memory ? state.p_memory_dict[b] : empty({side, r}, dtype);
-  Tensor q = have_memory ? state.q_memory_dict[b] : empty({side, r}, dtype);
+  Tensor p = have_memory ? state.p_memory_dict[b] : empty({side, r}, on_device);
+  Tensor q = have_memory ? state.q_memory_dict[b] : empty({side, r}, on_device);
   if (!have_memory) {
     std::vector<Tensor> qs{q};
     randomize(qs, state, dtype);

@@ -11,11 +11,11 @@
 namespace ember::distributed {
 namespace {
 
-cudaEvent_t create_timing_event() {
+std::shared_ptr<void> create_timing_event() {
   cudaEvent_t e = nullptr;
   const cudaError_t rc = cudaEventCreate(&e);
   EMBER_CHECK(rc == cudaSuccess, "ProcessGroupNCCL: cudaEventCreate failed: ", cudaGetErrorString(rc));
-  return e;
+  return std::shared_ptr<void>(e, [](void* event) { cudaEventDestroy(static_cast<cudaEvent_t>(event)); });
 }
 
 cudaStream_t current_stream(int device) {
@@ -36,10 +36,7 @@ NcclWork::NcclWork(OpType op, uint64_t sequence_number, std::vector<Tensor> outp
       description_(std::move(description)),
       keep_alive_(std::move(keep_alive)) {}
 
-NcclWork::~NcclWork() {
-  cudaEventDestroy(static_cast<cudaEvent_t>(start_));
-  cudaEventDestroy(static_cast<cudaEvent_t>(end_));
-}
+NcclWork::~NcclWork() = default;
 
 void NcclWork::mark_enqueued() {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -67,7 +64,7 @@ void NcclWork::release_tensors() {
 bool NcclWork::is_completed() const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (error_) return true;
-  return enqueued_ && cudaEventQuery(static_cast<cudaEvent_t>(end_)) == cudaSuccess;
+  return enqueued_ && cudaEventQuery(static_cast<cudaEvent_t>(end_.get())) == cudaSuccess;
 }
 
 bool NcclWork::wait(std::chrono::milliseconds timeout) {
@@ -84,14 +81,18 @@ bool NcclWork::wait(std::chrono::milliseconds timeout) {
   return true;
 }
 
-void NcclWork::synchronize() {
-  cudaStreamWaitEvent(current_stream(device_), static_cast<cudaEvent_t>(end_), 0);
+void NcclWork::synchronize() { make_current_stream_wait(device_, end_.get()); }
+
+void make_current_stream_wait(int device, void* event) {
+  const cudaError_t rc = cudaStreamWaitEvent(current_stream(device), static_cast<cudaEvent_t>(event), 0);
+  EMBER_CHECK(rc == cudaSuccess, "ProcessGroupNCCL: making the current stream of cuda:", device,
+              " wait for a collective failed: ", cudaGetErrorString(rc));
 }
 
 float NcclWork::device_ms() const {
   if (!is_completed() || error()) return -1.0f;
   float ms = -1.0f;
-  if (cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start_), static_cast<cudaEvent_t>(end_)) !=
+  if (cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start_.get()), static_cast<cudaEvent_t>(end_.get())) !=
       cudaSuccess) {
     cudaGetLastError();
     return -1.0f;

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -26,9 +27,11 @@ class NcclWork final : public Work {
   // The collective's time on the device, from its start and end events; negative until complete.
   float device_ms() const;
 
-  // Called by ProcessGroupNCCL: the events bracketing the NCCL calls (cudaEvent_t).
-  void* start_event() const { return start_; }
-  void* end_event() const { return end_; }
+  // Called by ProcessGroupNCCL: the events bracketing the NCCL calls (cudaEvent_t). The end event
+  // is shared: the Work's Future may outlive the Work and still make streams wait on it.
+  void* start_event() const { return start_.get(); }
+  void* end_event() const { return end_.get(); }
+  std::shared_ptr<void> shared_end_event() const { return end_; }
   // The NCCL calls are queued (the end event is recorded); completion can be polled from now on.
   void mark_enqueued();
   // The watchdog's (or the launch's) error; the first one set wins. Returns whether it was first.
@@ -43,8 +46,8 @@ class NcclWork final : public Work {
 
  private:
   int device_;
-  void* start_ = nullptr;
-  void* end_ = nullptr;
+  std::shared_ptr<void> start_;
+  std::shared_ptr<void> end_;
   std::chrono::steady_clock::time_point started_;
   std::chrono::milliseconds timeout_;
   std::string description_;
@@ -53,5 +56,9 @@ class NcclWork final : public Work {
   std::exception_ptr error_;    // guarded by mutex_
   std::vector<Tensor> keep_alive_;  // guarded by mutex_
 };
+
+// Makes the calling thread's current stream of `device` wait for `event` (a cudaEvent_t); throws
+// naming the device when CUDA refuses.
+void make_current_stream_wait(int device, void* event);
 
 }  // namespace ember::distributed

@@ -7,6 +7,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <utility>
 
 #include "distributed/backends/mpi/process_group_mpi.h"
 #include "distributed/backends/nccl/nccl_work.h"
@@ -68,6 +70,24 @@ class CurrentStreamScope {
   void* previous_;
 };
 
+// Communication streams come from a per-device pool and are never destroyed (PyTorch takes them
+// from its stream pool too): the caching allocator ties a block to the stream it was allocated on,
+// and blocks allocated on a group's stream outlive the group in the cache.
+cudaStream_t communication_stream(int device) {
+  constexpr size_t kPoolSize = 4;
+  static std::mutex mutex;
+  static std::map<int, std::pair<std::vector<cudaStream_t>, size_t>> pools;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& [streams, next] = pools[device];
+  if (streams.size() < kPoolSize) {
+    cudaStream_t stream = nullptr;
+    EMBER_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    streams.push_back(stream);
+    return stream;
+  }
+  return streams[next++ % kPoolSize];
+}
+
 const bool kRegistered = register_backend("nccl", [](const ProcessGroup::Options& options) {
   ProcessGroup::Options bootstrap = options;
   bootstrap.backend = "mpi";
@@ -105,9 +125,7 @@ ProcessGroupNCCL::ProcessGroupNCCL(ProcessGroupPtr bootstrap, Options options)
   EMBER_CHECK(rc == ncclSuccess, "ProcessGroupNCCL: ncclCommInitRank failed on rank ", rank_, " of ",
               size_, " (device ", device_, "): ", ncclGetErrorString(rc), " (", ncclGetLastError(nullptr), ")");
   comm_ = comm;
-  cudaStream_t stream = nullptr;
-  EMBER_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  stream_ = stream;
+  stream_ = communication_stream(device_);
   cudaEvent_t ready = nullptr;
   EMBER_CUDA_OK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreate");
   ready_ = ready;
@@ -133,7 +151,6 @@ ProcessGroupNCCL::~ProcessGroupNCCL() {
     ncclCommDestroy(as_comm(comm_));
   }
   cudaEventDestroy(as_event(ready_));
-  cudaStreamDestroy(as_stream(stream_));
 }
 
 std::string ProcessGroupNCCL::broken_reason() const {
@@ -211,13 +228,9 @@ WorkPtr ProcessGroupNCCL::collective(OpType op, const std::vector<Tensor>& input
     work->finish(work->error());
     return work;
   }
-  const cudaEvent_t end = as_event(work->end_event());
+  std::shared_ptr<void> end = work->shared_end_event();
   const int device = device_;
-  work->get_future()->set_stream_sync([end, device] {
-    cudaStreamWaitEvent(static_cast<cudaStream_t>(
-                            device_backend(DeviceType::CUDA, "ProcessGroupNCCL").current_stream(device)),
-                        end, 0);
-  });
+  work->get_future()->set_stream_sync([end, device] { make_current_stream_wait(device, end.get()); });
   work->finish();
   return work;
 }

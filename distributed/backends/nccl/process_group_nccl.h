@@ -36,6 +36,7 @@ class ProcessGroupNCCL : public ProcessGroup {
 
   std::string backend_name() const override { return "nccl"; }
   int device_index() const { return device_; }
+  Device collective_device() const override { return Device(DeviceType::CUDA, device_); }
   // Why the group is unusable (a collective timed out or NCCL failed), or empty.
   std::string broken_reason() const;
 

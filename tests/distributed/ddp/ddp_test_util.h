@@ -37,6 +37,8 @@ struct Scenario {
   bool eval_mode = false;
   // Runs on the DDP module right after construction (e.g. to register a comm hook).
   std::function<void(DistributedDataParallel&)> setup;
+  // Where train_ddp puts the model and its shards (the reference always trains on the CPU).
+  Device device = kCPU;
 };
 
 // Rows [first, first + n) of a batch.
@@ -77,6 +79,7 @@ inline std::vector<Tensor> reference_parameters(const Scenario& sc, int world) {
 inline std::shared_ptr<DistributedDataParallel> train_ddp(const Scenario& sc, int rank, int world) {
   auto model = sc.make_model(rank == 0 ? 1234 : 1234 + 17 * rank);
   if (sc.eval_mode) model->eval();
+  if (!sc.device.is_cpu()) model->to(sc.device);
   set_shard(*model, rank);
   auto ddp = std::make_shared<DistributedDataParallel>(model, sc.options);
   if (sc.setup) sc.setup(*ddp);
@@ -86,6 +89,7 @@ inline std::shared_ptr<DistributedDataParallel> train_ddp(const Scenario& sc, in
     for (int mb = 0; mb < sc.micro_batches; ++mb) {
       auto batch = sc.make_batch(step * sc.micro_batches + mb, world * sc.per_rank);
       auto shard = rows(batch, rank * sc.per_rank, sc.per_rank);
+      if (!sc.device.is_cpu()) shard = {shard.first.to(sc.device), shard.second.to(sc.device)};
       if (mb + 1 < sc.micro_batches) {
         auto guard = ddp->no_sync();
         sc.loss(ddp->forward(shard.first), shard.second).backward();
@@ -104,8 +108,9 @@ inline ::testing::AssertionResult parameters_match(const std::vector<Tensor>& go
     return ::testing::AssertionFailure() << got.size() << " parameters vs " << want.size();
   }
   for (size_t i = 0; i < got.size(); ++i) {
-    if (!allclose(got[i], want[i], rtol, 1e-6)) {
-      Tensor diff = max(abs(sub(got[i].to(kFloat64), want[i].to(kFloat64))));
+    const Tensor g = got[i].to(want[i].device());  // a device run against the CPU reference
+    if (!allclose(g, want[i], rtol, 1e-6)) {
+      Tensor diff = max(abs(sub(g.to(kFloat64), want[i].to(kFloat64))));
       return ::testing::AssertionFailure() << "parameter " << i << " " << got[i].describe()
                                            << " differs from the single-process run by up to "
                                            << diff.item<double>();
