@@ -12,10 +12,13 @@
 // --mlp_sizes=784,4096,4096,10: the layer widths, e.g. the wide MLP of the comm-hook benchmark).
 // --comm_hook=NAME (with --powersgd_rank and --powersgd_start_iter) registers a communication hook
 // on the DDP model; the usage message lists the names (examples/common/comm_hook_by_name.h).
+// --device=cuda trains on the GPU of each rank's local rank, over --backend=nccl (the default there)
+// or --backend=mpi (staging through host memory); steps are timed to a device synchronisation.
 // Rank 0 prints one line (the step time is the slowest rank's median):
 //   RESULT impl=ember model=... mode=... world=2 bucket_cap_mb=... first_bucket_mb=... buckets=...
 //          ms_per_step=... mean_ms_per_step=... img_per_s=... comm_wait_ms=... overlap=... peak_rss_mb=...
 //          comm_hook=... bytes_per_step=...   (payload this rank handed to collectives per timed step)
+//          device=... backend=... peak_device_mb=...   (peak allocated on the GPU; 0 on the CPU)
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -35,6 +38,8 @@
 #include "optim/optim.h"
 #include "tensor/all.h"
 #include "tensor/cpu/capability.h"
+#include "tensor/cuda_stream.h"
+#include "tensor/device_backend.h"
 #include "tensor/parallel.h"
 
 using namespace ember;
@@ -50,6 +55,8 @@ struct Flags {
   long long steps = 30, warmup = 5, batch = 64, mlp_layers = 200, mlp_width = 64, seed = 0, threads = 1;
   std::vector<int64_t> mlp_sizes;  // overrides mlp_layers / mlp_width when given
   examples::CommHookSpec hook{"none", 1, 2};
+  std::string device = "cpu";  // or cuda
+  std::string backend;         // default: nccl on cuda, mpi on the CPU
 };
 
 std::vector<int64_t> parse_sizes(const std::string& v) {
@@ -83,6 +90,8 @@ bool parse(const std::string& arg, Flags* f) {
   else if (name == "comm_hook") f->hook.name = v;
   else if (name == "powersgd_rank") f->hook.powersgd_rank = std::atoll(v.c_str());
   else if (name == "powersgd_start_iter") f->hook.powersgd_start_iter = std::atoll(v.c_str());
+  else if (name == "device") f->device = v;
+  else if (name == "backend") f->backend = v;
   else return false;
   return true;
 }
@@ -95,11 +104,16 @@ double median(std::vector<double> v) {
 }
 
 double max_over_ranks(distributed::ProcessGroup& pg, double x) {
-  std::vector<Tensor> t{from_vector<double>({x})};
+  std::vector<Tensor> t{from_vector<double>({x}).to(pg.collective_device())};
   distributed::AllreduceOptions o;
   o.reduce_op = distributed::ReduceOp::MAX;
   pg.allreduce(t, o)->wait();
   return t[0].item<double>();
+}
+
+int local_rank() {
+  const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  return v ? std::atoi(v) : 0;
 }
 
 }  // namespace
@@ -112,7 +126,8 @@ int main(int argc, char** argv) {
                    "usage: %s [--model=resnet20|mlp] [--mode=ddp|nosync|single] [--bucket_cap_mb=25] "
                    "[--first_bucket_mb=1] [--steps=30] [--warmup=5] [--batch=64] [--mlp_layers=200] "
                    "[--mlp_width=64] [--mlp_sizes=784,4096,4096,10] [--seed=0] [--comm_hook=none] "
-                   "[--powersgd_rank=1] [--powersgd_start_iter=2] [--threads=1]\n--comm_hook:\n%s\n",
+                   "[--powersgd_rank=1] [--powersgd_start_iter=2] [--threads=1] [--device=cpu|cuda] "
+                   "[--backend=mpi|nccl]\n--comm_hook:\n%s\n",
                    argv[0], examples::comm_hook_help("  ").c_str());
       return 2;
     }
@@ -122,8 +137,15 @@ int main(int argc, char** argv) {
     EMBER_CHECK(f.mode == "ddp" || f.mode == "nosync" || f.mode == "single", "ddp_bench: unknown --mode=", f.mode);
     EMBER_CHECK(f.model == "resnet20" || f.model == "mlp", "ddp_bench: unknown --model=", f.model);
     EMBER_CHECK(f.hook.name == "none" || f.mode == "ddp", "ddp_bench: --comm_hook needs --mode=ddp");
+    EMBER_CHECK(f.device == "cpu" || f.device == "cuda", "ddp_bench: unknown --device=", f.device);
+    if (f.backend.empty()) f.backend = f.device == "cuda" ? "nccl" : "mpi";
+    EMBER_CHECK(f.backend == "mpi" || (f.backend == "nccl" && f.device == "cuda"),
+                "ddp_bench: --backend=", f.backend, " with --device=", f.device, " (nccl needs cuda)");
+    EMBER_CHECK(f.device == "cpu" || cuda_device_count() > 0, "ddp_bench: --device=cuda but no CUDA device (",
+                has_device_backend(DeviceType::CUDA) ? "none visible" : "build with --config=cuda", ")");
+    const Device device = f.device == "cpu" ? kCPU : Device(DeviceType::CUDA, local_rank() % cuda_device_count());
     set_num_threads(static_cast<int>(f.threads));
-    auto pg = distributed::init_process_group("mpi");
+    auto pg = distributed::init_process_group(f.backend);
     rank = pg->rank();
     const int world = pg->size();
     Generator model_gen(static_cast<uint64_t>(f.seed));
@@ -144,6 +166,13 @@ int main(int argc, char** argv) {
       x = randn({f.batch, sizes.front()}, &data_gen);
     }
     Tensor y = randint(0, 10, {f.batch}, &data_gen);
+    model->to(device);
+    x = x.to(device);
+    y = y.to(device);
+    // A step ends when the device has finished it (on the CPU, when the calls return).
+    auto sync = [&] {
+      if (device.is_cuda()) cuda_synchronize(device.index);
+    };
     model->train();
     std::shared_ptr<distributed::DistributedDataParallel> ddp;
     nn::Module* net = model.get();
@@ -164,6 +193,8 @@ int main(int argc, char** argv) {
     uint64_t timed_bytes = 0;
     for (long long s = 0; s < f.warmup + f.steps; ++s) {
       if (s == f.warmup) {
+        sync();
+        if (device.is_cuda()) cuda_reset_peak_memory_stats(device.index);
         timed_start = Clock::now();
         timed_bytes = pg->payload_bytes();
       }
@@ -176,6 +207,7 @@ int main(int argc, char** argv) {
         loss.backward();
       }
       opt.step();
+      sync();
       const auto t1 = Clock::now();
       if (s >= f.warmup) {
         times.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
@@ -195,17 +227,21 @@ int main(int argc, char** argv) {
     const double mean_step_ms = max_over_ranks(*pg, mean_ms);
     const double wait_ms = max_over_ranks(*pg, median(comm_wait));
     const double rss_mb = max_over_ranks(*pg, ru.ru_maxrss / 1024.0);
+    const double peak_device_mb = max_over_ranks(
+        *pg, device.is_cuda() ? cuda_memory_stats(device.index).peak_allocated_bytes / 1048576.0 : 0.0);
     int64_t buckets = 0;
     if (ddp) buckets = ddp->get_ddp_logging_data().num_buckets;
     if (rank == 0) {
       std::printf(
           "RESULT impl=ember model=%s mode=%s world=%d batch=%lld steps=%lld bucket_cap_mb=%g first_bucket_mb=%g "
           "buckets=%lld params=%zu ms_per_step=%.2f mean_ms_per_step=%.2f img_per_s=%.1f comm_wait_ms=%.2f "
-          "overlap=%.2f peak_rss_mb=%.1f comm_hook=%s bytes_per_step=%.0f threads=%d capability=%s\n",
+          "overlap=%.2f peak_rss_mb=%.1f comm_hook=%s bytes_per_step=%.0f threads=%d capability=%s device=%s "
+          "backend=%s peak_device_mb=%.1f\n",
           f.model.c_str(), f.mode.c_str(), world, f.batch, f.steps, f.bucket_cap_mb, f.first_bucket_mb,
           (long long)buckets, model->parameters().size(), step_ms, mean_step_ms,
           step_ms > 0 ? 1000.0 * world * f.batch / step_ms : 0.0, wait_ms, median(overlap), rss_mb,
-          f.hook.name.c_str(), bytes_per_step, get_num_threads(), cpu_capability());
+          f.hook.name.c_str(), bytes_per_step, get_num_threads(), cpu_capability(), f.device.c_str(),
+          f.backend.c_str(), peak_device_mb);
       std::fflush(stdout);
     }
     ddp.reset();

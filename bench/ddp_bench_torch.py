@@ -3,13 +3,15 @@
 Usage: /usr/bin/python3 bench/ddp_bench_torch.py --world 2 --model resnet20|mlp --mode ddp|nosync|single
            [--bucket_cap_mb 25] [--first_bucket_mb 1] [--steps 30] [--warmup 5] [--batch 64]
            [--mlp_sizes 784,4096,4096,10] [--comm_hook none|allreduce|fp16|bf16|noop|powersgd|batched_powersgd]
-           [--powersgd_rank 1] [--powersgd_start_iter 2]
+           [--powersgd_rank 1] [--powersgd_start_iter 2] [--device cpu|cuda] [--backend gloo|nccl]
 Spawns `world` processes (torch.multiprocessing, MASTER_ADDR=127.0.0.1, gloo, one thread each),
 same models (torch_models.py), same modes and the same RESULT line as ddp_bench.cc: the step time
 is the slowest rank's median. --first_bucket_mb sets dist._DEFAULT_FIRST_BUCKET_BYTES (PyTorch's
 first-bucket size, 1 MiB by default) before DDP is built. --comm_hook registers PyTorch's own hook
 (torch.distributed.algorithms.ddp_comm_hooks); bytes_per_step is the size of the buffers handed to
-gloo, counted by wrapping dist.all_reduce / all_gather for the timed steps.
+gloo, counted by wrapping dist.all_reduce / all_gather for the timed steps. --device cuda puts each
+rank on GPU (rank mod device count) with NCCL by default (bench/gpu_bench.sh ddp); steps are timed to
+torch.cuda.synchronize() and peak_device_mb is torch.cuda.max_memory_allocated.
 """
 import argparse
 import faulthandler
@@ -29,10 +31,18 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_models  # noqa: E402
 
 
+DEVICE = torch.device("cpu")
+
+
 def max_over_ranks(x):
-    t = torch.tensor([float(x)], dtype=torch.float64)
+    t = torch.tensor([float(x)], dtype=torch.float64, device=DEVICE)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     return t.item()
+
+
+def sync():
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize(DEVICE)
 
 
 class PayloadCounter:
@@ -82,7 +92,12 @@ def run(rank, a, port):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=a.world)
+    global DEVICE
+    if a.device == "cuda":
+        DEVICE = torch.device("cuda", rank % torch.cuda.device_count())
+        torch.cuda.set_device(DEVICE)
+    backend = a.backend or ("nccl" if a.device == "cuda" else "gloo")
+    dist.init_process_group(backend, rank=rank, world_size=a.world)
     torch.manual_seed(a.seed)
     sizes = [int(v) for v in a.mlp_sizes.split(",")] if a.mlp_sizes else None
     if a.model == "resnet20":
@@ -96,6 +111,7 @@ def run(rank, a, port):
     shape = (a.batch, 1, 28, 28) if a.model == "resnet20" else (a.batch, sizes[0] if sizes else a.mlp_width)
     x = torch.randn(*shape, generator=g)
     y = torch.randint(0, 10, (a.batch,), generator=g)
+    model, x, y = model.to(DEVICE), x.to(DEVICE), y.to(DEVICE)
     net = model
     ddp = None
     if a.mode != "single":
@@ -113,6 +129,9 @@ def run(rank, a, port):
     start = time.perf_counter()
     for s in range(a.warmup + a.steps):
         if s == a.warmup:
+            sync()
+            if DEVICE.type == "cuda":
+                torch.cuda.reset_peak_memory_stats(DEVICE)
             start = time.perf_counter()
             counter.bytes = 0
         t0 = time.perf_counter()
@@ -126,6 +145,7 @@ def run(rank, a, port):
             opt.zero_grad()
             loss.backward()
         opt.step()
+        sync()
         t1 = time.perf_counter()
         if s >= a.warmup:
             times.append(1e3 * (t1 - t0))
@@ -137,6 +157,8 @@ def run(rank, a, port):
     step_ms = max_over_ranks(statistics.median(times))
     mean_ms = max_over_ranks(mean_ms)
     rss = max_over_ranks(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0)
+    peak_device_mb = max_over_ranks(torch.cuda.max_memory_allocated(DEVICE) / 1048576.0
+                                    if DEVICE.type == "cuda" else 0.0)
     buckets = 0
     if ddp is not None:
         try:
@@ -152,7 +174,8 @@ def run(rank, a, port):
               f"steps={a.steps} bucket_cap_mb={a.bucket_cap_mb:g} first_bucket_mb={a.first_bucket_mb:g} "
               f"buckets={buckets} params={len(list(model.parameters()))} ms_per_step={step_ms:.2f} "
               f"mean_ms_per_step={mean_ms:.2f} img_per_s={1000.0 * a.world * a.batch / step_ms:.1f} "
-              f"peak_rss_mb={rss:.1f} comm_hook={a.comm_hook} bytes_per_step={bytes_per_step:.0f}", flush=True)
+              f"peak_rss_mb={rss:.1f} comm_hook={a.comm_hook} bytes_per_step={bytes_per_step:.0f} "
+              f"device={a.device} backend={backend} peak_device_mb={peak_device_mb:.1f}", flush=True)
     dist.destroy_process_group()
     # Skip interpreter teardown: on this machine a gloo rank sometimes hung forever in C++
     # destructors after run() returned (seen with 2 ranks; faulthandler showed no Python frame).
@@ -178,6 +201,8 @@ def main():
                     choices=["none", "allreduce", "fp16", "bf16", "noop", "powersgd", "batched_powersgd"])
     ap.add_argument("--powersgd_rank", type=int, default=1)
     ap.add_argument("--powersgd_start_iter", type=int, default=2)
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--backend", default="", choices=["", "gloo", "nccl"], help="default: nccl on cuda, else gloo")
     ap.add_argument("--timeout", type=float, default=600, help="seconds before a rank dumps its stacks and exits")
     a = ap.parse_args()
     port = 29500 + os.getpid() % 1000

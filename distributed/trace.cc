@@ -16,6 +16,18 @@ std::string detail_of(double duration_us) {
 }
 }  // namespace
 
+namespace {
+thread_local std::string current_label;
+}  // namespace
+
+TraceLabel::TraceLabel(std::string label) : previous_(std::move(current_label)) {
+  current_label = std::move(label);
+}
+
+TraceLabel::~TraceLabel() { current_label = std::move(previous_); }
+
+const std::string& TraceLabel::current() { return current_label; }
+
 Trace& Trace::get() {
   static Trace trace;
   return trace;
@@ -36,10 +48,10 @@ void Trace::enable(const std::string& path, int rank) {
   enabled_.store(true, std::memory_order_release);
   events_.push_back("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + std::to_string(rank) +
                     ",\"args\":{\"name\":\"rank " + std::to_string(rank) + "\"}}");
-  for (int tid : {0, 1}) {
+  const char* lanes[] = {"compute (autograd)", "communication (buckets)", "GPU communication stream (events)"};
+  for (int tid = 0; tid < 3; ++tid) {
     events_.push_back("{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" + std::to_string(rank) +
-                      ",\"tid\":" + std::to_string(tid) + ",\"args\":{\"name\":\"" +
-                      (tid == 0 ? "compute (autograd)" : "communication (buckets)") + "\"}}");
+                      ",\"tid\":" + std::to_string(tid) + ",\"args\":{\"name\":\"" + lanes[tid] + "\"}}");
   }
 }
 

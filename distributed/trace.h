@@ -28,7 +28,8 @@ class Trace {
   void set_listener(std::function<void(const std::string&, double, int)> listener);
   // Microseconds since the recorder was created (steady clock).
   static double now_us();
-  // A span [begin, begin + duration) on lane `tid` (0 = the training thread, 1 = communication).
+  // A span [begin, begin + duration) on lane `tid` (0 = the training thread, 1 = communication,
+  // 2 = the GPU's communication stream, timed by its events: ProcessGroupNCCL).
   void span(const std::string& name, const std::string& category, double begin_us, double duration_us,
             int tid = 0, const std::string& args_json = "");
   void instant(const std::string& name, const std::string& category, int tid = 0,
@@ -48,6 +49,21 @@ class Trace {
   std::string path_;
   std::vector<std::string> events_;
   std::shared_ptr<const Listener> listener_;
+};
+
+// Names the collectives this thread issues within a scope ("bucket 3": the Reducer around a
+// bucket's comm hook), so a backend that records device-side spans can say what each was for.
+// Scopes nest; collectives a hook issues later from another thread carry no label.
+class TraceLabel {
+ public:
+  explicit TraceLabel(std::string label);
+  ~TraceLabel();
+  TraceLabel(const TraceLabel&) = delete;
+  TraceLabel& operator=(const TraceLabel&) = delete;
+  static const std::string& current();  // "" outside any scope
+
+ private:
+  std::string previous_;
 };
 
 // RAII span on the training thread.

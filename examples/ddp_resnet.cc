@@ -1,5 +1,6 @@
 // Trains ResNet-20 on Fashion-MNIST with DistributedDataParallel under mpirun (the main job):
 //   mpirun -np 2 bazel-bin/examples/ddp_resnet --epochs=5 [--comm_hook=powersgd --powersgd_rank=4]
+//   mpirun -np 2 bazel-bin/examples/ddp_resnet --device=cuda   (--config=cuda: NCCL, one GPU per rank)
 // Every rank reads its DistributedSampler shard with a per-rank batch; DDP averages gradients
 // with bucketed allreduces overlapped with backward (through a comm hook when one is chosen).
 // Rank 0 shows progress, evaluation is split across ranks, checkpoints resume exactly
@@ -66,6 +67,7 @@ int main(int argc, char** argv) {
     examples::CommHookSpec hook;
     hook.powersgd_start_iter = -1;
     int64_t timeout_s = 60;
+    std::string backend;  // default: nccl for --device=cuda, mpi for the CPU
     std::map<std::string, examples::Flag> ddp_flags = {
         {"comm_hook", {"communication hook (none):\n" + examples::comm_hook_help("      "),
                        [&](const std::string& v) { hook.name = v; }}},
@@ -73,6 +75,12 @@ int main(int argc, char** argv) {
                            [&](const std::string& v) { hook.powersgd_rank = examples::parse_int64(v); }}},
         {"powersgd_start_iter", {"PowerSGD start_powerSGD_iter (-1: 10% of the training steps)",
                                  [&](const std::string& v) { hook.powersgd_start_iter = examples::parse_int64(v); }}},
+        {"backend", {"process group: nccl (GPU tensors) or mpi (any; stages GPU tensors through host memory, "
+                     "so ranks can share a GPU) (nccl with --device=cuda, else mpi)",
+                     [&](const std::string& v) {
+                       EMBER_CHECK(v == "nccl" || v == "mpi", "not nccl or mpi");
+                       backend = v;
+                     }}},
         {"timeout", {"seconds a collective may wait for a peer before the job fails, naming it (60)",
                      [&](const std::string& v) {
                        timeout_s = examples::parse_int64(v);
@@ -86,11 +94,17 @@ int main(int argc, char** argv) {
     // A stalled or dead peer ends the job within --timeout, not after PyTorch's library default.
     distributed::ProcessGroup::Options pg_options;
     pg_options.timeout = std::chrono::seconds(timeout_s);
-    auto pg = distributed::init_process_group("mpi", pg_options);
-    rank = pg->rank();
-    const int world = pg->size();
+    if (backend.empty()) backend = cfg.device == "cuda" ? "nccl" : "mpi";
+    EMBER_CHECK(backend != "nccl" || cfg.device == "cuda",
+                "--backend=nccl communicates GPU tensors: add --device=cuda (or use --backend=mpi)");
     // Processes on this host: Open MPI says; otherwise assume the whole job is here.
     const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    const char* local_rank = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    // Checked before the group exists: NCCL needs a GPU, and this names the flag that asked for one.
+    const Device device = examples::training_device(cfg, local_rank ? std::atoi(local_rank) : 0);
+    auto pg = distributed::init_process_group(backend, pg_options);
+    rank = pg->rank();
+    const int world = pg->size();
     examples::use_threads(cfg, "ddp_resnet", local ? std::atoi(local) : world, rank == 0);
     bool lr_given = false;
     for (int i = 1; i < argc; ++i) lr_given = lr_given || std::string(argv[i]).rfind("--lr", 0) == 0;
@@ -99,6 +113,7 @@ int main(int argc, char** argv) {
     const auto resume = examples::read_resume_checkpoint(cfg);  // bad files fail before any work
     examples::FashionMnist data = examples::load_fashion_mnist(cfg);
     auto model = examples::make_resnet(cfg);
+    model->to(device);
     auto ddp = std::make_shared<distributed::DistributedDataParallel>(model, distributed::DDPOptions{});
     auto sampler = std::make_shared<data::DistributedSampler>(data.train->size(), world, rank, true, cfg.seed,
                                                               /*drop_last=*/true);
@@ -127,10 +142,10 @@ int main(int argc, char** argv) {
     nn::CrossEntropyLoss criterion(Reduction::Mean, cfg.label_smoothing);
     if (rank == 0) {
       auto d = ddp->get_ddp_logging_data();
-      std::fprintf(stderr, "DDP: %d ranks, ResNet-%lld, batch %lld per rank, lr %.3g, %lld buckets, %lld steps/epoch, "
-                   "comm hook %s, timeout %llds\n",
-                   world, (long long)cfg.depth, (long long)cfg.batch, cfg.lr, (long long)d.num_buckets,
-                   (long long)steps, hook.name.c_str(), (long long)timeout_s);
+      std::fprintf(stderr, "DDP: %d ranks on %s over %s, ResNet-%lld, batch %lld per rank, lr %.3g, %lld buckets, "
+                   "%lld steps/epoch, comm hook %s, timeout %llds\n",
+                   world, device.str().c_str(), backend.c_str(), (long long)cfg.depth, (long long)cfg.batch, cfg.lr,
+                   (long long)d.num_buckets, (long long)steps, hook.name.c_str(), (long long)timeout_s);
     }
     double train_seconds = 0, acc = 0, bytes_per_step = 0;
     int64_t trained_steps = 0;
@@ -146,9 +161,9 @@ int main(int argc, char** argv) {
       const int64_t n = data.test->size();
       Tensor correct = from_vector<int64_t>(
           {examples::count_correct(*model, data.test, n * rank / world, n * (rank + 1) / world)});
-      std::vector<Tensor> t{correct};
+      std::vector<Tensor> t{correct.to(pg->collective_device())};
       pg->allreduce(t)->wait();
-      acc = static_cast<double>(correct.item<int64_t>()) / static_cast<double>(n);
+      acc = static_cast<double>(t[0].item<int64_t>()) / static_cast<double>(n);
       if (rank == 0) {
         auto d = ddp->get_ddp_logging_data();
         std::printf("epoch %lld: train loss %.4f, test accuracy %.4f (comm overlap %.0f%%)\n",

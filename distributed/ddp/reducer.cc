@@ -270,6 +270,8 @@ void Reducer::all_reduce_bucket(Bucket& bucket, size_t bucket_index) {
   // Chained with then(), not add_callback(): finalize_backward waits on the chained future, so it
   // never reads done_us while the worker is still writing it.
   const size_t n = bucket.variables.size();
+  // Device-side spans of this bucket's collectives (ProcessGroupNCCL's events) carry its name.
+  TraceLabel label(Trace::get().enabled() ? "bucket " + std::to_string(bucket_index) : std::string());
   bucket.future_work =
       run_comm_hook(grad_bucket)->then([done_us = bucket.done_us, launch_us, bucket_index, n](Future& reduced) {
         *done_us = Trace::now_us();

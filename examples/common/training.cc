@@ -13,6 +13,7 @@
 #include "nn/checkpoint.h"
 #include "tensor/all.h"
 #include "tensor/cpu/capability.h"
+#include "tensor/device_backend.h"
 #include "tensor/parallel.h"
 
 namespace ember::examples {
@@ -48,11 +49,17 @@ TrainConfig parse_flags(int argc, char** argv, const std::string& program, bool*
                    }}},
       {"max_steps", {"steps per epoch for quick runs (-1 = all)", i64(&c.max_steps)}},
       {"train_limit", {"use only the first N training images (-1 = all)", i64(&c.train_limit)}},
+      {"test_limit", {"evaluate on the first N test images only (-1 = all)", i64(&c.test_limit)}},
       {"checkpoint", {"write a checkpoint here after every epoch (and every --checkpoint_every steps)",
                       str(&c.checkpoint)}},
       {"checkpoint_every", {"steps between checkpoints (0 = only at the end of each epoch)", i64(&c.checkpoint_every)}},
       {"resume", {"continue exactly from this checkpoint (model, optimizer, schedule, RNG, data position)",
                   str(&c.resume)}},
+      {"device", {"cpu or cuda (one GPU per process, chosen by its local rank) (cpu)",
+                  [&](const std::string& v) {
+                    EMBER_CHECK(v == "cpu" || v == "cuda", "not cpu or cuda");
+                    c.device = v;
+                  }}},
   };
   flags.insert(extra.begin(), extra.end());
   for (int i = 1; i < argc; ++i) {
@@ -94,6 +101,7 @@ TrainConfig parse_flags(int argc, char** argv, const std::string& program, bool*
   require(c.depth >= 8 && (c.depth - 2) % 6 == 0, "depth", c.depth, "6n+2 with n >= 1 (8, 14, 20, 32, ...)");
   require(c.max_steps == -1 || c.max_steps > 0, "max_steps", c.max_steps, "positive or -1");
   require(c.train_limit == -1 || c.train_limit > 0, "train_limit", c.train_limit, "positive or -1");
+  require(c.test_limit == -1 || c.test_limit > 0, "test_limit", c.test_limit, "positive or -1");
   require(c.checkpoint_every >= 0, "checkpoint_every", c.checkpoint_every, "0 or positive");
   EMBER_CHECK(c.checkpoint_every == 0 || !c.checkpoint.empty(),
               "--checkpoint_every needs --checkpoint=PATH to say where");
@@ -136,6 +144,24 @@ double parse_double(const std::string& text) {
   return v;
 }
 
+Device training_device(const TrainConfig& cfg, int local_rank) {
+  if (cfg.device == "cpu") return kCPU;
+  EMBER_CHECK(cuda_is_available(), "--device=cuda: ",
+              has_device_backend(DeviceType::CUDA) ? "no CUDA device is visible"
+                                                   : "ember was built without CUDA (build with --config=cuda)");
+  return Device(DeviceType::CUDA, local_rank % cuda_device_count());
+}
+
+namespace {
+
+// The device `model` computes on: its parameters' (the CPU for a model without any).
+Device device_of(nn::Module& model) {
+  const std::vector<Tensor> params = model.parameters();
+  return params.empty() ? kCPU : params[0].device();
+}
+
+}  // namespace
+
 FashionMnist load_fashion_mnist(const TrainConfig& cfg) {
   FashionMnist d;
   data::MnistSplit train = data::read_mnist(cfg.data_dir, true);
@@ -143,6 +169,10 @@ FashionMnist load_fashion_mnist(const TrainConfig& cfg) {
   if (cfg.train_limit > 0 && cfg.train_limit < train.images.size(0)) {
     train.images = train.images.narrow(0, 0, cfg.train_limit);
     train.labels = train.labels.narrow(0, 0, cfg.train_limit);
+  }
+  if (cfg.test_limit > 0 && cfg.test_limit < test.images.size(0)) {
+    test.images = test.images.narrow(0, 0, cfg.test_limit);
+    test.labels = test.labels.narrow(0, 0, cfg.test_limit);
   }
   d.train = std::make_shared<data::TensorDataset>(train.images, train.labels);
   d.test = std::make_shared<data::TensorDataset>(test.images, test.labels);
@@ -179,10 +209,11 @@ int64_t count_correct(nn::Module& model, const std::shared_ptr<data::TensorDatas
   auto slice = std::make_shared<data::TensorDataset>(dataset->data().narrow(0, begin, end - begin),
                                                      dataset->targets().narrow(0, begin, end - begin));
   data::DataLoader loader(slice, data::DataLoaderOptions{1000, false, 0, false, true, 2}, test_transforms());
+  const Device device = device_of(model);
   int64_t correct = 0;
   for (auto& batch : loader) {
-    Tensor pred = argmax(model.forward(batch.data), 1);
-    correct += sum(eq(pred, batch.target)).item<int64_t>();
+    Tensor pred = argmax(model.forward(batch.data.to(device)), 1);
+    correct += sum(eq(pred, batch.target.to(device))).item<int64_t>();
   }
   model.train(was_training);
   return correct;
@@ -225,9 +256,10 @@ EpochStats train_epoch(nn::Module& model, data::DataLoader& loader, optim::Optim
   const auto start = Clock::now();
   EpochStats st;
   TrainPosition pos = options.start;
+  const Device device = device_of(model);
   for (auto& batch : loader) {
     if (pos.step == options.steps) break;
-    Tensor loss = criterion(model.forward(batch.data), batch.target);
+    Tensor loss = criterion(model.forward(batch.data.to(device)), batch.target.to(device));
     opt.zero_grad();
     loss.backward();
     opt.step();

@@ -32,9 +32,11 @@ struct TrainConfig {
   bool augment = true;       // random crop (padding 2) + horizontal flip
   int64_t max_steps = -1;    // per epoch, for quick runs (-1: the whole epoch)
   int64_t train_limit = -1;  // use only the first N training images (-1: all)
+  int64_t test_limit = -1;   // evaluate on the first N test images only (-1: all)
   std::string checkpoint;    // written after every epoch (rank 0), and every checkpoint_every steps
   int64_t checkpoint_every = 0;  // steps between checkpoints (0: only at the end of each epoch)
   std::string resume;        // a checkpoint to continue from, exactly (train_checkpoint.h)
+  std::string device = "cpu";  // "cpu" or "cuda" (one GPU per process: training_device)
 };
 
 // A program's own flag beyond TrainConfig's: its --help line and how to store its value.
@@ -56,6 +58,11 @@ struct FashionMnist {
 // `print`: say the thread count and the CPU kernels' capability level on stderr.
 void use_threads(const TrainConfig& cfg, const std::string& program, int processes_here, bool print);
 
+// Where this process trains: the CPU, or for --device=cuda the GPU of its local rank (`local_rank`
+// modulo the visible GPUs, as ProcessGroupNCCL chooses). Throws naming the flag when ember was
+// built without CUDA or no GPU is visible.
+Device training_device(const TrainConfig& cfg, int local_rank);
+
 FashionMnist load_fashion_mnist(const TrainConfig& cfg);
 data::TransformList train_transforms(const TrainConfig& cfg);
 data::TransformList test_transforms();
@@ -64,7 +71,8 @@ std::shared_ptr<nn::ResNet> make_resnet(const TrainConfig& cfg);
 
 // Top-1 accuracy over the whole dataset (eval mode, no grad, batches of 1000).
 double evaluate(nn::Module& model, const std::shared_ptr<data::TensorDataset>& dataset);
-// Correct predictions over samples [begin, end) (for splitting evaluation across ranks).
+// Correct predictions over samples [begin, end) (for splitting evaluation across ranks), computed
+// on the device of the model's parameters.
 int64_t count_correct(nn::Module& model, const std::shared_ptr<data::TensorDataset>& dataset,
                       int64_t begin, int64_t end);
 
@@ -94,7 +102,7 @@ struct EpochOptions {
 };
 // One training epoch of `model` (a plain module or a DistributedDataParallel wrapper), from
 // options.start.step to options.steps: forward, loss, zero_grad, backward, optimizer and per-step
-// schedule.
+// schedule. Batches go to the device of the model's parameters.
 EpochStats train_epoch(nn::Module& model, data::DataLoader& loader, optim::Optimizer& opt,
                        optim::LRScheduler& schedule, const nn::CrossEntropyLoss& criterion,
                        const EpochOptions& options);

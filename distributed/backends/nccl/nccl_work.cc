@@ -24,17 +24,16 @@ cudaStream_t current_stream(int device) {
 
 }  // namespace
 
-NcclWork::NcclWork(OpType op, uint64_t sequence_number, std::vector<Tensor> outputs, int device,
-                   std::chrono::milliseconds timeout, std::string description,
-                   std::vector<Tensor> keep_alive)
-    : Work(op, sequence_number, std::move(outputs), {Device(DeviceType::CUDA, device)}),
-      device_(device),
+NcclWork::NcclWork(Options o)
+    : Work(o.op, o.sequence_number, std::move(o.outputs), {Device(DeviceType::CUDA, o.device)}),
+      device_(o.device),
       start_(create_timing_event()),
       end_(create_timing_event()),
       started_(std::chrono::steady_clock::now()),
-      timeout_(timeout),
-      description_(std::move(description)),
-      keep_alive_(std::move(keep_alive)) {}
+      timeout_(o.timeout),
+      description_(std::move(o.description)),
+      trace_label_(std::move(o.trace_label)),
+      keep_alive_(std::move(o.keep_alive)) {}
 
 NcclWork::~NcclWork() = default;
 
@@ -90,14 +89,20 @@ void make_current_stream_wait(int device, void* event) {
 }
 
 float NcclWork::device_ms() const {
-  if (!is_completed() || error()) return -1.0f;
-  float ms = -1.0f;
-  if (cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start_.get()), static_cast<cudaEvent_t>(end_.get())) !=
-      cudaSuccess) {
-    cudaGetLastError();
-    return -1.0f;
-  }
-  return ms;
+  float begin = 0, duration = -1.0f;
+  return device_span(start_.get(), &begin, &duration) ? duration : -1.0f;
+}
+
+bool NcclWork::device_span(void* origin, float* begin_ms, float* duration_ms) const {
+  if (!is_completed() || error()) return false;
+  const auto elapsed = [](void* from, void* to, float* ms) {
+    if (cudaEventElapsedTime(ms, static_cast<cudaEvent_t>(from), static_cast<cudaEvent_t>(to)) == cudaSuccess) {
+      return true;
+    }
+    cudaGetLastError();  // not sticky: clear it
+    return false;
+  };
+  return elapsed(origin, start_.get(), begin_ms) && elapsed(start_.get(), end_.get(), duration_ms);
 }
 
 }  // namespace ember::distributed

@@ -16,8 +16,17 @@ namespace ember::distributed {
 
 class NcclWork final : public Work {
  public:
-  NcclWork(OpType op, uint64_t sequence_number, std::vector<Tensor> outputs, int device,
-           std::chrono::milliseconds timeout, std::string description, std::vector<Tensor> keep_alive);
+  struct Options {
+    OpType op = OpType::kUnknown;
+    uint64_t sequence_number = 0;
+    std::vector<Tensor> outputs;
+    int device = 0;
+    std::chrono::milliseconds timeout{0};
+    std::string description;        // the collective's fingerprint, for errors
+    std::string trace_label;        // the issuing thread's TraceLabel (distributed/trace.h)
+    std::vector<Tensor> keep_alive;  // every tensor the NCCL calls read or write
+  };
+  explicit NcclWork(Options options);
   ~NcclWork() override;
 
   bool is_completed() const override;
@@ -26,6 +35,10 @@ class NcclWork final : public Work {
 
   // The collective's time on the device, from its start and end events; negative until complete.
   float device_ms() const;
+  // Its span on the device relative to `origin` (a timing cudaEvent_t recorded earlier on the
+  // same device): false until complete, or if it failed.
+  bool device_span(void* origin, float* begin_ms, float* duration_ms) const;
+  const std::string& trace_label() const { return trace_label_; }
 
   // Called by ProcessGroupNCCL: the events bracketing the NCCL calls (cudaEvent_t). The end event
   // is shared: the Work's Future may outlive the Work and still make streams wait on it.
@@ -51,6 +64,7 @@ class NcclWork final : public Work {
   std::chrono::steady_clock::time_point started_;
   std::chrono::milliseconds timeout_;
   std::string description_;
+  std::string trace_label_;
   mutable std::mutex mutex_;
   bool enqueued_ = false;       // guarded by mutex_
   std::exception_ptr error_;    // guarded by mutex_

@@ -12,6 +12,7 @@
 
 #include "distributed/backends/mpi/process_group_mpi.h"
 #include "distributed/backends/nccl/nccl_work.h"
+#include "distributed/trace.h"
 #include "tensor/device_backend.h"
 #include "tensor/factories.h"
 
@@ -129,6 +130,13 @@ ProcessGroupNCCL::ProcessGroupNCCL(ProcessGroupPtr bootstrap, Options options)
   cudaEvent_t ready = nullptr;
   EMBER_CUDA_OK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreate");
   ready_ = ready;
+  cudaEvent_t origin = nullptr;
+  EMBER_CUDA_OK(cudaEventCreate(&origin), "cudaEventCreate");
+  trace_origin_ = origin;
+  EMBER_CUDA_OK(cudaStreamSynchronize(as_stream(stream_)), "cudaStreamSynchronize");
+  EMBER_CUDA_OK(cudaEventRecord(origin, as_stream(stream_)), "cudaEventRecord");
+  EMBER_CUDA_OK(cudaEventSynchronize(origin), "cudaEventSynchronize");
+  trace_origin_us_ = Trace::now_us();
   watchdog_ = std::thread([this] { watchdog_loop(); });
 }
 
@@ -151,6 +159,7 @@ ProcessGroupNCCL::~ProcessGroupNCCL() {
     ncclCommDestroy(as_comm(comm_));
   }
   cudaEventDestroy(as_event(ready_));
+  cudaEventDestroy(as_event(trace_origin_));
 }
 
 std::string ProcessGroupNCCL::broken_reason() const {
@@ -187,8 +196,9 @@ WorkPtr ProcessGroupNCCL::collective(OpType op, const std::vector<Tensor>& input
   }
   std::vector<Tensor> keep_alive = inputs;
   keep_alive.insert(keep_alive.end(), outputs.begin(), outputs.end());
-  auto work = std::make_shared<NcclWork>(op, seq, outputs, device_, effective_timeout(timeout),
-                                         description, std::move(keep_alive));
+  auto work = std::make_shared<NcclWork>(NcclWork::Options{op, seq, outputs, device_, effective_timeout(timeout),
+                                                            description, TraceLabel::current(),
+                                                            std::move(keep_alive)});
   {
     // Registered before the NCCL calls: a call that blocks (the simulator, a full NCCL queue) is
     // timed out by the watchdog like one that never completes on the device.
@@ -259,14 +269,17 @@ void ProcessGroupNCCL::break_group(const std::string& why) {
 
 void ProcessGroupNCCL::watchdog_loop() {
   std::unique_lock<std::mutex> lock(mutex_);
+  std::vector<std::shared_ptr<NcclWork>> completed;
   while (!stop_) {
     cv_.wait_for(lock, std::chrono::milliseconds(pending_.empty() ? 100 : 2));
     if (stop_ || aborted_) continue;
     std::string why;
     const auto now = std::chrono::steady_clock::now();
+    const bool tracing = Trace::get().enabled();
     for (auto it = pending_.begin(); it != pending_.end();) {
       if ((*it)->is_completed()) {
         (*it)->release_tensors();
+        if (tracing) completed.push_back(*it);
         it = pending_.erase(it);
         continue;
       }
@@ -287,12 +300,25 @@ void ProcessGroupNCCL::watchdog_loop() {
                               " in group ", group_name(), ": ", ncclGetErrorString(async));
       }
     }
-    if (!why.empty()) {
+    if (!why.empty() || !completed.empty()) {
       lock.unlock();
-      break_group(why);
+      for (const auto& work : completed) trace_device_span(*work);
+      completed.clear();
+      if (!why.empty()) break_group(why);
       lock.lock();
     }
   }
+}
+
+void ProcessGroupNCCL::trace_device_span(const NcclWork& work) const {
+  float begin_ms = 0, duration_ms = 0;
+  if (!work.device_span(trace_origin_, &begin_ms, &duration_ms)) return;
+  const std::string& label = work.trace_label();
+  Trace::get().span(detail::str_cat(op_type_name(work.op_type()), " #", work.sequence_number(),
+                                    label.empty() ? "" : " ", label, " (GPU)"),
+                    "nccl", trace_origin_us_ + 1000.0 * begin_ms, 1000.0 * duration_ms, 2,
+                    detail::str_cat("{\"sequence_number\":", work.sequence_number(), ",\"label\":\"", label,
+                                    "\",\"device\":", device_, "}"));
 }
 
 ProcessGroupPtr ProcessGroupNCCL::new_subgroup(const std::vector<int>& ranks, Options options) {

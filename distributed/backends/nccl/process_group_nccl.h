@@ -72,6 +72,8 @@ class ProcessGroupNCCL : public ProcessGroup {
   void check_tensor(const Tensor& t, const char* op) const;
   void check_root(int64_t root, const char* op) const;
   void watchdog_loop();
+  // The collective's span on the communication stream, on the trace's GPU lane.
+  void trace_device_span(const NcclWork& work) const;
   // Marks the group unusable and aborts the communicator (once); pending Works fail with `why`.
   void break_group(const std::string& why);
 
@@ -80,6 +82,10 @@ class ProcessGroupNCCL : public ProcessGroup {
   void* comm_ = nullptr;    // ncclComm_t; aborted at most once, then never used again
   void* stream_ = nullptr;  // cudaStream_t: the communication stream
   void* ready_ = nullptr;   // cudaEvent_t: the issuing stream's point a collective waits for
+  // A timing cudaEvent_t reached at host time trace_origin_us_ (Trace::now_us): device spans are
+  // placed on the host's timeline relative to it.
+  void* trace_origin_ = nullptr;
+  double trace_origin_us_ = 0;
   std::mutex issue_mutex_;  // one collective issued at a time, in the same order on every rank
   uint64_t next_sequence_number_ = 0;  // guarded by issue_mutex_
 

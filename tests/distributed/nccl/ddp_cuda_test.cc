@@ -4,8 +4,13 @@
 // hooks, against the same hook in CPU DDP over MPI). Runs on the CUDA simulator with the simulated
 // NCCL (--config=cudasim), or on GPUs (--config=cuda).
 #include "distributed/backends/nccl/process_group_nccl.h"
+
+#include <mutex>
+#include <thread>
+
 #include "distributed/hooks/default_hooks.h"
 #include "distributed/hooks/powersgd_hook.h"
+#include "distributed/trace.h"
 #include "tensor/device_backend.h"
 #include "tests/distributed/ddp/ddp_test_util.h"
 
@@ -75,6 +80,49 @@ TEST_F(DdpCuda, MpiBackendStagesDeviceBuckets) {
   sc.device = cuda_;  // the default group: ProcessGroupMPI, buckets copied through the host
   auto ddp = train_ddp(sc, rank_, world_);
   EXPECT_TRUE(parameters_match(ddp->parameters(), reference_parameters(sc, world_), kRtol));
+}
+
+// The trace's GPU lane: every bucket's allreduce appears as a span timed by the communication
+// stream's events, named after its bucket and placed on the host's timeline after its launch.
+TEST_F(DdpCuda, TraceRecordsEachBucketOnTheCommunicationStream) {
+  struct Event {
+    std::string name;
+    double ts_us;
+    int lane;
+  };
+  std::mutex mutex;
+  std::vector<Event> events;
+  Trace::get().set_listener([&](const std::string& name, double ts, int lane) {
+    std::lock_guard<std::mutex> lock(mutex);
+    events.push_back({name, ts, lane});
+  });
+  Scenario sc = on_nccl(mlp_scenario());
+  sc.options.first_bucket_mb = 0.0002;
+  sc.options.bucket_cap_mb = 0.001;
+  const double before_us = Trace::now_us();
+  auto ddp = train_ddp(sc, rank_, world_);
+  const int64_t buckets = ddp->get_ddp_logging_data().num_buckets;
+  ASSERT_GE(buckets, 2);
+  // The watchdog records a span when it sees the end event, a few milliseconds later at most.
+  auto gpu_span_of = [&](int64_t bucket, double* ts) {
+    const std::string label = " bucket " + std::to_string(bucket) + " (GPU)";
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const Event& e : events) {
+      if (e.lane == 2 && e.name.rfind("allreduce #", 0) == 0 && e.name.find(label) != std::string::npos) {
+        *ts = e.ts_us;
+        return true;
+      }
+    }
+    return false;
+  };
+  for (int64_t b = 0; b < buckets; ++b) {
+    double ts = 0;
+    for (int i = 0; i < 200 && !gpu_span_of(b, &ts); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ASSERT_TRUE(gpu_span_of(b, &ts)) << "no GPU span for bucket " << b;
+    EXPECT_GT(ts, before_us);
+    EXPECT_LT(ts, Trace::now_us());
+  }
+  Trace::get().set_listener(nullptr);
 }
 
 // A lossy hook on device buffers against the same hook in CPU DDP over MPI.
