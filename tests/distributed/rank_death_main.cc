@@ -29,7 +29,16 @@ int main(int argc, char** argv) {
   }
   dist::ProcessGroup::Options options;
   options.timeout = std::chrono::seconds(5);
-  auto pg = dist::init_process_group(backend, options);
+  dist::ProcessGroupPtr pg;
+  try {
+    pg = dist::init_process_group(backend, options);
+  } catch (const std::exception& e) {
+    // Every rank sees the same: more ranks on this host than GPUs, which real NCCL refuses.
+    if (std::string(e.what()).find("NCCL needs a GPU per rank") == std::string::npos) throw;
+    std::printf("SKIPPED: %s\n", e.what());
+    MPI_Finalize();
+    return 0;
+  }
   pg->barrier()->wait();
   if (pg->rank() == 1) {
     std::fprintf(stderr, "rank 1: exiting without finalising, as a crashed rank would\n");

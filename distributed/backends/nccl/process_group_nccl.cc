@@ -99,14 +99,29 @@ const bool kRegistered = register_backend("nccl", [](const ProcessGroup::Options
 
 }  // namespace
 
+std::string ProcessGroupNCCL::unavailable_reason() {
+  const int devices = cuda_device_count();
+  const std::string advice = "; use the MPI backend, which stages CUDA tensors through host memory";
+  if (devices == 0) {
+    return detail::str_cat("no CUDA device is visible", cuda_is_available() ? "" : " (ember was built without CUDA)",
+                           advice);
+  }
+#ifndef EMBER_NCCL_SIMULATOR
+  const char* local_size = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  if (local_size != nullptr && std::atoi(local_size) > devices) {
+    return detail::str_cat(local_size, " ranks on this host share ", devices,
+                           " GPU(s), and NCCL needs a GPU per rank", advice, " (--backend=mpi)");
+  }
+#endif
+  return "";
+}
+
 ProcessGroupNCCL::ProcessGroupNCCL(ProcessGroupPtr bootstrap, Options options)
     : ProcessGroup(bootstrap->rank(), bootstrap->size(), std::move(options)),
       bootstrap_(std::move(bootstrap)) {
-  const int devices = cuda_device_count();
-  EMBER_CHECK(devices > 0, "ProcessGroupNCCL: rank ", rank_, " sees no CUDA device (",
-              cuda_is_available() ? "none visible" : "ember was built without CUDA: --config=cuda",
-              "); use the MPI backend, which stages CUDA tensors through host memory");
-  device_ = local_rank() % devices;
+  const std::string why = unavailable_reason();
+  EMBER_CHECK(why.empty(), "ProcessGroupNCCL: rank ", rank_, ": ", why);
+  device_ = local_rank() % cuda_device_count();
   EMBER_CUDA_OK(cudaSetDevice(device_), "cudaSetDevice");
   // Rank 0's unique id, to every rank over the bootstrap group.
   ncclUniqueId id;

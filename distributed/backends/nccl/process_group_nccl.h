@@ -30,9 +30,14 @@ class ProcessGroupNCCL : public ProcessGroup {
  public:
   // A group over the processes of `bootstrap` (an MPI group), which carries the unique id; every
   // member must call it. The device is the local rank (OMPI_COMM_WORLD_LOCAL_RANK) modulo the
-  // number of visible GPUs, so several ranks may share one.
+  // number of visible GPUs. Throws unavailable_reason() when there is one.
   ProcessGroupNCCL(ProcessGroupPtr bootstrap, Options options);
   ~ProcessGroupNCCL() override;
+
+  // Why this process cannot join an NCCL communicator here, or "" if it can: no GPU visible, or
+  // more ranks on this host than GPUs (NCCL refuses two ranks on one GPU; the simulated NCCL
+  // allows it). Such ranks can share a GPU over the MPI backend, which stages through the host.
+  static std::string unavailable_reason();
 
   std::string backend_name() const override { return "nccl"; }
   int device_index() const { return device_; }

@@ -5,6 +5,7 @@
 // NCCL (--config=cudasim), or on GPUs (--config=cuda).
 #include "distributed/backends/nccl/process_group_nccl.h"
 
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 
@@ -21,21 +22,36 @@ namespace {
 // GEMM) differ from the CPU's in the last bits; 5 SGD steps keep that within 1e-4.
 constexpr double kRtol = 1e-4;
 
+// DDP on this rank's GPU (local rank modulo the GPUs; several ranks may share one over MPI).
 class DdpCuda : public MpiTest {
  protected:
   void SetUp() override {
     MpiTest::SetUp();
     if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    const char* local_rank = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    cuda_ = Device(DeviceType::CUDA, (local_rank ? std::atoi(local_rank) : 0) % cuda_device_count());
+  }
+
+  Device cuda_;
+};
+
+// ... and over ProcessGroupNCCL, where this host has a GPU per rank (the simulator always does).
+class DdpNccl : public DdpCuda {
+ protected:
+  void SetUp() override {
+    DdpCuda::SetUp();
+    if (IsSkipped()) return;
+    if (const std::string why = ProcessGroupNCCL::unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
     ProcessGroup::Options options;
     options.backend = "nccl";
     options.timeout = std::chrono::seconds(90);
     options.group_name = "ddp_nccl";
     nccl_ = std::make_shared<ProcessGroupNCCL>(pg_, options);
-    cuda_ = Device(DeviceType::CUDA, std::static_pointer_cast<ProcessGroupNCCL>(nccl_)->device_index());
+    EXPECT_EQ(cuda_.index, std::static_pointer_cast<ProcessGroupNCCL>(nccl_)->device_index());
   }
   void TearDown() override {
     nccl_.reset();
-    MpiTest::TearDown();
+    DdpCuda::TearDown();
   }
   Scenario on_nccl(Scenario sc) const {
     sc.device = cuda_;
@@ -44,10 +60,9 @@ class DdpCuda : public MpiTest {
   }
 
   ProcessGroupPtr nccl_;
-  Device cuda_;
 };
 
-TEST_F(DdpCuda, NcclMatchesOneCpuProcessOnTheGlobalBatch) {
+TEST_F(DdpNccl, NcclMatchesOneCpuProcessOnTheGlobalBatch) {
   Scenario sc = on_nccl(mlp_scenario());
   sc.options.first_bucket_mb = 0.0002;  // several buckets, so several allreduces per step
   sc.options.bucket_cap_mb = 0.001;
@@ -56,14 +71,14 @@ TEST_F(DdpCuda, NcclMatchesOneCpuProcessOnTheGlobalBatch) {
   EXPECT_TRUE(parameters_match(ddp->parameters(), reference_parameters(sc, world_), kRtol));
 }
 
-TEST_F(DdpCuda, BatchNormBuffersAreBroadcastFromRankZero) {
+TEST_F(DdpNccl, BatchNormBuffersAreBroadcastFromRankZero) {
   Scenario sc = on_nccl(mlp_scenario());
   sc.make_model = mlp_with_batch_norm;
   auto ddp = train_ddp(sc, rank_, world_);
   EXPECT_TRUE(parameters_match(ddp->parameters(), reference_parameters(sc, world_), kRtol));
 }
 
-TEST_F(DdpCuda, FindUnusedParametersOnTheDevice) {
+TEST_F(DdpNccl, FindUnusedParametersOnTheDevice) {
   Scenario sc = on_nccl(mlp_scenario());
   sc.make_model = [](uint64_t seed) {
     auto m = std::make_shared<Branchy>(seed);
@@ -84,7 +99,7 @@ TEST_F(DdpCuda, MpiBackendStagesDeviceBuckets) {
 
 // The trace's GPU lane: every bucket's allreduce appears as a span timed by the communication
 // stream's events, named after its bucket and placed on the host's timeline after its launch.
-TEST_F(DdpCuda, TraceRecordsEachBucketOnTheCommunicationStream) {
+TEST_F(DdpNccl, TraceRecordsEachBucketOnTheCommunicationStream) {
   struct Event {
     std::string name;
     double ts_us;
@@ -133,7 +148,7 @@ void expect_hook_matches_cpu(const Scenario& device_sc, const Scenario& cpu_sc, 
   EXPECT_TRUE(parameters_match(on_device->parameters(), on_cpu->parameters(), rtol));
 }
 
-TEST_F(DdpCuda, CompressionHooksRunOnDeviceBuffers) {
+TEST_F(DdpNccl, CompressionHooksRunOnDeviceBuffers) {
   // NCCL (and the simulated one) sums 16-bit buckets in float32 and rounds once; the MPI backend's
   // 16-bit reduction rounds after every pairwise add: at 3+ ranks a gradient element may differ by
   // an ulp (2^-11 relative in float16, 2^-8 in bfloat16), which 5 SGD steps with momentum carry
@@ -150,7 +165,7 @@ TEST_F(DdpCuda, CompressionHooksRunOnDeviceBuffers) {
 
 using Hook = FuturePtr (*)(PowerSGDState&, GradBucket&);
 
-TEST_F(DdpCuda, PowerSgdRunsOnDeviceBuffers) {
+TEST_F(DdpNccl, PowerSgdRunsOnDeviceBuffers) {
   for (Hook hook : {powerSGD_hook, batched_powerSGD_hook}) {
     auto make = [&](ProcessGroupPtr group) {
       Scenario sc = mlp_scenario();

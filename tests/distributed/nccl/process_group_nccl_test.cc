@@ -3,6 +3,7 @@
 // Future's callbacks, the watchdog's timeout, and the MPI backend staging CUDA tensors. Runs on the
 // CUDA simulator with the simulated NCCL (--config=cudasim), or on GPUs (--config=cuda).
 #include <chrono>
+#include <cstdlib>
 #include <string>
 
 #include "distributed/backends/nccl/process_group_nccl.h"
@@ -18,17 +19,34 @@ const std::vector<ScalarType> kDtypes = {kFloat32, kFloat64, kFloat16, kBFloat16
 const std::vector<ReduceOp> kOps = {ReduceOp::SUM, ReduceOp::AVG, ReduceOp::PRODUCT, ReduceOp::MIN,
                                     ReduceOp::MAX};
 
-class NcclTest : public MpiTest {
+// Tensors on this rank's GPU (local rank modulo the GPUs; several ranks may share one over MPI).
+class CudaRankTest : public MpiTest {
  protected:
   void SetUp() override {
     MpiTest::SetUp();
     if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    const char* local_rank = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    cuda_ = Device(DeviceType::CUDA, (local_rank ? std::atoi(local_rank) : 0) % cuda_device_count());
+  }
+  Tensor on_device(const Tensor& t) const { return t.to(cuda_); }
+
+  Device cuda_;
+};
+
+// ... and an NCCL group over every rank, where this host has a GPU per rank (the simulator always
+// does).
+class NcclTest : public CudaRankTest {
+ protected:
+  void SetUp() override {
+    CudaRankTest::SetUp();
+    if (IsSkipped()) return;
+    if (const std::string why = ProcessGroupNCCL::unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
     nccl_ = make_group(std::chrono::seconds(90), "nccl_test");
-    cuda_ = Device(DeviceType::CUDA, std::static_pointer_cast<ProcessGroupNCCL>(nccl_)->device_index());
+    EXPECT_EQ(cuda_.index, std::static_pointer_cast<ProcessGroupNCCL>(nccl_)->device_index());
   }
   void TearDown() override {
     nccl_.reset();
-    MpiTest::TearDown();
+    CudaRankTest::TearDown();
   }
   // An NCCL group over every rank, bootstrapped over the world's MPI group.
   ProcessGroupPtr make_group(std::chrono::milliseconds timeout, const std::string& name) {
@@ -38,10 +56,8 @@ class NcclTest : public MpiTest {
     options.group_name = name;
     return std::make_shared<ProcessGroupNCCL>(pg_, options);
   }
-  Tensor on_device(const Tensor& t) const { return t.to(cuda_); }
 
   ProcessGroupPtr nccl_;
-  Device cuda_;
 };
 
 TEST_F(NcclTest, AllreduceMatchesTheMpiBackendForEveryDtypeAndOp) {
@@ -204,7 +220,7 @@ TEST_F(NcclTest, SkippedCollectiveTimesOutAndAbortsTheCommunicator) {
 }
 
 // Note [CUDA tensors through the MPI backend]: the same collectives, from device memory.
-TEST_F(NcclTest, MpiBackendStagesCudaTensorsThroughTheHost) {
+TEST_F(CudaRankTest, MpiBackendStagesCudaTensorsThroughTheHost) {
   Tensor host = rank_input({7}, kFloat32, rank_);
   Tensor device = on_device(host);
   std::vector<Tensor> h{host}, d{device};
