@@ -3,12 +3,14 @@
 #pragma once
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "distributed/distributed.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tensor/device_backend.h"
 #include "tensor/factories.h"
 #include "tensor/ops.h"
 
@@ -30,6 +32,21 @@ class MpiTest : public ::testing::Test {
   ProcessGroupPtr pg_;
   int rank_ = 0;
   int world_ = 1;
+};
+
+// A test on this rank's GPU: its local rank modulo the GPUs it sees (ProcessGroupNCCL's choice;
+// ranks may share one over the MPI backend). Skips without a CUDA device.
+class MpiCudaTest : public MpiTest {
+ protected:
+  void SetUp() override {
+    MpiTest::SetUp();
+    if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    const char* local_rank = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    cuda_ = Device(DeviceType::CUDA, (local_rank ? std::atoi(local_rank) : 0) % cuda_device_count());
+  }
+  Tensor on_device(const Tensor& t) const { return t.to(cuda_); }
+
+  Device cuda_;
 };
 
 // Rank r's input: small integers (1..3) so sums and products are exact even in bfloat16.

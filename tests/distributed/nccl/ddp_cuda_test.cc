@@ -5,7 +5,6 @@
 // NCCL (--config=cudasim), or on GPUs (--config=cuda).
 #include "distributed/backends/nccl/process_group_nccl.h"
 
-#include <cstdlib>
 #include <mutex>
 #include <thread>
 
@@ -22,18 +21,8 @@ namespace {
 // GEMM) differ from the CPU's in the last bits; 5 SGD steps keep that within 1e-4.
 constexpr double kRtol = 1e-4;
 
-// DDP on this rank's GPU (local rank modulo the GPUs; several ranks may share one over MPI).
-class DdpCuda : public MpiTest {
- protected:
-  void SetUp() override {
-    MpiTest::SetUp();
-    if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
-    const char* local_rank = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-    cuda_ = Device(DeviceType::CUDA, (local_rank ? std::atoi(local_rank) : 0) % cuda_device_count());
-  }
-
-  Device cuda_;
-};
+// DDP on this rank's GPU; the MPI backend's staging needs only that, and ranks may share one.
+using DdpCuda = MpiCudaTest;
 
 // ... and over ProcessGroupNCCL, where this host has a GPU per rank (the simulator always does).
 class DdpNccl : public DdpCuda {

@@ -3,7 +3,6 @@
 // Future's callbacks, the watchdog's timeout, and the MPI backend staging CUDA tensors. Runs on the
 // CUDA simulator with the simulated NCCL (--config=cudasim), or on GPUs (--config=cuda).
 #include <chrono>
-#include <cstdlib>
 #include <string>
 
 #include "distributed/backends/nccl/process_group_nccl.h"
@@ -19,19 +18,8 @@ const std::vector<ScalarType> kDtypes = {kFloat32, kFloat64, kFloat16, kBFloat16
 const std::vector<ReduceOp> kOps = {ReduceOp::SUM, ReduceOp::AVG, ReduceOp::PRODUCT, ReduceOp::MIN,
                                     ReduceOp::MAX};
 
-// Tensors on this rank's GPU (local rank modulo the GPUs; several ranks may share one over MPI).
-class CudaRankTest : public MpiTest {
- protected:
-  void SetUp() override {
-    MpiTest::SetUp();
-    if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
-    const char* local_rank = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-    cuda_ = Device(DeviceType::CUDA, (local_rank ? std::atoi(local_rank) : 0) % cuda_device_count());
-  }
-  Tensor on_device(const Tensor& t) const { return t.to(cuda_); }
-
-  Device cuda_;
-};
+// The MPI backend's staging needs only a GPU, which ranks may share.
+using CudaRankTest = MpiCudaTest;
 
 // ... and an NCCL group over every rank, where this host has a GPU per rank (the simulator always
 // does).
