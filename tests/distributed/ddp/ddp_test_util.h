@@ -103,13 +103,14 @@ inline std::shared_ptr<DistributedDataParallel> train_ddp(const Scenario& sc, in
 }
 
 inline ::testing::AssertionResult parameters_match(const std::vector<Tensor>& got,
-                                                   const std::vector<Tensor>& want, double rtol) {
+                                                   const std::vector<Tensor>& want, double rtol,
+                                                   double atol = 1e-6) {
   if (got.size() != want.size()) {
     return ::testing::AssertionFailure() << got.size() << " parameters vs " << want.size();
   }
   for (size_t i = 0; i < got.size(); ++i) {
     const Tensor g = got[i].to(want[i].device());  // a device run against the CPU reference
-    if (!allclose(g, want[i], rtol, 1e-6)) {
+    if (!allclose(g, want[i], rtol, atol)) {
       Tensor diff = max(abs(sub(g.to(kFloat64), want[i].to(kFloat64))));
       return ::testing::AssertionFailure() << "parameter " << i << " " << got[i].describe()
                                            << " differs from the single-process run by up to "
