@@ -32,8 +32,8 @@ if [[ $rc -eq 0 ]]; then
   echo "rank_death_test: FAILED: the job succeeded although rank 1 died" >&2
   exit 1
 fi
-if [[ "$survivors" == survivors ]] && ! grep -qE '^rank 0: allreduce #[0-9]+ .* timed out' "$out"; then
-  echo "rank_death_test: FAILED: rank 0 did not report its allreduce timing out" >&2
+if [[ "$survivors" == survivors ]] && ! grep -qE '^rank 0: allreduce #[0-9]+ .* timed out .*rank 1 did not arrive \(rank 1 is gone' "$out"; then
+  echo "rank_death_test: FAILED: rank 0 did not report its allreduce timing out, naming rank 1 as gone" >&2
   exit 1
 fi
 echo "rank_death_test: PASSED: the job failed promptly" >&2

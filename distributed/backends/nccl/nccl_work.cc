@@ -31,6 +31,7 @@ NcclWork::NcclWork(Options o)
       end_(create_timing_event()),
       started_(std::chrono::steady_clock::now()),
       timeout_(o.timeout),
+      fingerprint_(std::move(o.fingerprint)),
       description_(std::move(o.description)),
       trace_label_(std::move(o.trace_label)),
       keep_alive_(std::move(o.keep_alive)) {}

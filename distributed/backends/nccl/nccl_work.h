@@ -22,7 +22,8 @@ class NcclWork final : public Work {
     std::vector<Tensor> outputs;
     int device = 0;
     std::chrono::milliseconds timeout{0};
-    std::string description;        // the collective's fingerprint, for errors
+    std::string fingerprint;        // "allreduce #3 (SUM, float32 [4], 1 tensor)"
+    std::string description;        // the fingerprint, rank, group and device, for errors
     std::string trace_label;        // the issuing thread's TraceLabel (distributed/trace.h)
     std::vector<Tensor> keep_alive;  // every tensor the NCCL calls read or write
   };
@@ -53,6 +54,7 @@ class NcclWork final : public Work {
   bool timed_out(std::chrono::steady_clock::time_point now) const { return now - started_ > timeout_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
   const std::string& description() const { return description_; }
+  const std::string& fingerprint() const { return fingerprint_; }
   // The tensors the device still reads or writes; dropped once complete (the caching allocator
   // may only reuse their blocks after that: ember has no record_stream).
   void release_tensors();
@@ -63,6 +65,7 @@ class NcclWork final : public Work {
   std::shared_ptr<void> end_;
   std::chrono::steady_clock::time_point started_;
   std::chrono::milliseconds timeout_;
+  std::string fingerprint_;
   std::string description_;
   std::string trace_label_;
   mutable std::mutex mutex_;

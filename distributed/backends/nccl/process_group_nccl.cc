@@ -118,7 +118,8 @@ std::string ProcessGroupNCCL::unavailable_reason() {
 
 ProcessGroupNCCL::ProcessGroupNCCL(ProcessGroupPtr bootstrap, Options options)
     : ProcessGroup(bootstrap->rank(), bootstrap->size(), std::move(options)),
-      bootstrap_(std::move(bootstrap)) {
+      bootstrap_(std::move(bootstrap)),
+      inspector_(rank_) {
   const std::string why = unavailable_reason();
   EMBER_CHECK(why.empty(), "ProcessGroupNCCL: rank ", rank_, ": ", why);
   device_ = local_rank() % cuda_device_count();
@@ -136,6 +137,18 @@ ProcessGroupNCCL::ProcessGroupNCCL(ProcessGroupPtr bootstrap, Options options)
   std::vector<Tensor> list{id_bytes};
   bootstrap_->broadcast(list)->wait();
   std::memcpy(&id, id_bytes.data_ptr(), sizeof(id));
+  // Every member is here, so the side channel's endpoints travel with the id's broadcast.
+  const std::string mine = inspector_.endpoint().to_wire();
+  Tensor my_endpoint = empty({static_cast<int64_t>(mine.size())}, TensorOptions(kByte));
+  std::memcpy(my_endpoint.data_ptr(), mine.data(), mine.size());
+  Tensor endpoints = empty({size_ * static_cast<int64_t>(mine.size())}, TensorOptions(kByte));
+  bootstrap_->allgather_base(endpoints, my_endpoint)->wait();
+  std::vector<SideChannelEndpoint> peers;
+  for (int r = 0; r < size_; ++r) {
+    peers.push_back(SideChannelEndpoint::from_wire(static_cast<const char*>(endpoints.data_ptr()) +
+                                                   r * SideChannelEndpoint::kWireSize));
+  }
+  inspector_.set_peers(std::move(peers));
   ncclComm_t comm = nullptr;
   const ncclResult_t rc = ncclCommInitRank(&comm, size_, id, rank_);
   EMBER_CHECK(rc == ncclSuccess, "ProcessGroupNCCL: ncclCommInitRank failed on rank ", rank_, " of ",
@@ -177,6 +190,11 @@ ProcessGroupNCCL::~ProcessGroupNCCL() {
   cudaEventDestroy(as_event(trace_origin_));
 }
 
+StallReport ProcessGroupNCCL::stall_report() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stall_report_;
+}
+
 std::string ProcessGroupNCCL::broken_reason() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return broken_;
@@ -202,9 +220,9 @@ WorkPtr ProcessGroupNCCL::collective(OpType op, const std::vector<Tensor>& input
   count_payload(inputs);
   std::lock_guard<std::mutex> issue(issue_mutex_);
   const uint64_t seq = next_sequence_number_++;
-  const std::string description =
-      detail::str_cat(CollectiveFingerprint::make(op, seq, inputs, reduce_op, root).str(), " on rank ",
-                      rank_, " of ", size_, " in group ", group_name(), " (cuda:", device_, ")");
+  const std::string fingerprint = CollectiveFingerprint::make(op, seq, inputs, reduce_op, root).str();
+  const std::string description = detail::str_cat(fingerprint, " on rank ", rank_, " of ", size_, " in group ",
+                                                  group_name(), " (cuda:", device_, ")");
   {
     std::lock_guard<std::mutex> lock(mutex_);
     EMBER_CHECK(broken_.empty(), description, ": the group is unusable: ", broken_);
@@ -212,8 +230,9 @@ WorkPtr ProcessGroupNCCL::collective(OpType op, const std::vector<Tensor>& input
   std::vector<Tensor> keep_alive = inputs;
   keep_alive.insert(keep_alive.end(), outputs.begin(), outputs.end());
   auto work = std::make_shared<NcclWork>(NcclWork::Options{op, seq, outputs, device_, effective_timeout(timeout),
-                                                            description, TraceLabel::current(),
+                                                            fingerprint, description, TraceLabel::current(),
                                                             std::move(keep_alive)});
+  inspector_.entered(seq, fingerprint);
   {
     // Registered before the NCCL calls: a call that blocks (the simulator, a full NCCL queue) is
     // timed out by the watchdog like one that never completes on the device.
@@ -289,25 +308,24 @@ void ProcessGroupNCCL::watchdog_loop() {
     cv_.wait_for(lock, std::chrono::milliseconds(pending_.empty() ? 100 : 2));
     if (stop_ || aborted_) continue;
     std::string why;
+    std::shared_ptr<NcclWork> expired;
     const auto now = std::chrono::steady_clock::now();
     const bool tracing = Trace::get().enabled();
     for (auto it = pending_.begin(); it != pending_.end();) {
       if ((*it)->is_completed()) {
+        inspector_.finished((*it)->sequence_number(), !(*it)->error());
         (*it)->release_tensors();
         if (tracing) completed.push_back(*it);
         it = pending_.erase(it);
         continue;
       }
       if ((*it)->timed_out(now)) {
-        why = detail::str_cat((*it)->description(), " timed out after ", (*it)->timeout().count(),
-                              " ms (the group's watchdog timeout): a rank may have skipped this "
-                              "collective, called a different one, stalled, or died");
-        (*it)->fail(std::make_exception_ptr(Error(why)));
+        expired = *it;
         break;
       }
       ++it;
     }
-    if (why.empty()) {
+    if (!expired) {
       ncclResult_t async = ncclSuccess;
       if (ncclCommGetAsyncError(as_comm(comm_), &async) == ncclSuccess && async != ncclSuccess &&
           async != ncclInProgress) {
@@ -315,14 +333,33 @@ void ProcessGroupNCCL::watchdog_loop() {
                               " in group ", group_name(), ": ", ncclGetErrorString(async));
       }
     }
-    if (!why.empty() || !completed.empty()) {
+    if (expired || !why.empty() || !completed.empty()) {
       lock.unlock();
       for (const auto& work : completed) trace_device_span(*work);
       completed.clear();
+      if (expired) {
+        why = timeout_error(*expired);
+        expired->fail(std::make_exception_ptr(Error(why)));
+        inspector_.finished(expired->sequence_number(), false);
+      }
       if (!why.empty()) break_group(why);
       lock.lock();
     }
   }
+}
+
+std::string ProcessGroupNCCL::timeout_error(const NcclWork& work) {
+  // Sockets only, bounded by the inspector's budget: the communicator may be stuck.
+  StallReport report = summarize_stall(work.sequence_number(), work.fingerprint(), inspector_.query_peers());
+  const char* advice = report.not_arrived.empty()
+                           ? "a rank may have called a different collective, or NCCL is stuck"
+                           : "a rank that does not arrive may have skipped this collective, called a different "
+                             "one, stalled, or died";
+  std::string why = detail::str_cat(work.description(), " timed out after ", work.timeout().count(),
+                                    " ms (the group's watchdog timeout): ", report.summary, " -- ", advice);
+  std::lock_guard<std::mutex> lock(mutex_);
+  stall_report_ = std::move(report);
+  return why;
 }
 
 void ProcessGroupNCCL::trace_device_span(const NcclWork& work) const {

@@ -42,6 +42,8 @@ class ProcessGroupNCCL : public ProcessGroup {
   std::string backend_name() const override { return "nccl"; }
   int device_index() const { return device_; }
   Device collective_device() const override { return Device(DeviceType::CUDA, device_); }
+  // What the stall inspector found when a collective last timed out (names who did not arrive).
+  StallReport stall_report() const override;
   // Why the group is unusable (a collective timed out or NCCL failed), or empty.
   std::string broken_reason() const;
 
@@ -77,6 +79,9 @@ class ProcessGroupNCCL : public ProcessGroup {
   void check_tensor(const Tensor& t, const char* op) const;
   void check_root(int64_t root, const char* op) const;
   void watchdog_loop();
+  // The error for a collective past its timeout, naming the ranks that did not arrive (asked over
+  // the stall inspector's side channel, within its budget); records the group's stall_report().
+  std::string timeout_error(const NcclWork& work);
   // The collective's span on the communication stream, on the trace's GPU lane.
   void trace_device_span(const NcclWork& work) const;
   // Marks the group unusable and aborts the communicator (once); pending Works fail with `why`.
@@ -94,9 +99,14 @@ class ProcessGroupNCCL : public ProcessGroup {
   std::mutex issue_mutex_;  // one collective issued at a time, in the same order on every rank
   uint64_t next_sequence_number_ = 0;  // guarded by issue_mutex_
 
-  mutable std::mutex mutex_;  // guards broken_, aborted_, pending_, stop_
+  // Each rank's last issued collective, for the peers' timeout errors (Note [Stall inspector
+  // side channel]); its endpoints are exchanged over the bootstrap group.
+  StallInspector inspector_;
+
+  mutable std::mutex mutex_;  // guards broken_, aborted_, pending_, stop_, stall_report_
   std::condition_variable cv_;
   std::string broken_;
+  StallReport stall_report_;
   bool aborted_ = false;
   bool stop_ = false;
   std::list<std::shared_ptr<NcclWork>> pending_;  // issued, not yet seen complete by the watchdog

@@ -197,6 +197,10 @@ TEST_F(NcclTest, SkippedCollectiveTimesOutAndAbortsTheCommunicator) {
     EXPECT_THAT(msg, HasSubstr("timed out after 500 ms"));
     EXPECT_THAT(msg, HasSubstr("rank " + std::to_string(rank_) + " of " + std::to_string(world_)));
     EXPECT_THAT(msg, HasSubstr("nccl_timeout_group"));
+    // The stall inspector names who is missing, as the MPI backend's timeouts do.
+    EXPECT_THAT(msg, HasSubstr("rank 0 did not arrive (rank 0 has not arrived: it has entered no collective on "
+                               "this group yet)"));
+    EXPECT_EQ(group->stall_report().not_arrived, std::vector<int>{0});
     std::vector<Tensor> again{on_device(ones({2}))};
     EXPECT_THAT(error_of([&] { group->allreduce(again)->wait(); }), HasSubstr("unusable: allreduce #0"));
     EXPECT_NE(std::static_pointer_cast<ProcessGroupNCCL>(group)->broken_reason(), "");
