@@ -258,6 +258,7 @@ std::vector<PeerAnswer> StallInspector::query_peers(std::chrono::milliseconds bu
       p.phase = Phase::kConnecting;
     } else {
       a.refused = errno == ECONNREFUSED;
+      a.unreachable = errno == EHOSTUNREACH || errno == ENETUNREACH || errno == ETIMEDOUT;
       a.failure = error_text(errno);
     }
     answers.push_back(std::move(a));
@@ -288,6 +289,7 @@ std::vector<PeerAnswer> StallInspector::query_peers(std::chrono::milliseconds bu
         const size_t query_len = std::strlen(kQuery);
         if (err != 0) {
           a.refused = err == ECONNREFUSED;
+          a.unreachable = err == EHOSTUNREACH || err == ENETUNREACH || err == ETIMEDOUT;
           a.failure = error_text(err);
           p.phase = Phase::kDone;
         } else if (send(p.fd, kQuery, query_len, MSG_NOSIGNAL) != static_cast<ssize_t>(query_len)) {
@@ -321,7 +323,10 @@ std::vector<PeerAnswer> StallInspector::query_peers(std::chrono::milliseconds bu
     }
   }
   for (size_t i = 0; i < pending.size(); ++i) {
-    if (pending[i].phase != Phase::kDone) {
+    if (pending[i].phase == Phase::kConnecting) {
+      answers[i].unreachable = true;
+      answers[i].failure = detail::str_cat("no connection within ", budget.count(), " ms");
+    } else if (pending[i].phase != Phase::kDone) {
       answers[i].failure = detail::str_cat("no answer within ", budget.count(), " ms");
     }
     if (pending[i].fd >= 0) close(pending[i].fd);
@@ -349,6 +354,11 @@ std::string why_not_arrived(uint64_t seq, const std::string& description, const 
   if (a.refused) {
     return detail::str_cat(who, " is gone, connection refused: pid ", a.endpoint.pid, " on ", a.endpoint.host,
                            " has exited, or destroyed this group");
+  }
+  if (a.unreachable) {
+    return detail::str_cat(who, " is unreachable, ", a.failure, ": its host ", a.endpoint.host, " (",
+                           a.endpoint.address, ") cannot be reached from here -- the network link to it "
+                           "may be down, or the host is gone");
   }
   if (!a.answered) {
     return detail::str_cat(who, " did not respond, ", a.failure, ": pid ", a.endpoint.pid, " on ",

@@ -56,6 +56,10 @@ struct PeerAnswer {
   bool answered = false;
   std::string failure;  // when !answered: "no answer within 2000 ms", "connection refused", ...
   bool refused = false;  // nothing listens there any more: the process exited or closed the group
+  // No connection at all within the budget (or the host or network is unreachable): the network to
+  // the peer's host is down, or the host is gone. A stopped process still connects (its kernel
+  // accepts), then does not answer.
+  bool unreachable = false;
   CollectiveProgress progress;
 };
 

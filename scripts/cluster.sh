@@ -13,7 +13,7 @@
 #     namespace, under the host's own hostname, as ssh would on a real host;
 #   - btl self,tcp and the cluster's subnet for both MPI and Open MPI's own traffic: no shared
 #     memory between ranks, even on one host.
-# mpirun itself runs here and reaches the hosts through the bridge's address (10.77.0.254).
+# mpirun itself runs here and reaches the hosts through the bridge's address (10.77.x.254).
 # Everything created (namespaces, veth pairs, the bridge, /etc/netns/<ns>/hosts) is removed on
 # exit, also on failure or Ctrl-C; traffic stays on the bridge. Needs root (network namespaces).
 # The cluster's environment is exported to COMMAND: EMBER_CLUSTER_HOSTS (the addresses),
@@ -21,6 +21,7 @@
 # `ip netns exec ember-h1 ip link set eth0 down`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export PATH="$PATH:/usr/sbin:/sbin"  # ip and tc, also under a minimal PATH (Bazel's tests)
 usage() {
   echo "usage: scripts/cluster.sh N [--link=RATE] [--slots=S] -- COMMAND..." >&2
   exit 2
@@ -47,7 +48,12 @@ shift
 tag="e$$"
 prefix="${tag}h"          # namespaces e1234h0, e1234h1, ...
 bridge="${tag}br"
-subnet=10.77.0
+# A /24 no route of this machine uses yet (10.77.x.0): concurrent clusters get their own.
+subnet=""
+for ((x = $$ % 200; x < $$ % 200 + 50; x++)); do
+  if ! ip route show | grep -q "^10\.77\.$x\.0/24"; then subnet="10.77.$x"; break; fi
+done
+[[ -n "$subnet" ]] || { echo "cluster.sh: no free 10.77.x.0/24 subnet" >&2; exit 1; }
 gateway="$subnet.254"
 session="$(mktemp -d /tmp/ember_cluster.XXXXXX)"
 
@@ -55,6 +61,8 @@ cleanup() {
   local rc=$?
   trap - EXIT INT TERM
   for ((h = 0; h < n; h++)); do
+    # Whatever still runs on a host (an Open MPI daemon cut off from mpirun) goes with it.
+    ip netns pids "$prefix$h" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
     ip netns del "$prefix$h" 2>/dev/null || true   # takes the host's end of its veth pair along
     rm -rf "/etc/netns/$prefix$h"
   done
@@ -107,6 +115,13 @@ export EMBER_CLUSTER_SUBNET="$subnet" OMPI_MCA_orte_default_hostfile="$session/h
 export OMPI_MCA_plm_rsh_agent="$PWD/scripts/cluster_rsh.sh"
 export OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include="$subnet.0/24" OMPI_MCA_oob_tcp_if_include="$subnet.0/24"
 export OMPI_MCA_orte_tmpdir_base="$session" TMPDIR="$session"
+# Lose a host, and mpirun learns it within EMBER_CLUSTER_DETECT_S seconds (10 by default; TCP
+# keepalive on Open MPI's own connections: idle D-3 s, then 3 probes 1 s apart) and ends the job,
+# instead of waiting on a dead link for TCP's retransmission timeout (about 15 minutes). Give the
+# job a shorter collective timeout (ddp_resnet --timeout=5) so its ranks say whom they lost first.
+detect="${EMBER_CLUSTER_DETECT_S:-10}"
+[[ "$detect" =~ ^[0-9]+$ && "$detect" -ge 4 ]] || { echo "cluster.sh: EMBER_CLUSTER_DETECT_S must be >= 4" >&2; exit 2; }
+export OMPI_MCA_oob_tcp_keepalive_time=$((detect - 3)) OMPI_MCA_oob_tcp_keepalive_intvl=1 OMPI_MCA_oob_tcp_keepalive_probes=3
 export EMBER_SIDE_CHANNEL_ADDR=""  # each rank binds its stall inspector to its own host's address
 unset OMPI_MCA_btl_vader_backing_directory
 echo "cluster.sh: $n host(s) ${hosts[*]} (namespaces ${prefix}0..${prefix}$((n - 1)), bridge $bridge" \

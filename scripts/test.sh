@@ -9,6 +9,7 @@
 #   4. bazel test --config=tsan    ThreadSanitizer on the suites whose threads are ember's own
 #                                  (tag "tsan": Work/Future, DataLoader, stall inspector) and on
 #                                  the mpirun suites (one world size each)
+# The cluster test (tag "cluster": network namespaces, scripts/cluster.sh) runs in step 1 only.
 # Suppressions: only Open MPI's own libraries, in tests/sanitizers/{lsan,tsan}.supp (each says why).
 # Installs missing Debian packages first (scripts/bootstrap.sh). EMBER_SKIP_CUDASIM=1 skips step 2,
 # EMBER_SKIP_ASAN=1 step 3, EMBER_SKIP_TSAN=1 step 4.
@@ -89,12 +90,12 @@ mpi_env=(--test_env=OMPI_MCA_mca_base_component_disable_dlclose=1)
 if [[ "${EMBER_SKIP_ASAN:-0}" != "1" ]]; then
   run_suite "asan" --config=asan --build_tests_only "${mpi_env[@]}" \
     --test_env=LSAN_OPTIONS=suppressions="$supp/lsan.supp":print_suppressions=0 \
-    --test_tag_filters=-mpi_extra_ranks,-sanitizer_slow,-benchmark //tests/...
+    --test_tag_filters=-mpi_extra_ranks,-sanitizer_slow,-benchmark,-cluster //tests/...
 fi
 if [[ "${EMBER_SKIP_TSAN:-0}" != "1" ]]; then
   run_suite "tsan" --config=tsan --build_tests_only "${mpi_env[@]}" \
     --test_env=TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions="$supp/tsan.supp" \
-    --test_tag_filters=tsan,mpi,-mpi_extra_ranks,-sanitizer_slow,-benchmark //tests/...
+    --test_tag_filters=tsan,mpi,-mpi_extra_ranks,-sanitizer_slow,-benchmark,-cluster //tests/...
 fi
 
 # CI keeps only the tail of the output: name what failed right above the closing line.

@@ -169,6 +169,20 @@ TEST(StallInspector, SummarySaysARefusingRankIsGone) {
             "destroyed this group)");
 }
 
+TEST(StallInspector, SummarySaysAnUnreachableRanksNetworkMayBeDown) {
+  PeerAnswer lost;
+  lost.rank = 1;
+  lost.endpoint = {"10.77.0.2", 5000, 42, "h1"};
+  lost.failure = "no connection within 2000 ms";
+  lost.unreachable = true;
+  const StallReport r = summarize_stall(3, "allreduce #3 ()", {lost});
+  EXPECT_EQ(r.not_arrived, (std::vector<int>{1}));
+  EXPECT_EQ(r.summary,
+            "rank 1 did not arrive (rank 1 is unreachable, no connection within 2000 ms: its host h1 "
+            "(10.77.0.2) cannot be reached from here -- the network link to it may be down, or the host "
+            "is gone)");
+}
+
 TEST(StallInspector, SummaryWhenEveryRankArrived) {
   const StallReport r = summarize_stall(
       7, "barrier #7 ()",

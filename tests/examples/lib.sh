@@ -38,6 +38,12 @@ expect_error() {
   local name="$1" pattern="$2"
   [[ $rc -ne 0 && $rc -lt 124 ]]
   check "$name exits non-zero without a crash or hang (exit $rc)" $?
+  expect_line "$name" "$pattern"
+}
+
+# expect_line NAME PATTERN: the run's stderr has a line matching PATTERN, which is printed.
+expect_line() {
+  local name="$1" pattern="$2"
   local line
   line=$(grep -E -m1 -- "$pattern" "$work/$name.err")
   [[ -n "$line" ]]
