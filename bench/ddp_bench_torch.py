@@ -12,6 +12,8 @@ first-bucket size, 1 MiB by default) before DDP is built. --comm_hook registers 
 gloo, counted by wrapping dist.all_reduce / all_gather for the timed steps. --device cuda puts each
 rank on GPU (rank mod device count) with NCCL by default (bench/gpu_bench.sh ddp); steps are timed to
 torch.cuda.synchronize() and peak_device_mb is torch.cuda.max_memory_allocated.
+--rank R --master_addr A --master_port P runs only rank R, in this process (bench/cluster_bench.sh
+starts one per host of scripts/cluster.sh); gloo then uses the interface GLOO_SOCKET_IFNAME names.
 """
 import argparse
 import faulthandler
@@ -89,7 +91,7 @@ def register_hook(ddp, a):
 def run(rank, a, port):
     # A hang guard: dump every thread's stack and exit instead of waiting forever.
     faulthandler.dump_traceback_later(a.timeout, exit=True)
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_ADDR"] = a.master_addr
     os.environ["MASTER_PORT"] = str(port)
     torch.set_num_threads(1)
     global DEVICE
@@ -204,9 +206,15 @@ def main():
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--backend", default="", choices=["", "gloo", "nccl"], help="default: nccl on cuda, else gloo")
     ap.add_argument("--timeout", type=float, default=600, help="seconds before a rank dumps its stacks and exits")
+    ap.add_argument("--rank", type=int, default=-1, help="run only this rank, in this process")
+    ap.add_argument("--master_addr", default="127.0.0.1")
+    ap.add_argument("--master_port", type=int, default=0, help="default: 29500 + pid mod 1000")
     a = ap.parse_args()
-    port = 29500 + os.getpid() % 1000
-    mp.spawn(run, args=(a, port), nprocs=a.world, join=True)
+    port = a.master_port or 29500 + os.getpid() % 1000
+    if a.rank >= 0:
+        run(a.rank, a, port)
+    else:
+        mp.spawn(run, args=(a, port), nprocs=a.world, join=True)
 
 
 if __name__ == "__main__":
