@@ -115,6 +115,9 @@ export EMBER_CLUSTER_SUBNET="$subnet" OMPI_MCA_orte_default_hostfile="$session/h
 export OMPI_MCA_plm_rsh_agent="$PWD/scripts/cluster_rsh.sh"
 export OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include="$subnet.0/24" OMPI_MCA_oob_tcp_if_include="$subnet.0/24"
 export OMPI_MCA_orte_tmpdir_base="$session" TMPDIR="$session"
+# The hosts share this machine's cores, but each daemon believes it has them all: binding would put
+# every host's first rank on core 0.
+export OMPI_MCA_hwloc_base_binding_policy=none
 # Lose a host, and mpirun learns it within EMBER_CLUSTER_DETECT_S seconds (10 by default; TCP
 # keepalive on Open MPI's own connections: idle D-3 s, then 3 probes 1 s apart) and ends the job,
 # instead of waiting on a dead link for TCP's retransmission timeout (about 15 minutes). Give the
