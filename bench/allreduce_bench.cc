@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/stats.h"
 #include "distributed/backends/mpi/process_group_mpi.h"
 #include "distributed/distributed.h"
 #include "tensor/factories.h"
@@ -20,11 +21,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 namespace dist = ember::distributed;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using ember::bench::median;
 
 // The slowest rank's median: a collective is as fast as its slowest participant.
 double max_over_ranks(double x) {

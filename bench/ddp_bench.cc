@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/stats.h"
 #include "distributed/ddp/distributed_data_parallel.h"
 #include "distributed/distributed.h"
 #include "examples/common/comm_hook_by_name.h"
@@ -96,12 +97,7 @@ bool parse(const std::string& arg, Flags* f) {
   return true;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using ember::bench::median;
 
 double max_over_ranks(distributed::ProcessGroup& pg, double x) {
   std::vector<Tensor> t{from_vector<double>({x}).to(pg.collective_device())};
@@ -109,11 +105,6 @@ double max_over_ranks(distributed::ProcessGroup& pg, double x) {
   o.reduce_op = distributed::ReduceOp::MAX;
   pg.allreduce(t, o)->wait();
   return t[0].item<double>();
-}
-
-int local_rank() {
-  const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  return v ? std::atoi(v) : 0;
 }
 
 }  // namespace
@@ -143,7 +134,7 @@ int main(int argc, char** argv) {
                 "ddp_bench: --backend=", f.backend, " with --device=", f.device, " (nccl needs cuda)");
     EMBER_CHECK(f.device == "cpu" || cuda_device_count() > 0, "ddp_bench: --device=cuda but no CUDA device (",
                 has_device_backend(DeviceType::CUDA) ? "none visible" : "build with --config=cuda", ")");
-    const Device device = f.device == "cpu" ? kCPU : Device(DeviceType::CUDA, local_rank() % cuda_device_count());
+    const Device device = f.device == "cpu" ? kCPU : cuda_device_of_local_rank(distributed::local_rank());
     set_num_threads(static_cast<int>(f.threads));
     auto pg = distributed::init_process_group(f.backend);
     rank = pg->rank();

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/stats.h"
 #include "distributed/backends/nccl/process_group_nccl.h"
 #include "distributed/distributed.h"
 #include "tensor/cuda_stream.h"
@@ -30,11 +31,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 namespace dist = ember::distributed;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using ember::bench::median;
 
 double max_over_ranks(double x) {
   double y = x;

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/stats.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
 #include "tensor/all.h"
@@ -31,12 +32,7 @@ double ms(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using ember::bench::median;
 
 bool flag(const char* arg, const char* name, long long* out) {
   const size_t len = std::strlen(name);

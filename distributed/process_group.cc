@@ -1,6 +1,7 @@
 #include "distributed/process_group.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
@@ -101,6 +102,13 @@ bool register_backend(const std::string& name, BackendFactory factory) {
   std::lock_guard<std::mutex> lock(state().mutex);
   state().backends[name] = std::move(factory);
   return true;
+}
+
+int local_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "LOCAL_RANK"}) {
+    if (const char* v = std::getenv(name)) return std::atoi(v);
+  }
+  return 0;
 }
 
 std::vector<std::string> registered_backends() {

@@ -176,6 +176,10 @@ using BackendFactory = std::function<ProcessGroupPtr(const ProcessGroup::Options
 // Called once per backend from its library (static registration; the target is alwayslink).
 bool register_backend(const std::string& name, BackendFactory factory);
 std::vector<std::string> registered_backends();
+// This process's index among the job's processes on its host, from the launcher's environment
+// (Open MPI's OMPI_COMM_WORLD_LOCAL_RANK, MPICH's MPI_LOCALRANKID, torchrun's LOCAL_RANK); 0 if
+// none is set. With cuda_device_of_local_rank it picks a process's GPU.
+int local_rank();
 
 // ---- the default group (torch.distributed's module-level API) ------------------------------------
 // Creates the default (world) group; throws if one exists or the backend is unknown.

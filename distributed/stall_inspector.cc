@@ -128,6 +128,12 @@ SideChannelEndpoint SideChannelEndpoint::from_wire(const char* data) {
   return e;
 }
 
+std::vector<SideChannelEndpoint> SideChannelEndpoint::all_from_wire(const char* data, int ranks) {
+  std::vector<SideChannelEndpoint> all;
+  for (int r = 0; r < ranks; ++r) all.push_back(from_wire(data + static_cast<size_t>(r) * kWireSize));
+  return all;
+}
+
 // ---- the responder -------------------------------------------------------------------------------
 
 StallInspector::StallInspector(int rank) : rank_(rank) {

@@ -39,6 +39,8 @@ struct SideChannelEndpoint {
   static constexpr size_t kWireSize = 192;
   std::string to_wire() const;  // exactly kWireSize bytes
   static SideChannelEndpoint from_wire(const char* data);
+  // `ranks` records laid end to end (what the allgather of to_wire() returns), by rank.
+  static std::vector<SideChannelEndpoint> all_from_wire(const char* data, int ranks);
 };
 
 // What a rank's responder reports: the last collective it entered on its group.

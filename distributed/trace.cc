@@ -14,10 +14,7 @@ std::string detail_of(double duration_us) {
   std::snprintf(buf, sizeof buf, " (%.2f ms)", duration_us / 1000.0);
   return buf;
 }
-}  // namespace
-
-namespace {
-thread_local std::string current_label;
+thread_local std::string current_label;  // TraceLabel's, per thread
 }  // namespace
 
 TraceLabel::TraceLabel(std::string label) : previous_(std::move(current_label)) {

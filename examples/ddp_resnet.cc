@@ -99,9 +99,8 @@ int main(int argc, char** argv) {
                 "--backend=nccl communicates GPU tensors: add --device=cuda (or use --backend=mpi)");
     // Processes on this host: Open MPI says; otherwise assume the whole job is here.
     const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-    const char* local_rank = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
     // Checked before the group exists: NCCL needs a GPU, and this names the flag that asked for one.
-    const Device device = examples::training_device(cfg, local_rank ? std::atoi(local_rank) : 0);
+    const Device device = examples::training_device(cfg, distributed::local_rank());
     auto pg = distributed::init_process_group(backend, pg_options);
     rank = pg->rank();
     const int world = pg->size();

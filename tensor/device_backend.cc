@@ -29,6 +29,14 @@ int cuda_device_count() {
 
 bool cuda_is_available() { return cuda_device_count() > 0; }
 
+Device cuda_device_of_local_rank(int local_rank) {
+  const int devices = cuda_device_count();
+  EMBER_CHECK(devices > 0, "cuda_device_of_local_rank: no CUDA device is visible",
+              has_device_backend(DeviceType::CUDA) ? "" : " (ember was built without CUDA: --config=cuda)");
+  EMBER_CHECK(local_rank >= 0, "cuda_device_of_local_rank: negative local rank ", local_rank);
+  return Device(DeviceType::CUDA, local_rank % devices);
+}
+
 DeviceMemoryStats cuda_memory_stats(int device) {
   return device_backend(DeviceType::CUDA, "cuda_memory_stats").memory_stats(device);
 }

@@ -69,6 +69,9 @@ bool has_device_backend(DeviceType type);
 // Number of CUDA devices usable now (0 without a CUDA build, a driver, or a GPU).
 int cuda_device_count();
 bool cuda_is_available();
+// The GPU a process with this local rank (its index among the job's processes on its host) uses:
+// cuda:(local_rank mod the visible GPUs), as ProcessGroupNCCL chooses. Throws without a GPU.
+Device cuda_device_of_local_rank(int local_rank);
 
 // torch.cuda.memory_stats / reset_peak_memory_stats / empty_cache; throw without a CUDA backend.
 DeviceMemoryStats cuda_memory_stats(int device = 0);

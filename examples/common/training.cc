@@ -149,7 +149,7 @@ Device training_device(const TrainConfig& cfg, int local_rank) {
   EMBER_CHECK(cuda_is_available(), "--device=cuda: ",
               has_device_backend(DeviceType::CUDA) ? "no CUDA device is visible"
                                                    : "ember was built without CUDA (build with --config=cuda)");
-  return Device(DeviceType::CUDA, local_rank % cuda_device_count());
+  return cuda_device_of_local_rank(local_rank);
 }
 
 namespace {

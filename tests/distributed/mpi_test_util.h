@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cmath>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -41,8 +40,7 @@ class MpiCudaTest : public MpiTest {
   void SetUp() override {
     MpiTest::SetUp();
     if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
-    const char* local_rank = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-    cuda_ = Device(DeviceType::CUDA, (local_rank ? std::atoi(local_rank) : 0) % cuda_device_count());
+    cuda_ = cuda_device_of_local_rank(local_rank());
   }
   Tensor on_device(const Tensor& t) const { return t.to(cuda_); }
 

@@ -182,11 +182,7 @@ void ProcessGroupMPI::exchange_side_channel_endpoints() {
                             static_cast<int>(mine.size()), MPI_CHAR, comm_) == MPI_SUCCESS,
               "ProcessGroupMPI: exchanging the stall inspector's endpoints (MPI_Allgather) failed "
               "in group ", group_name());
-  std::vector<SideChannelEndpoint> peers;
-  for (int r = 0; r < size_; ++r) {
-    peers.push_back(SideChannelEndpoint::from_wire(all.data() + r * SideChannelEndpoint::kWireSize));
-  }
-  inspector_.set_peers(std::move(peers));
+  inspector_.set_peers(SideChannelEndpoint::all_from_wire(all.data(), size_));
 }
 
 std::string ProcessGroupMPI::describe(const Entry& e) const {

@@ -45,13 +45,6 @@ ncclComm_t as_comm(void* c) { return static_cast<ncclComm_t>(c); }
 cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
 cudaEvent_t as_event(void* e) { return static_cast<cudaEvent_t>(e); }
 
-int local_rank() {
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "LOCAL_RANK"}) {
-    if (const char* v = std::getenv(name)) return std::atoi(v);
-  }
-  return 0;
-}
-
 // Makes `stream` the current stream of `device` for a scope.
 class CurrentStreamScope {
  public:
@@ -122,7 +115,7 @@ ProcessGroupNCCL::ProcessGroupNCCL(ProcessGroupPtr bootstrap, Options options)
       inspector_(rank_) {
   const std::string why = unavailable_reason();
   EMBER_CHECK(why.empty(), "ProcessGroupNCCL: rank ", rank_, ": ", why);
-  device_ = local_rank() % cuda_device_count();
+  device_ = cuda_device_of_local_rank(local_rank()).index;
   EMBER_CUDA_OK(cudaSetDevice(device_), "cudaSetDevice");
   // Rank 0's unique id, to every rank over the bootstrap group.
   ncclUniqueId id;
@@ -143,12 +136,7 @@ ProcessGroupNCCL::ProcessGroupNCCL(ProcessGroupPtr bootstrap, Options options)
   std::memcpy(my_endpoint.data_ptr(), mine.data(), mine.size());
   Tensor endpoints = empty({size_ * static_cast<int64_t>(mine.size())}, TensorOptions(kByte));
   bootstrap_->allgather_base(endpoints, my_endpoint)->wait();
-  std::vector<SideChannelEndpoint> peers;
-  for (int r = 0; r < size_; ++r) {
-    peers.push_back(SideChannelEndpoint::from_wire(static_cast<const char*>(endpoints.data_ptr()) +
-                                                   r * SideChannelEndpoint::kWireSize));
-  }
-  inspector_.set_peers(std::move(peers));
+  inspector_.set_peers(SideChannelEndpoint::all_from_wire(static_cast<const char*>(endpoints.data_ptr()), size_));
   ncclComm_t comm = nullptr;
   const ncclResult_t rc = ncclCommInitRank(&comm, size_, id, rank_);
   EMBER_CHECK(rc == ncclSuccess, "ProcessGroupNCCL: ncclCommInitRank failed on rank ", rank_, " of ",

@@ -29,8 +29,8 @@ class NcclWork;
 class ProcessGroupNCCL : public ProcessGroup {
  public:
   // A group over the processes of `bootstrap` (an MPI group), which carries the unique id; every
-  // member must call it. The device is the local rank (OMPI_COMM_WORLD_LOCAL_RANK) modulo the
-  // number of visible GPUs. Throws unavailable_reason() when there is one.
+  // member must call it. The device is cuda_device_of_local_rank(local_rank()). Throws
+  // unavailable_reason() when there is one.
   ProcessGroupNCCL(ProcessGroupPtr bootstrap, Options options);
   ~ProcessGroupNCCL() override;
 
