@@ -16,7 +16,8 @@
 # mpirun itself runs here and reaches the hosts through the bridge's address (10.77.x.254).
 # Everything created (namespaces, veth pairs, the bridge, /etc/netns/<ns>/hosts) is removed on
 # exit, also on failure or Ctrl-C; traffic stays on the bridge. Needs root (network namespaces).
-# The cluster's environment is exported to COMMAND: EMBER_CLUSTER_HOSTS (the addresses),
+# The cluster's environment is exported to COMMAND: EMBER_RANKS (N x S, for scripts/train.sh, unless
+# set), EMBER_CLUSTER_HOSTS (the addresses),
 # EMBER_CLUSTER_NS_PREFIX, EMBER_CLUSTER_BRIDGE, so tests can reach a host (e.g. to cut its link:
 # `ip netns exec ember-h1 ip link set eth0 down`).
 set -euo pipefail
@@ -112,6 +113,8 @@ for addr in "${hosts[@]}"; do echo "$addr slots=$slots"; done >"$session/hostfil
 
 export EMBER_CLUSTER_HOSTS="${hosts[*]}" EMBER_CLUSTER_NS_PREFIX="$prefix" EMBER_CLUSTER_BRIDGE="$bridge"
 export EMBER_CLUSTER_SUBNET="$subnet" OMPI_MCA_orte_default_hostfile="$session/hostfile"
+# scripts/train.sh starts EMBER_RANKS ranks: by default one per slot of the cluster.
+export EMBER_RANKS="${EMBER_RANKS:-$((n * slots))}"
 export OMPI_MCA_plm_rsh_agent="$PWD/scripts/cluster_rsh.sh"
 export OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include="$subnet.0/24" OMPI_MCA_oob_tcp_if_include="$subnet.0/24"
 export OMPI_MCA_orte_tmpdir_base="$session" TMPDIR="$session"
