@@ -77,20 +77,24 @@ Tensor to_device(const Tensor& t, Device device, bool copy, bool non_blocking) {
   if (t.device() == device && !copy) return t;
   // A non-blocking copy to the CPU lands in pinned memory, which is what lets it run async.
   const bool pinned_landing = non_blocking && device.is_cpu() && t.is_cuda();
-  Tensor out = pinned_landing ? empty(t.sizes(), TensorOptions(t.dtype(), device)).pin_memory()
+  Tensor out = pinned_landing ? empty_pinned(t.sizes(), t.dtype())
                               : empty(t.sizes(), TensorOptions(t.dtype(), device));
   copy_(out, t, non_blocking);
   return out;
+}
+
+Tensor empty_pinned(const Shape& sizes, ScalarType dtype) {
+  DeviceBackend& b = device_backend(DeviceType::CUDA, "empty_pinned");
+  const size_t nbytes = static_cast<size_t>(shape_numel(sizes)) * element_size(dtype);
+  void* p = nbytes == 0 ? nullptr : b.allocate_pinned(nbytes);
+  return from_blob(p, sizes, dtype, [&b](void* q) { b.free_pinned(q); });
 }
 
 Tensor pin_memory(const Tensor& t) {
   EMBER_CHECK(t.defined() && t.is_cpu() && !t.is_sparse(),
               "pin_memory: expected a dense CPU tensor, got ", t.describe());
   if (t.is_pinned()) return t;
-  DeviceBackend& b = device_backend(DeviceType::CUDA, "pin_memory");
-  const size_t nbytes = static_cast<size_t>(t.numel()) * t.element_size();
-  void* p = nbytes == 0 ? nullptr : b.allocate_pinned(nbytes);
-  Tensor out = from_blob(p, t.sizes(), t.dtype(), [&b](void* q) { b.free_pinned(q); });
+  Tensor out = empty_pinned(t.sizes(), t.dtype());
   copy_(out, t);
   return out;
 }

@@ -54,4 +54,12 @@ bool cuda_allow_tf32() { return g_allow_tf32.load(); }
 
 void cuda_empty_cache() { device_backend(DeviceType::CUDA, "cuda_empty_cache").empty_cache(); }
 
+DeviceMemoryStats cuda_host_memory_stats() {
+  return device_backend(DeviceType::CUDA, "cuda_host_memory_stats").host_memory_stats();
+}
+
+void cuda_host_empty_cache() {
+  device_backend(DeviceType::CUDA, "cuda_host_empty_cache").host_empty_cache();
+}
+
 }  // namespace ember

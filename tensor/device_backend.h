@@ -41,10 +41,13 @@ class DeviceBackend {
   // Gives every cached, unused block back to the device.
   virtual void empty_cache() = 0;
 
-  // Page-locked host memory (what makes host <-> device copies asynchronous).
+  // Page-locked host memory (what makes host <-> device copies asynchronous), from a cache of
+  // blocks (tensor/cuda/caching_host_allocator.h).
   virtual void* allocate_pinned(size_t nbytes) = 0;
   virtual void free_pinned(void* ptr) = 0;
   virtual bool is_pinned(const void* ptr) = 0;
+  virtual DeviceMemoryStats host_memory_stats() = 0;
+  virtual void host_empty_cache() = 0;
 
   // Streams and events behind tensor/cuda_stream.h, as opaque handles (nullptr: the default
   // stream). The current stream is per host thread and device.
@@ -77,6 +80,10 @@ Device cuda_device_of_local_rank(int local_rank);
 DeviceMemoryStats cuda_memory_stats(int device = 0);
 void cuda_reset_peak_memory_stats(int device = 0);
 void cuda_empty_cache();
+// torch.cuda.host_memory_stats / torch._C._host_emptyCache: the pinned host memory cache's
+// counters (num_device_mallocs counts cudaHostAlloc calls) and giving its unused blocks back.
+DeviceMemoryStats cuda_host_memory_stats();
+void cuda_host_empty_cache();
 
 // torch.backends.cuda.matmul.allow_tf32: whether float32 GEMMs on CUDA may use TF32 tensor cores
 // (10-bit mantissa products). Off by default, so float32 results match the CPU to float32

@@ -44,7 +44,10 @@ Tensor to_dtype(const Tensor& t, ScalarType dtype, bool copy = false);
 Tensor to_device(const Tensor& t, Device device, bool copy = false);
 Tensor to_device(const Tensor& t, Device device, bool copy, bool non_blocking);
 // A copy of a CPU tensor in page-locked memory (needs a CUDA backend), and whether t is in such.
+// Pinned blocks come from a cache (cuda_host_memory_stats() in tensor/device_backend.h).
 Tensor pin_memory(const Tensor& t);
+// An uninitialised contiguous CPU tensor in page-locked memory (torch.empty(pin_memory=True)).
+Tensor empty_pinned(const Shape& sizes, ScalarType dtype);
 bool is_pinned(const Tensor& t);
 Tensor clone(const Tensor& t);
 const Tensor& fill_(const Tensor& t, const Scalar& value);

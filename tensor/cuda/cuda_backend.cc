@@ -1,15 +1,15 @@
 // The CUDA allocator and DeviceBackend (tensor/device_backend.h), registered at static
 // initialisation when this library is linked (alwayslink): a caching allocator per device over
-// cudaMalloc/cudaFree, byte copies between host and devices, zero fills, synchronisation, device
+// cudaMalloc/cudaFree, a cache of pinned host blocks over cudaHostAlloc/cudaFreeHost, byte copies between host and devices, zero fills, synchronisation, device
 // count and memory statistics.
 #include <cstdio>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
 
 #include "tensor/cuda/caching_allocator.h"
+#include "tensor/cuda/caching_host_allocator.h"
 #include "tensor/cuda/cuda_check.h"
 #include "tensor/cuda/current_stream.h"
 #include "tensor/device_backend.h"
@@ -54,6 +54,44 @@ CachingAllocator& caching_allocator(int device) {
     slot = std::make_unique<CachingAllocator>(std::move(raw));
   }
   return *slot;
+}
+
+CachingHostAllocator& host_allocator() {
+  static CachingHostAllocator* cache = new CachingHostAllocator(RawHostMemory{
+      [](size_t bytes) -> void* {
+        void* p = nullptr;
+        const cudaError_t err = cudaHostAlloc(&p, bytes, cudaHostAllocDefault);
+        if (err == cudaErrorMemoryAllocation) {
+          cudaGetLastError();  // the cache reports it, with its statistics
+          return nullptr;
+        }
+        CUDA_CHECK(err, " allocating ", bytes, " bytes of pinned host memory");
+        return p;
+      },
+      [](void* p) {
+        const cudaError_t err = cudaFreeHost(p);
+        if (err != cudaSuccess) {
+          std::fprintf(stderr, "ember: cudaFreeHost failed: %s\n", cudaGetErrorString(err));
+        }
+      },
+      [](void* stream) -> void* {
+        cudaEvent_t e = nullptr;
+        CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventRecord(e, static_cast<cudaStream_t>(stream)));
+        return e;
+      },
+      [](void* event) {
+        const cudaError_t err = cudaEventQuery(static_cast<cudaEvent_t>(event));
+        if (err == cudaErrorNotReady) {
+          cudaGetLastError();
+          return false;
+        }
+        CUDA_CHECK(err, " (a copy to or from pinned host memory)");
+        return true;
+      },
+      [](void* event) { cudaEventDestroy(static_cast<cudaEvent_t>(event)); },
+  });  // outlives static tensors, as the device allocators do
+  return *cache;
 }
 
 class CudaAllocator final : public Allocator {
@@ -111,7 +149,10 @@ class CudaBackend final : public DeviceBackend {
     // memory may be left running; pageable memory is copied before returning, so the caller may
     // reuse (or read) its CPU buffer at once.
     CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, kind, stream));
-    if (!(non_blocking && is_pinned(to_device ? src : dst))) {
+    const void* host = to_device ? src : dst;
+    if (non_blocking && host_allocator().contains(host)) {
+      host_allocator().record_use(host, stream);  // Note [Pinned blocks and in-flight copies]
+    } else {
       CUDA_CHECK(cudaStreamSynchronize(stream));
     }
   }
@@ -133,33 +174,11 @@ class CudaBackend final : public DeviceBackend {
     for (int d = 0; d < device_count_once(); ++d) caching_allocator(d).empty_cache();
   }
 
-  void* allocate_pinned(size_t nbytes) override {
-    void* p = nullptr;
-    CUDA_CHECK(cudaMallocHost(&p, nbytes), " allocating ", nbytes, " bytes of pinned host memory");
-    std::lock_guard<std::mutex> lock(pinned_mutex_);
-    pinned_[reinterpret_cast<uintptr_t>(p)] = nbytes;
-    return p;
-  }
-  void free_pinned(void* ptr) override {
-    if (ptr == nullptr) return;
-    {
-      std::lock_guard<std::mutex> lock(pinned_mutex_);
-      pinned_.erase(reinterpret_cast<uintptr_t>(ptr));
-    }
-    // cudaFreeHost waits for the device, so a copy still reading the buffer finishes first.
-    const cudaError_t err = cudaFreeHost(ptr);
-    if (err != cudaSuccess) {
-      std::fprintf(stderr, "ember: cudaFreeHost failed: %s\n", cudaGetErrorString(err));
-    }
-  }
-  bool is_pinned(const void* ptr) override {
-    const auto p = reinterpret_cast<uintptr_t>(ptr);
-    std::lock_guard<std::mutex> lock(pinned_mutex_);
-    auto it = pinned_.upper_bound(p);
-    if (it == pinned_.begin()) return false;
-    --it;
-    return p < it->first + it->second;
-  }
+  void* allocate_pinned(size_t nbytes) override { return host_allocator().allocate(nbytes); }
+  void free_pinned(void* ptr) override { host_allocator().deallocate(ptr); }
+  bool is_pinned(const void* ptr) override { return host_allocator().contains(ptr); }
+  DeviceMemoryStats host_memory_stats() override { return host_allocator().stats(); }
+  void host_empty_cache() override { host_allocator().empty_cache(); }
 
   void* create_stream(int device) override {
     DeviceGuard guard(device);
@@ -201,10 +220,6 @@ class CudaBackend final : public DeviceBackend {
                                     static_cast<cudaEvent_t>(end)));
     return ms;
   }
-
- private:
-  std::mutex pinned_mutex_;
-  std::map<uintptr_t, size_t> pinned_;  // live cudaMallocHost blocks: start -> bytes
 };
 
 int device_count_once() {

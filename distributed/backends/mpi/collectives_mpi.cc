@@ -8,6 +8,7 @@
 #include "distributed/backends/mpi/process_group_mpi.h"
 #include "distributed/utils.h"
 #include "tensor/factories.h"
+#include "tensor/ops.h"
 
 namespace ember::distributed {
 namespace {
@@ -24,16 +25,33 @@ using mpi::mpi_op;
   } while (0)
 
 // Note [CUDA tensors through the MPI backend]
-// MPI reads and writes host memory, so a CUDA tensor is staged: copied into a host buffer when its
-// collective starts on the worker and copied back when it completes (the copies run on the
-// worker's current stream, the default one, and are synchronous). Several ranks can then share one
-// GPU, and CPU-only tools keep working; ProcessGroupNCCL is the backend that communicates from
-// device memory.
+// MPI reads and writes host memory, so a CUDA tensor is staged through a pinned host buffer:
+// copied in when its collective starts on the worker, copied back when it completes. Several ranks
+// can then share one GPU, and CPU-only tools keep working; ProcessGroupNCCL is the backend that
+// communicates from device memory. Ordering, as PyTorch's gloo backend does it for CUDA tensors:
+// - in: enqueue() records an event on the caller's current stream and the worker waits for it
+//   before staging, so kernels queued on any stream before the call have written the tensor;
+// - out: the copy back is synchronous, and from pinned memory a synchronous copy has landed when
+//   it returns, so whoever Work::wait()s then reads the result on any stream.
+// The buffers come from the pinned host cache (tensor/cuda/caching_host_allocator.h): one
+// cudaHostAlloc per size class, not one per collective (cuda_host_memory_stats() counts them).
+
+// A contiguous pinned host copy of a CUDA tensor (Note [CUDA tensors through the MPI backend]).
+Tensor pinned_host_copy(const Tensor& t) {
+  Tensor host = empty_pinned(t.sizes(), t.dtype());
+  copy_(host, t);
+  return host;
+}
 
 // The host buffer of a flattened tensor list (Note [CUDA tensors through the MPI backend]).
 Tensor host_flat(const std::vector<Tensor>& list) {
   Tensor flat = flatten_dense_tensors(list);
-  return flat.is_cpu() ? flat : flat.to(kCPU);
+  return flat.is_cpu() ? flat : pinned_host_copy(flat);
+}
+
+// A host buffer MPI writes results into, pinned when they go on to CUDA tensors.
+Tensor host_landing(int64_t numel, ScalarType dtype, const Tensor& destination) {
+  return destination.is_cuda() ? empty_pinned({numel}, dtype) : empty({numel}, TensorOptions(dtype));
 }
 
 // A user tensor and the contiguous host buffer MPI reads/writes. Staging happens on the worker,
@@ -42,7 +60,7 @@ struct Staged {
   explicit Staged(Tensor t) : user(std::move(t)) {}
   void in() {
     if (!user.is_cpu()) {
-      buf = user.to(kCPU);  // Note [CUDA tensors through the MPI backend]
+      buf = pinned_host_copy(user);
     } else {
       buf = user.is_contiguous() ? user : user.contiguous();
     }
@@ -205,9 +223,9 @@ WorkPtr ProcessGroupMPI::allgather(std::vector<std::vector<Tensor>>& output_tens
   std::vector<int> displs = displacements(counts);
   return enqueue(
       OpType::kAllgather, input_tensors, outputs, opts.timeout, -1, -1, /*sizes_may_differ=*/true,
-      [this, s, flat, counts, displs, equal, total, dt](std::vector<MPI_Request>& r) {
+      [this, s, flat, outputs, counts, displs, equal, total, dt](std::vector<MPI_Request>& r) {
         s->in();
-        *flat = empty({total}, TensorOptions(s->buf.dtype()));
+        *flat = host_landing(total, s->buf.dtype(), outputs[0]);
         r.emplace_back();
         if (equal) {
           // The common case (DDP, sharded states): MPI's regular allgather has better algorithms.
@@ -271,9 +289,9 @@ WorkPtr ProcessGroupMPI::gather(std::vector<std::vector<Tensor>>& output_tensors
   auto flat = std::make_shared<Tensor>();
   return enqueue(
       OpType::kGather, input_tensors, outputs, opts.timeout, -1, root, false,
-      [this, s, flat, n, root, dt](std::vector<MPI_Request>& r) {
+      [this, s, flat, outputs, n, root, dt](std::vector<MPI_Request>& r) {
         s->in();
-        if (rank_ == root) *flat = empty({static_cast<int64_t>(n) * size_}, TensorOptions(s->buf.dtype()));
+        if (rank_ == root) *flat = host_landing(static_cast<int64_t>(n) * size_, s->buf.dtype(), outputs[0]);
         r.emplace_back();
         EMBER_MPI_CALL(MPI_Igather(s->data(), n, dt, rank_ == root ? data_of(*flat) : nullptr, n, dt,
                                    root, comm_, &r.back()));
@@ -432,10 +450,10 @@ WorkPtr ProcessGroupMPI::alltoall(std::vector<Tensor>& output_tensors,
   auto flat_out = std::make_shared<Tensor>();
   return enqueue(
       OpType::kAlltoall, input_tensors, output_tensors, opts.timeout, -1, -1, true,
-      [this, inputs, flat_in, flat_out, recv_total, send_counts, recv_counts, send_displs,
+      [this, inputs, outputs, flat_in, flat_out, recv_total, send_counts, recv_counts, send_displs,
        recv_displs, dt](std::vector<MPI_Request>& r) {
         *flat_in = host_flat(inputs);
-        *flat_out = empty({recv_total}, TensorOptions(flat_in->dtype()));
+        *flat_out = host_landing(recv_total, flat_in->dtype(), outputs[0]);
         r.emplace_back();
         EMBER_MPI_CALL(MPI_Ialltoallv(data_of(*flat_in), send_counts.data(), send_displs.data(), dt,
                                       data_of(*flat_out), recv_counts.data(), recv_displs.data(),

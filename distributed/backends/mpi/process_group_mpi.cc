@@ -242,6 +242,14 @@ WorkPtr ProcessGroupMPI::enqueue(OpType op, const std::vector<Tensor>& inputs,
   // Numbered by run_entry when it starts (Note [Collectives issued from callbacks run inline]).
   entry->fingerprint = CollectiveFingerprint::make(op, kUnassignedSequenceNumber, inputs, reduce_op,
                                                    root, sizes_may_differ);
+  const auto on_cuda = [](const Tensor& t) { return t.defined() && t.is_cuda(); };
+  const auto cuda_in = std::find_if(inputs.begin(), inputs.end(), on_cuda);
+  const auto cuda_out = std::find_if(outputs.begin(), outputs.end(), on_cuda);
+  if (cuda_in != inputs.end() || cuda_out != outputs.end()) {
+    const Tensor& t = cuda_in != inputs.end() ? *cuda_in : *cuda_out;
+    entry->inputs_ready = std::make_shared<CudaEvent>();
+    entry->inputs_ready->record(CudaStream::current(t.device().index));
+  }
   WorkPtr work = std::make_shared<Work>(op, kUnassignedSequenceNumber, std::move(outputs));
   entry->work = work;
   if (std::this_thread::get_id() == worker_.get_id()) {
@@ -371,6 +379,7 @@ void ProcessGroupMPI::run_entry(std::unique_ptr<Entry> entry) {
       check_fingerprints(entry->all_fingerprints, rank_, group_name());
     }
     std::vector<MPI_Request> requests;
+    if (entry->inputs_ready) entry->inputs_ready->synchronize();
     {
       EMBER_MPI_PROGRESS_GUARD;  // Note [Open MPI's progress under ThreadSanitizer]
       entry->start(requests);

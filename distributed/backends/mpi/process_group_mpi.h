@@ -21,6 +21,7 @@
 
 #include "distributed/process_group.h"
 #include "distributed/stall_inspector.h"
+#include "tensor/cuda_stream.h"
 
 namespace ember::distributed {
 
@@ -74,6 +75,9 @@ class ProcessGroupMPI : public ProcessGroup {
     std::chrono::milliseconds timeout{0};
     std::function<void(std::vector<MPI_Request>&)> start;
     std::function<void()> finish;
+    // With CUDA tensors: recorded on the caller's current stream at enqueue; the worker waits for
+    // it before staging (Note [CUDA tensors through the MPI backend]).
+    std::shared_ptr<CudaEvent> inputs_ready;
     // Buffers MPI may still write after a timeout: kept alive with the abandoned entry.
     std::vector<CollectiveFingerprint> all_fingerprints;
   };

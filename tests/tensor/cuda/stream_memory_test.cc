@@ -30,6 +30,30 @@ TEST_F(CudaStreamMemoryTest, PinnedMemoryAndNonBlockingCopies) {
   EXPECT_TRUE(equal(x.to(kCuda0, false, true).cpu(), x));
 }
 
+// Pinned blocks come from a cache (tensor/cuda/caching_host_allocator.h; its bookkeeping alone:
+// caching_host_allocator_test.cc).
+TEST_F(CudaStreamMemoryTest, PinnedBlocksAreCachedAndReused) {
+  const Tensor x = parity_input({1000}, kFloat32, 3);
+  cuda_host_empty_cache();
+  const DeviceMemoryStats before = cuda_host_memory_stats();
+  for (int i = 0; i < 5; ++i) {
+    const Tensor pinned = x.pin_memory();
+    EXPECT_TRUE(pinned.is_pinned());
+    // A non-blocking copy reads the block; it is reused once the copy completed.
+    const Tensor on_device = pinned.to(kCuda0, /*copy=*/false, /*non_blocking=*/true);
+    cuda_synchronize();
+    EXPECT_TRUE(equal(on_device.cpu(), x));
+  }
+  const DeviceMemoryStats after = cuda_host_memory_stats();
+  EXPECT_EQ(after.num_allocs - before.num_allocs, 5);
+  EXPECT_EQ(after.num_device_mallocs - before.num_device_mallocs, 1) << "one cudaHostAlloc";
+  EXPECT_EQ(after.allocated_bytes, before.allocated_bytes);
+  EXPECT_EQ(after.reserved_bytes - before.reserved_bytes, 4096) << "1000 floats: the 4096-byte class";
+  cuda_host_empty_cache();
+  EXPECT_EQ(cuda_host_memory_stats().reserved_bytes, before.reserved_bytes);
+  EXPECT_FALSE(empty_pinned({0}, kFloat32).is_pinned()) << "no memory, nothing pinned";
+}
+
 TEST_F(CudaStreamMemoryTest, OpsRunOnTheCurrentStream) {
   const CudaStream side = CudaStream::create();
   EXPECT_EQ(CudaStream::current().handle(), nullptr) << "the default stream";
