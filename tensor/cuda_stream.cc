@@ -1,5 +1,9 @@
 #include "tensor/cuda_stream.h"
 
+#include <map>
+#include <mutex>
+#include <vector>
+
 #include "tensor/device_backend.h"
 
 namespace ember {
@@ -12,6 +16,18 @@ CudaStream CudaStream::create(int device) {
   return CudaStream(
       std::shared_ptr<void>(b.create_stream(device), [&b](void* s) { b.destroy_stream(s); }),
       device);
+}
+
+CudaStream CudaStream::from_pool(int device) {
+  constexpr size_t kPoolSize = 4;
+  DeviceBackend& b = cuda("CudaStream::from_pool");
+  static std::mutex mutex;
+  static auto* pools = new std::map<int, std::pair<std::vector<void*>, size_t>>;  // never destroyed
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& [streams, next] = (*pools)[device];
+  if (streams.size() < kPoolSize) streams.push_back(b.create_stream(device));
+  void* stream = streams[next++ % streams.size()];
+  return CudaStream(std::shared_ptr<void>(stream, [](void*) {}), device);
 }
 
 CudaStream CudaStream::current(int device) {

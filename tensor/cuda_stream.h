@@ -16,6 +16,10 @@ class CudaStream {
   static CudaStream create(int device = 0);
   // The stream ember's ops on `device` use now, on this thread.
   static CudaStream current(int device = 0);
+  // A stream from a per-device pool of four that are never destroyed (c10's getStreamFromPool),
+  // handed out round-robin. For streams that allocate: the caching allocator ties a block to the
+  // stream it was allocated on, and such blocks may outlive whoever used the stream.
+  static CudaStream from_pool(int device = 0);
   // The default (legacy) stream.
   static CudaStream default_stream(int device = 0);
 

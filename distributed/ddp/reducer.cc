@@ -102,6 +102,11 @@ void Reducer::initialize_buckets(std::vector<std::vector<size_t>> bucket_indices
   for (size_t i = 0; i < params_.size(); ++i) {
     EMBER_CHECK(seen[i], "Reducer: parameter ", i, " ('", param_name(i), "') is in no bucket");
   }
+  for (const Bucket& bucket : buckets_) {
+    if (!bucket_stream_ && bucket.gradients.defined() && bucket.gradients.is_cuda()) {
+      bucket_stream_ = std::make_unique<BucketStream>(bucket.gradients.device());
+    }
+  }
   bucket_indices_ = std::move(bucket_indices);
 }
 
@@ -195,6 +200,7 @@ void Reducer::mark_variable_ready_dense(size_t index) {
   Bucket& bucket = buckets_[loc.bucket_index];
   const Tensor& view = bucket.bucket_views_in[loc.intra_bucket_index];
   Tensor& grad = params_[index].mutable_grad();
+  const auto on_stream = on_bucket_stream();  // Note [Bucket copies on the communication stream]
   if (!grad.defined()) {  // unused this iteration: contributes zeros
     zero_(view);
     return;
@@ -272,6 +278,9 @@ void Reducer::all_reduce_bucket(Bucket& bucket, size_t bucket_index) {
   const size_t n = bucket.variables.size();
   // Device-side spans of this bucket's collectives (ProcessGroupNCCL's events) carry its name.
   TraceLabel label(Trace::get().enabled() ? "bucket " + std::to_string(bucket_index) : std::string());
+  // The collective waits for the bucket's copies, not for the rest of backward (Note [Bucket
+  // copies on the communication stream]); the hook's own kernels run there too.
+  const auto on_stream = on_bucket_stream();
   bucket.future_work =
       run_comm_hook(grad_bucket)->then([done_us = bucket.done_us, launch_us, bucket_index, n](Future& reduced) {
         *done_us = Trace::now_us();
@@ -280,6 +289,11 @@ void Reducer::all_reduce_bucket(Bucket& bucket, size_t bucket_index) {
                           "{\"bucket\":" + std::to_string(bucket_index) + ",\"params\":" + std::to_string(n) + "}");
         return reduced.const_value();
       });
+}
+
+std::optional<CudaStreamGuard> Reducer::on_bucket_stream() {
+  if (!bucket_stream_) return std::nullopt;
+  return bucket_stream_->after_current();
 }
 
 FuturePtr Reducer::run_comm_hook(GradBucket& grad_bucket) {

@@ -8,10 +8,12 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "autograd/accumulate_grad.h"
+#include "distributed/ddp/bucket_stream.h"
 #include "distributed/ddp/bucketing.h"
 #include "distributed/ddp/logging.h"
 #include "distributed/hooks/comm_hook.h"
@@ -114,6 +116,9 @@ class Reducer {
   void mark_bucket_ready(size_t bucket_index);
   void all_reduce_bucket(Bucket& bucket, size_t bucket_index);
   FuturePtr run_comm_hook(GradBucket& grad_bucket);
+  // CUDA buckets: the bucket stream current for the scope, after the compute stream's work so far
+  // (Note [Bucket copies on the communication stream]); nothing for CPU buckets.
+  std::optional<CudaStreamGuard> on_bucket_stream();
   void all_reduce_local_used_map();
   // The divisor of the default path in this iteration: the group size, or Join's count.
   double divide_factor();
@@ -154,6 +159,7 @@ class Reducer {
   std::vector<std::vector<size_t>> bucket_indices_;
   std::vector<Bucket> buckets_;
   std::vector<VariableLocator> variable_locators_;
+  std::unique_ptr<BucketStream> bucket_stream_;  // set when the dense buckets are on a GPU
   std::vector<std::shared_ptr<autograd::AccumulateGrad>> grad_accumulators_;
   std::vector<uint64_t> hook_handles_;
 

@@ -111,6 +111,8 @@ void Reducer::finalize_backward() {
   require_finalize_ = false;
   std::vector<Tensor> results;
   std::exception_ptr error = wait_for_bucket_reductions(results);
+  // Note [Bucket copies on the communication stream]: the write-back reads what the hooks wrote.
+  if (bucket_stream_) bucket_stream_->current_waits();
   std::exception_ptr used_map_error = wait_for_local_used_map();
   if (!error) error = used_map_error;
   if (!error) {

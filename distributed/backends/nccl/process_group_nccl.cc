@@ -7,12 +7,12 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <utility>
 
 #include "distributed/backends/mpi/process_group_mpi.h"
 #include "distributed/backends/nccl/nccl_work.h"
 #include "distributed/trace.h"
+#include "tensor/cuda_stream.h"
 #include "tensor/device_backend.h"
 #include "tensor/factories.h"
 
@@ -63,24 +63,6 @@ class CurrentStreamScope {
   int device_;
   void* previous_;
 };
-
-// Communication streams come from a per-device pool and are never destroyed (PyTorch takes them
-// from its stream pool too): the caching allocator ties a block to the stream it was allocated on,
-// and blocks allocated on a group's stream outlive the group in the cache.
-cudaStream_t communication_stream(int device) {
-  constexpr size_t kPoolSize = 4;
-  static std::mutex mutex;
-  static std::map<int, std::pair<std::vector<cudaStream_t>, size_t>> pools;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto& [streams, next] = pools[device];
-  if (streams.size() < kPoolSize) {
-    cudaStream_t stream = nullptr;
-    EMBER_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-    streams.push_back(stream);
-    return stream;
-  }
-  return streams[next++ % kPoolSize];
-}
 
 const bool kRegistered = register_backend("nccl", [](const ProcessGroup::Options& options) {
   ProcessGroup::Options bootstrap = options;
@@ -142,7 +124,9 @@ ProcessGroupNCCL::ProcessGroupNCCL(ProcessGroupPtr bootstrap, Options options)
   EMBER_CHECK(rc == ncclSuccess, "ProcessGroupNCCL: ncclCommInitRank failed on rank ", rank_, " of ",
               size_, " (device ", device_, "): ", ncclGetErrorString(rc), " (", ncclGetLastError(nullptr), ")");
   comm_ = comm;
-  stream_ = communication_stream(device_);
+  // From the pool, never destroyed: blocks allocated on a group's stream outlive the group in the
+  // caching allocator (PyTorch takes its NCCL streams from its pool too).
+  stream_ = CudaStream::from_pool(device_).handle();
   cudaEvent_t ready = nullptr;
   EMBER_CUDA_OK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreate");
   ready_ = ready;

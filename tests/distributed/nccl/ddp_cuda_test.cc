@@ -11,6 +11,7 @@
 #include "distributed/hooks/default_hooks.h"
 #include "distributed/hooks/powersgd_hook.h"
 #include "distributed/trace.h"
+#include "tensor/cuda_stream.h"
 #include "tensor/device_backend.h"
 #include "tests/distributed/ddp/ddp_test_util.h"
 
@@ -155,6 +156,45 @@ TEST_F(DdpNccl, CompressionHooksRunOnDeviceBuffers) {
     SCOPED_TRACE(builtin_comm_hook_name(t.type));
     expect_hook_matches_cpu(on_nccl(cpu), cpu, rank_, world_, t.rtol, t.atol);
   }
+}
+
+// Note [Bucket copies on the communication stream]: with backward on a stream of the user's, every
+// bucket's hook (and so its collective) is launched from the Reducer's bucket stream, and the
+// result still matches one CPU process. (The simulator's streams are synchronous, so this shows
+// which stream the work is queued on, not that the events order it: a GPU run does.)
+TEST_F(DdpNccl, HooksRunOnTheBucketStreamWhileBackwardRunsOnTheUsers) {
+  struct Seen {
+    ProcessGroupPtr group;
+    std::vector<void*> streams;
+  };
+  auto seen = std::make_shared<Seen>(Seen{nccl_, {}});
+  Scenario sc = on_nccl(mlp_scenario());
+  sc.options.first_bucket_mb = 0.0002;
+  sc.options.bucket_cap_mb = 0.001;
+  const int device = cuda_.index;
+  sc.setup = [seen, device](DistributedDataParallel& ddp) {
+    ddp.register_comm_hook<Seen>(
+        seen,
+        [device](Seen& s, GradBucket& bucket) {
+          s.streams.push_back(CudaStream::current(device).handle());
+          return allreduce_hook(*s.group, bucket);
+        },
+        "stream_recorder");
+  };
+  const CudaStream compute = CudaStream::create(device);
+  std::shared_ptr<DistributedDataParallel> ddp;
+  {
+    CudaStreamGuard on_compute(compute);
+    ddp = train_ddp(sc, rank_, world_);
+  }
+  ASSERT_FALSE(seen->streams.empty());
+  for (void* stream : seen->streams) {
+    EXPECT_NE(stream, compute.handle()) << "a hook ran on the compute stream";
+    EXPECT_NE(stream, nullptr) << "a hook ran on the default stream";
+    EXPECT_EQ(stream, seen->streams[0]) << "one bucket stream per Reducer";
+  }
+  sc.setup = nullptr;  // the reference: one CPU process, no hook (allreduce_hook's average)
+  EXPECT_TRUE(parameters_match(ddp->parameters(), reference_parameters(sc, world_), kRtol));
 }
 
 using Hook = FuturePtr (*)(PowerSGDState&, GradBucket&);
