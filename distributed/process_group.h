@@ -143,6 +143,8 @@ class ProcessGroup {
   // while the group is healthy, or for a backend without a side channel. A group breaks at most
   // once, so this names the stall that later errors on the group refer to.
   virtual StallReport stall_report() const { return {}; }
+  // The group's TCP side channel (stall queries, link probes), or nullptr for a backend without.
+  virtual const StallInspector* side_channel() const { return nullptr; }
 
   // Bytes this rank has handed to collectives so far (the inputs' payload, not the algorithm's
   // traffic): what a comm hook's compression saves shows here. Backends count in their enqueue.

@@ -16,16 +16,22 @@
 #include <cstring>
 #include <sstream>
 
+#include "distributed/side_channel_socket.h"
 #include "tensor/error.h"
 
 namespace ember::distributed {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using side_channel::Clock;
+using side_channel::error_text;
+using side_channel::listen_on;
+using side_channel::make_sockaddr;
+using side_channel::remaining_ms;
 
 // How long the responder waits for a connected client's query line: a client that connects and
 // says nothing must not keep the others' queries waiting.
 constexpr int kServeReadMs = 200;
+constexpr int kServeProbeMs = 30000;
 constexpr size_t kMaxLine = 1024;
 
 const char* state_name(CollectiveProgress::State s) {
@@ -73,41 +79,6 @@ std::string choose_address() {
   }
   freeifaddrs(list);
   return found;
-}
-
-bool make_sockaddr(const std::string& address, int port, sockaddr_in* out) {
-  std::memset(out, 0, sizeof(*out));
-  out->sin_family = AF_INET;
-  out->sin_port = htons(static_cast<uint16_t>(port));
-  return inet_pton(AF_INET, address.c_str(), &out->sin_addr) == 1;
-}
-
-// A listening socket on an ephemeral port of `address`, or -1; `port` receives the port.
-int listen_on(const std::string& address, int* port) {
-  sockaddr_in addr;
-  if (!make_sockaddr(address, 0, &addr)) return -1;
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, 64) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    close(fd);
-    return -1;
-  }
-  *port = ntohs(addr.sin_port);
-  return fd;
-}
-
-// strerror's text for the middle of a sentence: "connection refused".
-std::string error_text(int err) {
-  std::string text = std::strerror(err);
-  if (!text.empty()) text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
-  return text;
-}
-
-int remaining_ms(Clock::time_point deadline) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  return static_cast<int>(std::max<int64_t>(0, left.count()));
 }
 
 }  // namespace
@@ -205,35 +176,88 @@ bool StallInspector::parse_answer(const std::string& line, int* rank, Collective
   return true;
 }
 
-// One client at a time: queries are rare (a timeout) and each is served within kServeReadMs.
+// Note [Side channel link probes]
+// Besides progress queries, the responder takes link probes: "ember-probe N\n" and N bytes, answered
+// "ok\n" once the last byte arrived, so the prober (link_probe.cc) measures the network between the
+// two ranks without the backend (DDP's straggler check names a rank whose links are slow). Every
+// client is served from one poll() loop, none waits for another: a probe streaming megabytes over
+// a slow link never delays a stall query's answer (Note [Stall inspector side channel]). A client
+// that says nothing gets kServeReadMs, a probe kServeProbeMs.
 void StallInspector::serve() {
+  struct Client {
+    int fd = -1;
+    Clock::time_point deadline;
+    std::string line;
+    int64_t probe_left = -1;  // >= 0: receiving a probe's bytes
+  };
+  std::vector<Client> clients;
+  std::vector<char> buf(64 * 1024);
   while (true) {
-    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_pipe_[0], POLLIN, 0}};
-    if (poll(fds, 2, -1) < 0) {
+    std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}, {wake_pipe_[0], POLLIN, 0}};
+    int timeout = -1;
+    for (const Client& c : clients) {
+      fds.push_back({c.fd, POLLIN, 0});
+      const int left = remaining_ms(c.deadline);
+      timeout = timeout < 0 ? left : std::min(timeout, left);
+    }
+    if (poll(fds.data(), fds.size(), timeout) < 0) {
       if (errno == EINTR) continue;
-      return;
+      break;
     }
-    if (fds[1].revents) return;
-    const int client = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (client < 0) continue;
-    std::string query;
-    const auto deadline = Clock::now() + std::chrono::milliseconds(kServeReadMs);
-    while (query.find('\n') == std::string::npos && query.size() < kMaxLine) {
-      pollfd c{client, POLLIN, 0};
-      if (poll(&c, 1, remaining_ms(deadline)) <= 0) break;
-      char buf[256];
-      const ssize_t n = recv(client, buf, sizeof(buf), 0);
-      if (n <= 0) break;
-      query.append(buf, static_cast<size_t>(n));
+    if (fds[1].revents) break;
+    for (size_t i = 0; i < clients.size(); ++i) {
+      Client& c = clients[i];
+      bool done = Clock::now() >= c.deadline;
+      if (!done && fds[2 + i].revents) {
+        const ssize_t n = recv(c.fd, buf.data(), buf.size(), 0);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+        done = n <= 0;
+        if (!done && c.probe_left >= 0) {
+          c.probe_left -= n;
+        } else if (!done) {
+          c.line.append(buf.data(), static_cast<size_t>(n));
+          const size_t eol = c.line.find('\n');
+          const size_t header_len = std::strlen(kProbeHeader);
+          if (c.line == kQuery) {
+            const std::string reply = answer();
+            // A few hundred bytes into a fresh socket's buffer: one non-blocking send suffices.
+            ssize_t ignored = send(c.fd, reply.data(), reply.size(), MSG_NOSIGNAL);
+            (void)ignored;
+            done = true;
+          } else if (eol != std::string::npos && c.line.compare(0, header_len, kProbeHeader) == 0) {
+            c.probe_left = std::atoll(c.line.c_str() + header_len) -
+                           static_cast<int64_t>(c.line.size() - eol - 1);
+            c.probe_left = std::max<int64_t>(c.probe_left, 0);
+            c.deadline = Clock::now() + std::chrono::milliseconds(kServeProbeMs);
+          } else {
+            done = eol != std::string::npos || c.line.size() >= kMaxLine;  // not ours
+          }
+        }
+        if (!done && c.probe_left == 0) {
+          ssize_t ignored = send(c.fd, "ok\n", 3, MSG_NOSIGNAL);
+          (void)ignored;
+          done = true;
+        }
+      }
+      if (done) {
+        close(c.fd);
+        c.fd = -1;
+      }
     }
-    if (query == kQuery) {
-      const std::string reply = answer();
-      // A few hundred bytes into a fresh socket's buffer: one non-blocking send suffices.
-      ssize_t ignored = send(client, reply.data(), reply.size(), MSG_NOSIGNAL);
-      (void)ignored;
+    clients.erase(std::remove_if(clients.begin(), clients.end(), [](const Client& c) { return c.fd < 0; }),
+                  clients.end());
+    if (fds[0].revents) {
+      const int client = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (client >= 0) {
+        clients.push_back({client, Clock::now() + std::chrono::milliseconds(kServeReadMs), {}, -1});
+      }
     }
-    close(client);
   }
+  for (const Client& c : clients) close(c.fd);
+}
+
+std::string StallInspector::host_of(int rank) const {
+  return rank >= 0 && rank < static_cast<int>(peers_.size()) ? peers_[rank].host : std::string();
 }
 
 // ---- the query -----------------------------------------------------------------------------------

@@ -81,6 +81,18 @@ struct StallReport {
 StallReport summarize_stall(uint64_t sequence_number, const std::string& description,
                             const std::vector<PeerAnswer>& answers);
 
+// One link probe (Note [Side channel link probes]): `bytes` sent from this rank to `peer` over the
+// side channel, timed from the first byte to the peer's acknowledgement of the last.
+struct LinkMeasurement {
+  int peer = -1;
+  std::string peer_host;
+  size_t bytes = 0;
+  double seconds = 0;
+  bool ok = false;
+  std::string failure;  // when !ok
+  double megabytes_per_second() const { return ok && seconds > 0 ? bytes / seconds / 1e6 : 0.0; }
+};
+
 // "rank 1" / "ranks 1, 3"
 std::string rank_list(const std::vector<int>& ranks);
 
@@ -108,8 +120,15 @@ class StallInspector {
   // Asks every other rank for its progress, all at once, for at most `budget`.
   std::vector<PeerAnswer> query_peers(std::chrono::milliseconds budget = kDefaultBudget) const;
 
+  // Times sending `bytes` to each of `peers` in turn (link_probe.cc); each probe gets `budget`.
+  std::vector<LinkMeasurement> probe_links(const std::vector<int>& peers, size_t bytes,
+                                           std::chrono::milliseconds budget) const;
+  // The host name a rank's endpoint reported ("" before set_peers or out of range).
+  std::string host_of(int rank) const;
+
   // The query's text and the answer's parsing, exposed for tests.
   static constexpr const char* kQuery = "ember-progress?\n";
+  static constexpr const char* kProbeHeader = "ember-probe ";  // + byte count + "\n", then the bytes
   static bool parse_answer(const std::string& line, int* rank, CollectiveProgress* progress);
 
  private:

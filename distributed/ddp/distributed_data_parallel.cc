@@ -7,6 +7,7 @@
 
 #include "distributed/collective_helpers.h"
 #include "distributed/ddp/ddp_sink.h"
+#include "distributed/ddp/straggler.h"
 #include "distributed/trace.h"
 #include "nn/layers/simple.h"
 
@@ -133,6 +134,14 @@ void DistributedDataParallel::pre_forward() {
   if (grad_enabled && require_backward_grad_sync_) reducer_->prepare_for_forward();
   // Note [Join protocol], step 1 (a no-op without Join).
   notify_join_context();
+  if (grad_enabled && require_backward_grad_sync_ && options_.straggler_check_every > 0 &&
+      !join_config().enable && sync_forwards_ > 0 && sync_forwards_ % options_.straggler_check_every == 0) {
+    TraceScope scope("straggler check", "ddp");
+    IterationStats last = reducer_->logging_data().last;
+    last.forward_ms = last_forward_ms_;
+    straggler_ = run_straggler_check(*process_group_, sync_forwards_, last, options_.straggler_probe_bytes);
+  }
+  if (grad_enabled && require_backward_grad_sync_) ++sync_forwards_;
   // Step 13 happens here, before the forward's activations raise the memory peak.
   if (grad_enabled && reducer_->rebuild_buckets() && Trace::get().enabled()) {
     Trace::get().instant("buckets rebuilt", "ddp");
@@ -196,6 +205,7 @@ DDPLoggingData DistributedDataParallel::get_ddp_logging_data() const {
   d.broadcast_buffers = options_.broadcast_buffers;
   d.join_uneven_inputs = join_uneven_inputs_;
   d.last.forward_ms = last_forward_ms_;
+  d.straggler = straggler_;
   return d;
 }
 

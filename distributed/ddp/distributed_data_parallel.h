@@ -37,6 +37,11 @@ struct DDPOptions {
   std::set<std::string> parameters_to_ignore;
   bool init_sync = true;
   std::string trace_dir;               // write a Chrome trace per rank here (or EMBER_DDP_TRACE)
+  // ember extension: every N synchronising iterations, probe the links and compare the ranks'
+  // compute times, naming a straggler in get_ddp_logging_data().straggler (Note [Straggler check],
+  // straggler.h); 0: never. Not under Join.
+  int64_t straggler_check_every = 0;
+  size_t straggler_probe_bytes = 4 << 20;  // above tc's token-bucket burst, so a capped link shows
 };
 
 // A Joinable (distributed/join.h): under Join, a rank out of data shadows this DDP's collectives
@@ -97,6 +102,8 @@ class DistributedDataParallel : public nn::Module, public Joinable {
   std::vector<std::vector<size_t>> rebuilt_bucket_layout() const;
   void load_bucket_layout(std::vector<std::vector<size_t>> bucket_indices);
   const std::vector<std::string>& parameter_names() const { return param_names_; }
+  // The last straggler check (iteration -1 before the first); get_ddp_logging_data() has it too.
+  const StragglerReport& straggler_report() const { return straggler_; }
   ProcessGroup& process_group() const { return *process_group_; }
   Reducer& reducer() { return *reducer_; }
 
@@ -141,6 +148,8 @@ class DistributedDataParallel : public nn::Module, public Joinable {
   WorkPtr requires_sync_work_;  // kept until the next forward; nobody waits on it here
   double forward_start_us_ = 0;
   double last_forward_ms_ = 0;
+  int64_t sync_forwards_ = 0;  // synchronising forwards so far (the straggler check's clock)
+  StragglerReport straggler_;
 };
 
 namespace detail {

@@ -21,6 +21,29 @@ struct IterationStats {
   double last_hook_us = 0;
 };
 
+// One rank's side of a straggler check (Note [Straggler check], straggler.h).
+struct RankHealth {
+  double link_next_mb_s = 0;  // measured to rank (r + 1) % world; 0 when the probe failed
+  double link_prev_mb_s = 0;  // to rank (r - 1) mod world
+  double compute_ms = 0;      // its last iteration: forward + backward - waiting for buckets
+  double comm_wait_ms = 0;    // its last iteration's wait for bucket reductions
+};
+
+// The last straggler check's findings.
+struct StragglerReport {
+  int64_t iteration = -1;  // the synchronising iteration it ran at; -1: none ran yet
+  std::vector<RankHealth> ranks;
+  std::vector<std::string> hosts;  // as each rank's side channel reported it
+  std::vector<int> slow_link_ranks;
+  std::vector<int> slow_compute_ranks;
+  double median_link_mb_s = 0;   // over the links between different hosts
+  double median_compute_ms = 0;
+  // "rank 2 (host node-2): its links run at 6.1 MB/s at most, 9.8x slower than the links between
+  // the other ranks (median 60.2 MB/s) -- a slow or congested network link"; "" when none.
+  std::string summary;
+  bool found() const { return !slow_link_ranks.empty() || !slow_compute_ranks.empty(); }
+};
+
 struct DDPLoggingData {
   int rank = 0;
   int world_size = 1;
@@ -48,6 +71,7 @@ struct DDPLoggingData {
   int64_t unused_parameter_count = 0;               // in the last iteration
   std::vector<std::string> unused_parameter_names;
   IterationStats last;
+  StragglerReport straggler;  // DDPOptions::straggler_check_every
 };
 
 }  // namespace ember::distributed

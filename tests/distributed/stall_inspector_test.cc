@@ -77,6 +77,66 @@ TEST(StallInspector, RespondersAnswerEachOther) {
   EXPECT_EQ(answers[0].progress.state, State::kNone);
 }
 
+// Note [Side channel link probes]: a probe's bytes arrive and are acknowledged; the rate is measured.
+TEST(StallInspector, LinkProbesAreAcknowledgedAndTimed) {
+  StallInspector a(0), b(1);
+  a.set_peers({a.endpoint(), b.endpoint()});
+  b.set_peers({a.endpoint(), b.endpoint()});
+  for (size_t bytes : {size_t{0}, size_t{1}, size_t{3} << 20}) {
+    const std::vector<LinkMeasurement> m = a.probe_links({1}, bytes, std::chrono::seconds(10));
+    ASSERT_EQ(m.size(), 1u);
+    EXPECT_EQ(m[0].peer, 1);
+    EXPECT_EQ(m[0].peer_host, b.endpoint().host);
+    ASSERT_TRUE(m[0].ok) << m[0].failure;
+    EXPECT_GT(m[0].seconds, 0.0);
+    if (bytes > 0) {
+      EXPECT_GT(m[0].megabytes_per_second(), 0.0);
+    }
+  }
+  EXPECT_EQ(a.host_of(1), b.endpoint().host);
+  EXPECT_EQ(a.host_of(2), "");
+}
+
+// A probe that stalls halfway (its sender stopped) does not delay a progress query: the responder
+// serves every client at once.
+TEST(StallInspector, AStalledProbeDoesNotDelayQueries) {
+  StallInspector a(0), b(1);
+  a.set_peers({a.endpoint(), b.endpoint()});
+  b.entered(7, "barrier #7");
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(b.endpoint().port));
+  inet_pton(AF_INET, b.endpoint().address.c_str(), &addr.sin_addr);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  const std::string half = std::string(StallInspector::kProbeHeader) + "1000000\n" + std::string(1000, 'x');
+  ASSERT_EQ(send(fd, half.data(), half.size(), 0), static_cast<ssize_t>(half.size()));
+  const auto start = Clock::now();
+  const std::vector<PeerAnswer> answers = a.query_peers(std::chrono::milliseconds(1500));
+  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  ASSERT_EQ(answers.size(), 1u);
+  ASSERT_TRUE(answers[0].answered) << answers[0].failure;
+  EXPECT_EQ(answers[0].progress.sequence_number, 7u);
+  EXPECT_LT(ms, 1000.0) << "the query waited for the stalled probe";
+  close(fd);
+}
+
+TEST(StallInspector, ProbesOfMissingPeersFailWithinTheBudget) {
+  StallInspector a(0);
+  SilentPeer silent;
+  SideChannelEndpoint none{"127.0.0.1", 0, 1, "nowhere"};
+  a.set_peers({a.endpoint(), silent.endpoint, none});
+  const auto start = Clock::now();
+  const std::vector<LinkMeasurement> m = a.probe_links({1, 2}, 1 << 20, std::chrono::milliseconds(300));
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 2.0);
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_FALSE(m[0].ok);
+  EXPECT_EQ(m[0].megabytes_per_second(), 0.0);
+  EXPECT_FALSE(m[1].ok);
+  EXPECT_EQ(m[1].failure, "it has no side channel");
+  EXPECT_THROW(a.probe_links({0}, 1, std::chrono::seconds(1)), std::exception) << "not itself";
+}
+
 TEST(StallInspector, LaterProgressIsNotOverwrittenByAnEarlierFinish) {
   StallInspector a(0);
   a.entered(4, "allreduce #4 ()");

@@ -39,6 +39,7 @@ class ProcessGroupMPI : public ProcessGroup {
   // Why the group is unusable (a collective timed out), or empty.
   std::string broken_reason() const;
   StallReport stall_report() const override;
+  const StallInspector* side_channel() const override { return &inspector_; }
 
   WorkPtr broadcast(std::vector<Tensor>& tensors, const BroadcastOptions& opts = {}) override;
   WorkPtr allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& opts = {}) override;

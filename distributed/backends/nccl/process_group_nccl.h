@@ -44,6 +44,7 @@ class ProcessGroupNCCL : public ProcessGroup {
   Device collective_device() const override { return Device(DeviceType::CUDA, device_); }
   // What the stall inspector found when a collective last timed out (names who did not arrive).
   StallReport stall_report() const override;
+  const StallInspector* side_channel() const override { return &inspector_; }
   // Why the group is unusable (a collective timed out or NCCL failed), or empty.
   std::string broken_reason() const;
 

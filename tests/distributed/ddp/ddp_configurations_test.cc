@@ -63,6 +63,32 @@ TEST_F(DdpConfigurations, Float32AndFloat64Parameters) {
   }
 }
 
+// Note [Straggler check]: every 2nd synchronising iteration the ranks probe their ring neighbours'
+// links and compare; training is unchanged. On one host no probe crosses a network, so no link is
+// judged (tests/scripts/cluster_test.sh names a slowed host across namespaces).
+TEST_F(DdpConfigurations, StragglerCheckRunsEveryNIterationsWithoutChangingTheResult) {
+  Scenario sc = mlp_scenario();
+  sc.options.straggler_check_every = 2;
+  sc.options.straggler_probe_bytes = 64 << 10;
+  auto ddp = train_ddp(sc, rank_, world_);  // 5 iterations: checks before the 3rd and the 5th
+  EXPECT_TRUE(parameters_match(ddp->module()->parameters(), reference_parameters(sc, world_), kRtol));
+  const StragglerReport& r = ddp->straggler_report();
+  EXPECT_EQ(r.iteration, 4);
+  ASSERT_EQ(r.ranks.size(), static_cast<size_t>(world_));
+  ASSERT_EQ(r.hosts.size(), static_cast<size_t>(world_));
+  for (int k = 0; k < world_; ++k) {
+    EXPECT_GT(r.ranks[k].compute_ms, 0.0) << "rank " << k;
+    if (world_ > 1) {
+      EXPECT_GT(r.ranks[k].link_next_mb_s, 0.0) << "rank " << k << "'s probe failed";
+      EXPECT_GT(r.ranks[k].link_prev_mb_s, 0.0) << "rank " << k << "'s probe failed";
+      EXPECT_EQ(r.hosts[k], r.hosts[0]);
+    }
+  }
+  EXPECT_TRUE(r.slow_link_ranks.empty());
+  EXPECT_EQ(r.median_link_mb_s, 0.0) << "probes between ranks of one host are no evidence";
+  EXPECT_EQ(ddp->get_ddp_logging_data().straggler.iteration, 4);
+}
+
 // set_to_none drops .grad; the next finalize makes it the bucket view again (same storage every
 // step once the buckets are rebuilt), and results match.
 TEST_F(DdpConfigurations, ZeroGradSetToNoneWithGradientAsBucketView) {
