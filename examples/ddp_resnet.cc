@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
     examples::CommHookSpec hook;
     hook.powersgd_start_iter = -1;
     int64_t timeout_s = 60;
+    int64_t straggler_check_every = 0;
     std::string backend;  // default: nccl for --device=cuda, mpi for the CPU
     std::map<std::string, examples::Flag> ddp_flags = {
         {"comm_hook", {"communication hook (none):\n" + examples::comm_hook_help("      "),
@@ -86,6 +87,12 @@ int main(int argc, char** argv) {
                        timeout_s = examples::parse_int64(v);
                        EMBER_CHECK(timeout_s > 0, "not positive");
                      }}},
+        {"straggler_check_every", {"every N steps, probe the ranks' links and compare their compute times; rank 0 "
+                                   "names a slow host or rank when the verdict changes (0 = off)",
+                                   [&](const std::string& v) {
+                                     straggler_check_every = examples::parse_int64(v);
+                                     EMBER_CHECK(straggler_check_every >= 0, "negative");
+                                   }}},
     };
     // Linear scaling: the global batch grows with the world size, so does the default peak lr.
     examples::TrainConfig cfg = examples::parse_flags(argc, argv, "ddp_resnet", &help, ddp_flags);
@@ -113,7 +120,9 @@ int main(int argc, char** argv) {
     examples::FashionMnist data = examples::load_fashion_mnist(cfg);
     auto model = examples::make_resnet(cfg);
     model->to(device);
-    auto ddp = std::make_shared<distributed::DistributedDataParallel>(model, distributed::DDPOptions{});
+    distributed::DDPOptions ddp_options;
+    ddp_options.straggler_check_every = straggler_check_every;
+    auto ddp = std::make_shared<distributed::DistributedDataParallel>(model, ddp_options);
     auto sampler = std::make_shared<data::DistributedSampler>(data.train->size(), world, rank, true, cfg.seed,
                                                               /*drop_last=*/true);
     data::DataLoader loader(data.train, data::DataLoaderOptions{cfg.batch, false, cfg.seed + rank, true, true, 2},
@@ -135,7 +144,28 @@ int main(int argc, char** argv) {
     const examples::TrainShape shape{cfg.seed, world, cfg.batch, steps};
     examples::TrainPosition pos = examples::resume_from(resume, state, shape, rank, rank == 0);
     examples::CheckpointWriter writer({cfg.checkpoint, rank, [&pg] { pg->barrier()->wait(); }});
-    const auto after_step = examples::after_step_actions(cfg, writer, state, shape, rank);
+    const auto checkpoint_actions = examples::after_step_actions(cfg, writer, state, shape, rank);
+    // Note [Straggler check]: rank 0 reports the first check and each that names other ranks than the last.
+    int64_t reported_check = -1;
+    std::string reported_verdict;  // the first check is always reported
+    const auto after_step = [&](const examples::TrainPosition& p) {
+      if (checkpoint_actions) checkpoint_actions(p);
+      const distributed::StragglerReport& r = ddp->straggler_report();
+      if (rank != 0 || r.iteration == reported_check) return;
+      reported_check = r.iteration;
+      const std::string verdict = distributed::rank_list(r.slow_link_ranks) + "|" +
+                                  distributed::rank_list(r.slow_compute_ranks);  // who, not how much
+      if (verdict == reported_verdict) return;
+      reported_verdict = verdict;
+      if (r.found()) {
+        std::fprintf(stderr, "[rank 0] ddp_resnet: straggler check at iteration %lld: %s\n",
+                     (long long)r.iteration, r.summary.c_str());
+      } else {
+        std::fprintf(stderr, "[rank 0] ddp_resnet: straggler check at iteration %lld: no straggler (median link "
+                     "%.1f MB/s between hosts, median compute %.1f ms)\n",
+                     (long long)r.iteration, r.median_link_mb_s, r.median_compute_ms);
+      }
+    };
     int64_t grad_bytes = 0;
     for (const Tensor& p : ddp->parameters()) grad_bytes += p.numel() * static_cast<int64_t>(element_size(p.dtype()));
     nn::CrossEntropyLoss criterion(Reduction::Mean, cfg.label_smoothing);

@@ -134,14 +134,10 @@ void DistributedDataParallel::pre_forward() {
   if (grad_enabled && require_backward_grad_sync_) reducer_->prepare_for_forward();
   // Note [Join protocol], step 1 (a no-op without Join).
   notify_join_context();
-  if (grad_enabled && require_backward_grad_sync_ && options_.straggler_check_every > 0 &&
-      !join_config().enable && sync_forwards_ > 0 && sync_forwards_ % options_.straggler_check_every == 0) {
-    TraceScope scope("straggler check", "ddp");
-    IterationStats last = reducer_->logging_data().last;
-    last.forward_ms = last_forward_ms_;
-    straggler_ = run_straggler_check(*process_group_, sync_forwards_, last, options_.straggler_probe_bytes);
+  if (grad_enabled && require_backward_grad_sync_) {
+    if (options_.straggler_check_every > 0 && !join_config().enable) check_for_stragglers();
+    ++sync_forwards_;
   }
-  if (grad_enabled && require_backward_grad_sync_) ++sync_forwards_;
   // Step 13 happens here, before the forward's activations raise the memory peak.
   if (grad_enabled && reducer_->rebuild_buckets() && Trace::get().enabled()) {
     Trace::get().instant("buckets rebuilt", "ddp");
@@ -155,6 +151,24 @@ void DistributedDataParallel::pre_forward() {
     }
   }
   if (join_config().enable) requires_sync_work_ = check_global_requires_backward_grad_sync(false);
+}
+
+// Note [Straggler check]: the previous iteration's times go into this check period's means; every
+// straggler_check_every synchronising iterations the ranks compare them and probe their links.
+void DistributedDataParallel::check_for_stragglers() {
+  if (sync_forwards_ == 0) return;
+  const IterationStats& last = reducer_->last_iteration_stats();
+  period_.compute_ms += std::max(0.0, last_forward_ms_ + last.backward_ms - last.comm_wait_ms);
+  period_.comm_wait_ms += last.comm_wait_ms;
+  ++period_iterations_;
+  if (sync_forwards_ % options_.straggler_check_every != 0) return;
+  TraceScope scope("straggler check", "ddp");
+  RankHealth mean = period_;
+  mean.compute_ms /= period_iterations_;
+  mean.comm_wait_ms /= period_iterations_;
+  period_ = RankHealth{};
+  period_iterations_ = 0;
+  straggler_ = run_straggler_check(*process_group_, sync_forwards_, mean, options_.straggler_probe_bytes);
 }
 
 // Step 7, PyTorch's _post_forward: prepare the Reducer, and route the outputs through the sink

@@ -120,6 +120,7 @@ class DistributedDataParallel : public nn::Module, public Joinable {
   // Around the wrapped module's forward (PyTorch's _pre_forward / _post_forward).
   void pre_forward();
   std::vector<Tensor> post_forward(std::vector<Tensor> outputs);
+  void check_for_stragglers();
   // Join (ddp_join.cc).
   friend class DDPJoinHook;
   void notify_join_context();
@@ -149,6 +150,8 @@ class DistributedDataParallel : public nn::Module, public Joinable {
   double forward_start_us_ = 0;
   double last_forward_ms_ = 0;
   int64_t sync_forwards_ = 0;  // synchronising forwards so far (the straggler check's clock)
+  RankHealth period_;           // sums of this rank's times since the last straggler check
+  int64_t period_iterations_ = 0;
   StragglerReport straggler_;
 };
 

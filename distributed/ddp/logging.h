@@ -25,8 +25,9 @@ struct IterationStats {
 struct RankHealth {
   double link_next_mb_s = 0;  // measured to rank (r + 1) % world; 0 when the probe failed
   double link_prev_mb_s = 0;  // to rank (r - 1) mod world
-  double compute_ms = 0;      // its last iteration: forward + backward - waiting for buckets
-  double comm_wait_ms = 0;    // its last iteration's wait for bucket reductions
+  // Means over the iterations since the previous check:
+  double compute_ms = 0;      // forward + backward - waiting for buckets
+  double comm_wait_ms = 0;    // waiting for bucket reductions at the end of backward
 };
 
 // The last straggler check's findings.

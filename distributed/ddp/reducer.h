@@ -77,6 +77,8 @@ class Reducer {
   std::string uneven_inputs_hint() const;
 
   DDPLoggingData logging_data() const;
+  // The last synchronising iteration's timings (logging_data().last without the copying).
+  const IterationStats& last_iteration_stats() const { return last_stats_; }
   bool static_graph_first_iteration() const { return options_.static_graph && num_iterations_ == 1; }
   bool dynamic_graph_find_unused() const {
     return !options_.static_graph && options_.find_unused_parameters;

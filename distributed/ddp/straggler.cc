@@ -113,12 +113,9 @@ StragglerReport find_stragglers(int64_t iteration, std::vector<RankHealth> ranks
   return report;
 }
 
-StragglerReport run_straggler_check(ProcessGroup& group, int64_t iteration, const IterationStats& last,
+StragglerReport run_straggler_check(ProcessGroup& group, int64_t iteration, RankHealth mine,
                                     size_t probe_bytes) {
   const int rank = group.rank(), world = group.size();
-  RankHealth mine;
-  mine.compute_ms = std::max(0.0, last.forward_ms + last.backward_ms - last.comm_wait_ms);
-  mine.comm_wait_ms = last.comm_wait_ms;
   std::vector<std::string> hosts(static_cast<size_t>(world));
   if (const StallInspector* side = group.side_channel(); side != nullptr && world > 1) {
     const int next = (rank + 1) % world, prev = (rank - 1 + world) % world;

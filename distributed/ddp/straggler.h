@@ -4,7 +4,7 @@
 // Every N synchronising iterations, at the start of forward (the same point on every rank), each
 // rank times sending DDPOptions::straggler_probe_bytes to its ring neighbours over the process
 // group's side channel (Note [Side channel link probes]), then the ranks allgather what they
-// measured with their last iteration's compute and communication-wait times. A slow link slows
+// measured with their mean compute and communication-wait times since the previous check. A slow link slows
 // every rank's allreduce alike, so the collectives' own timings cannot say whose link it is; the
 // probes can: a rank whose links are all slow, while links between other ranks are fast, is the
 // straggler (it takes three hosts to tell which end of a slow link is slow). Probes between ranks
@@ -34,9 +34,9 @@ struct StragglerThresholds {
 StragglerReport find_stragglers(int64_t iteration, std::vector<RankHealth> ranks,
                                 std::vector<std::string> hosts, StragglerThresholds thresholds = {});
 
-// Runs one check on `group` (a collective: every rank calls it at the same point). `last` is this
-// rank's previous iteration.
-StragglerReport run_straggler_check(ProcessGroup& group, int64_t iteration, const IterationStats& last,
+// Runs one check on `group` (a collective: every rank calls it at the same point). `mine` carries
+// this rank's mean compute and communication-wait times since the last check; the links are probed.
+StragglerReport run_straggler_check(ProcessGroup& group, int64_t iteration, RankHealth mine,
                                     size_t probe_bytes);
 
 }  // namespace ember::distributed

@@ -3,7 +3,8 @@
 # namespaces, TCP only, links capped at 1 Gbit/s -- ends with the same loss and accuracy as the same
 # ranks on one host; the ranks really are on different hosts; a host whose link is cut mid-training
 # is named by the rank that lost it, and mpirun returns within seconds, leaving nothing running;
-# Ctrl-C removes the cluster too. Skips where network namespaces cannot be made (not root).
+# a host whose link is slowed 10x mid-run is named by DDP's straggler check; Ctrl-C removes the
+# cluster too. Skips where network namespaces cannot be made (not root).
 # usage: cluster_test.sh CLUSTER_SH DDP_RESNET
 source "$(dirname "$0")/../examples/lib.sh"
 cluster="$(realpath "$1")" ddp="$(realpath "$2")"
@@ -74,6 +75,28 @@ no_leftovers link_cut
 pgrep -f "orted .*ember_cluster" >/dev/null
 [[ $? -ne 0 ]]
 check "link_cut: no Open MPI daemon of the cluster is left running" $?
+
+echo "== host 2 of 4: its link slowed 10x mid-run (1 Gbit/s -> 100 Mbit/s) is named by the straggler check" >&2
+cat >"$work/slow.sh" <<'SLOW'
+#!/usr/bin/env bash
+"$@" &
+job=$!
+sleep 6
+ip netns exec "${EMBER_CLUSTER_NS_PREFIX}2" tc qdisc change dev eth0 root tbf rate 100mbit burst 256kb latency 20ms
+tc qdisc change dev "${EMBER_CLUSTER_NS_PREFIX}2b" root tbf rate 100mbit burst 256kb latency 20ms
+echo "link of ${EMBER_CLUSTER_NS_PREFIX}2 slowed to 100mbit" >&2
+wait "$job"
+SLOW
+chmod +x "$work/slow.sh"
+run slowed 180 "$cluster" 4 --link=1gbit -- "$work/slow.sh" "${MPIRUN[@]}" -np 4 "$ddp" "${small[@]}" \
+  --train_limit=-1 --max_steps=300 --timeout=20 --straggler_check_every=10
+expect_success slowed
+expect_line slowed "^\[rank 0\] ddp_resnet: straggler check at iteration 10: no straggler \(median link [0-9.]+ MB/s between hosts"
+expect_line slowed "^\[rank 0\] ddp_resnet: straggler check at iteration [0-9]+: rank 2 \(host e[0-9]+h2\): its links run at [0-9.]+ MB/s at most, [0-9.]+x slower than the links between the other ranks"
+# Named after the slowdown, not before: the first line naming rank 2 follows the tc change.
+awk '/slowed to 100mbit/ { slowed = 1 } /: rank 2 \(host/ { exit !slowed }' "$work/slowed.err"
+check "slowed: rank 2 is named only after its link was slowed" $?
+no_leftovers slowed
 
 echo "== Ctrl-C while the cluster runs a command" >&2
 # Job control, so the cluster runs in its own process group that Ctrl-C reaches as a whole (and
