@@ -2,6 +2,9 @@
 // MPI_Allreduce loop in the same binary and run (float32, in place, 1 KiB .. 64 MiB).
 // raw_nb_us: MPI_Iallreduce + MPI_Test polling, the calls ember's worker makes, without the queue.
 // Run with bench/allreduce_bench.sh (2 ranks under mpirun). Prints medians and the ember/raw ratios.
+//   allreduce_bench [rounds=5] [max_bytes=64 MiB] [bytes_per_loop=256 MiB] [float32|float16]
+// (bench/step_model.sh sweeps to 16 MiB with a smaller loop budget over slow links, and float16 for
+// the fp16 hook's buckets, which MPI reduces with ember's own operator: no raw loops there, 0.0.)
 #include <mpi.h>
 
 #include <algorithm>
@@ -49,20 +52,24 @@ int main(int argc, char** argv) {
   MPI_Comm raw_comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &raw_comm);
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 5;
+  const size_t max_bytes = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : (64u << 20);
+  const size_t loop_bytes = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : (256u << 20);
+  const bool half = argc > 4 && std::string(argv[4]) == "float16";
+  const ember::ScalarType dtype = half ? ember::kFloat16 : ember::kFloat32;
 
   if (rank == 0) {
-    std::printf("allreduce float32 SUM in place, %d ranks, median per call (slowest rank), %d rounds\n",
-                world, rounds);
+    std::printf("allreduce %s SUM in place, %d ranks, median per call (slowest rank), %d rounds\n",
+                half ? "float16" : "float32", world, rounds);
     std::printf("%-8s %10s %10s %10s %10s %12s %14s %8s\n", "size", "raw_us", "raw_nb_us",
                 "ember_us", "added_us", "raw_busGB/s", "ember_busGB/s", "ratio");
   }
-  for (size_t bytes = 1024; bytes <= (64u << 20); bytes *= 4) {
-    const int64_t n = static_cast<int64_t>(bytes / sizeof(float));
+  for (size_t bytes = 1024; bytes <= max_bytes; bytes *= 4) {
+    const int64_t n = static_cast<int64_t>(bytes / ember::element_size(dtype));
     // Zeros stay zeros under SUM: no overflow to inf however many iterations run.
-    ember::Tensor t = ember::zeros({n});
-    float* data = t.data_ptr<float>();
-    // About 0.3 s of work per loop and size, at least 5 calls.
-    const int iters = static_cast<int>(std::max<size_t>(5, std::min<size_t>(2000, (256u << 20) / bytes)));
+    ember::Tensor t = ember::zeros({n}, dtype);
+    void* data = t.data_ptr();
+    // About 0.3 s of work per loop and size in memory (loop_bytes 256 MiB), at least 5 calls.
+    const int iters = static_cast<int>(std::max<size_t>(5, std::min<size_t>(2000, loop_bytes / bytes)));
     std::vector<double> raw_times, nb_times, ember_times;
     std::vector<ember::Tensor> list{t};
     // The three loops alternate in short chunks, so a shared machine's load hits all of them alike.
@@ -79,11 +86,13 @@ int main(int argc, char** argv) {
           if (record) out.push_back(us);
         }
       };
-      timed(raw_times, [&] {
-        MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT, MPI_SUM, raw_comm);
-      });
+      if (!half) {
+        timed(raw_times, [&] {
+          MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT, MPI_SUM, raw_comm);
+        });
+      }
       // What ember's worker does, without the queue: nonblocking allreduce + MPI_Test polling.
-      timed(nb_times, [&] {
+      if (!half) timed(nb_times, [&] {
         MPI_Request request;
         MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT, MPI_SUM, raw_comm, &request);
         int done = 0;
@@ -91,16 +100,16 @@ int main(int argc, char** argv) {
       });
       timed(ember_times, [&] { pg->allreduce(list)->wait(); });
     }
-    const double raw_us = max_over_ranks(median(raw_times));
+    const double raw_us = max_over_ranks(raw_times.empty() ? 0.0 : median(raw_times));
     const double ember_us = max_over_ranks(median(ember_times));
-    const double nb_us = max_over_ranks(median(nb_times));
+    const double nb_us = max_over_ranks(nb_times.empty() ? 0.0 : median(nb_times));
     // Bus bandwidth as nccl-tests defines it: algorithm bandwidth x 2 (n - 1) / n.
     const double factor = world > 1 ? 2.0 * (world - 1) / world : 1.0;
-    const double raw_bw = bytes / (raw_us * 1e-6) * factor / 1e9;
+    const double raw_bw = raw_us > 0 ? bytes / (raw_us * 1e-6) * factor / 1e9 : 0.0;
     const double ember_bw = bytes / (ember_us * 1e-6) * factor / 1e9;
     if (rank == 0) {
       std::printf("%-8s %10.1f %10.1f %10.1f %10.1f %12.3f %14.3f %8.3f\n", human(bytes).c_str(),
-                  raw_us, nb_us, ember_us, ember_us - raw_us, raw_bw, ember_bw, ember_bw / raw_bw);
+                  raw_us, nb_us, ember_us, ember_us - raw_us, raw_bw, ember_bw, raw_bw > 0 ? ember_bw / raw_bw : 0.0);
       std::fflush(stdout);
     }
   }

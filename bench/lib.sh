@@ -12,5 +12,10 @@ field() {
 # (cuda, asan) was built last; NO_BUILD=1 also avoids waiting on Bazel's lock held by a long build.
 bench_binary() {
   if [[ "${NO_BUILD:-0}" != 1 ]]; then bazel build "//$1" >&2; fi
+  # A test's runfiles hold the binary beside the scripts (tests/bench/step_model_test.sh).
+  if [[ "${NO_BUILD:-0}" == 1 && -f "$PWD/${1/://}" && -x "$PWD/${1/://}" ]]; then
+    echo "$PWD/${1/://}"
+    return
+  fi
   echo "$PWD/bazel-out/k8-fastbuild/bin/${1/://}"
 }

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 namespace ember::distributed {
@@ -39,6 +40,10 @@ double Trace::now_us() {
 }
 
 void Trace::enable(const std::string& path, int rank) {
+  // EMBER_DDP_TRACE=dir: the directory is made if missing (a trace silently not written is worse).
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  std::error_code ignored;
+  if (!parent.empty()) std::filesystem::create_directories(parent, ignored);
   std::lock_guard<std::mutex> lock(mutex_);
   path_ = path;
   rank_.store(rank);

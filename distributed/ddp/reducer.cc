@@ -141,8 +141,10 @@ void Reducer::autograd_hook(size_t index) {
   last_hook_us_ = Trace::now_us();
   if (backward_start_us_ == 0) backward_start_us_ = last_hook_us_;
   if (Trace::get().enabled()) {
+    // The bytes let a step-time model re-bucket the gradients (bench/step_model.py).
+    const size_t bytes = static_cast<size_t>(params_[index].numel()) * params_[index].element_size();
     Trace::get().instant("autograd_hook " + param_name(index), "ddp", 0,
-                         "{\"param_index\":" + std::to_string(index) + "}");
+                         "{\"param_index\":" + std::to_string(index) + ",\"bytes\":" + std::to_string(bytes) + "}");
   }
   // With unused parameters, the first hook marks all of them ready (their buckets hold zeros).
   if (!has_marked_unused_parameters_) {
@@ -276,17 +278,21 @@ void Reducer::all_reduce_bucket(Bucket& bucket, size_t bucket_index) {
   // Chained with then(), not add_callback(): finalize_backward waits on the chained future, so it
   // never reads done_us while the worker is still writing it.
   const size_t n = bucket.variables.size();
+  const size_t bytes = bucket.expect_sparse_gradient
+                           ? 0
+                           : static_cast<size_t>(bucket.gradients.numel()) * bucket.gradients.element_size();
   // Device-side spans of this bucket's collectives (ProcessGroupNCCL's events) carry its name.
   TraceLabel label(Trace::get().enabled() ? "bucket " + std::to_string(bucket_index) : std::string());
   // The collective waits for the bucket's copies, not for the rest of backward (Note [Bucket
   // copies on the communication stream]); the hook's own kernels run there too.
   const auto on_stream = on_bucket_stream();
   bucket.future_work =
-      run_comm_hook(grad_bucket)->then([done_us = bucket.done_us, launch_us, bucket_index, n](Future& reduced) {
+      run_comm_hook(grad_bucket)->then([done_us = bucket.done_us, launch_us, bucket_index, n, bytes](Future& reduced) {
         *done_us = Trace::now_us();
         Trace::get().span("allreduce bucket " + std::to_string(bucket_index), "ddp", launch_us,
                           *done_us - launch_us, 1,
-                          "{\"bucket\":" + std::to_string(bucket_index) + ",\"params\":" + std::to_string(n) + "}");
+                          "{\"bucket\":" + std::to_string(bucket_index) + ",\"params\":" + std::to_string(n) +
+                              ",\"bytes\":" + std::to_string(bytes) + "}");
         return reduced.const_value();
       });
 }
