@@ -18,8 +18,9 @@ The model, one named function per step (the same steps as DESIGN.md's DDP iterat
      2(p-1)/p n b; a and b fitted to ember's allreduce timings on the link (fit_alpha_beta).
   4. simulate_step: buckets are reduced one after another (they launch in order), each once it is
      ready and the previous one is done; finalize_backward waits for the last. A hook scales the
-     bytes (fp16/bf16: 1/2) and may take several allreduces per bucket (PowerSGD: 2); what it
-     computes is taken per byte from a 1-rank trace with the same hook (a bucket's span there).
+     bytes (fp16/bf16: 1/2; PowerSGD: what its 1-rank run handed to collectives) and may pay the
+     latency of several allreduces per bucket (PowerSGD: 3); what it computes is taken per byte
+     from a 1-rank trace with the same hook (a bucket's span there).
   5. step time = the profile's compute + the communication left over when backward ends; overlap
      = the share of communication time that ran before backward ended.
 Standard library only, so it runs wherever python3 does.
@@ -88,13 +89,14 @@ def rebuild_buckets(params, first_bytes, cap_bytes):
 # ---- 3. the link --------------------------------------------------------------------------------
 
 
-def allreduce_seconds(n_bytes, p, alpha, beta, algo="ring"):
+def allreduce_seconds(n_bytes, p, alpha, beta, algo="ring", rounds=1):
+    """`rounds` allreduces (a hook's several collectives per bucket) moving n_bytes in all."""
     if p <= 1:
         return 0.0
     bandwidth = 2.0 * (p - 1) / p * n_bytes * beta
     if algo == "ring":
-        return 2.0 * (p - 1) * alpha + bandwidth
-    return 2.0 * math.log2(p) * alpha + bandwidth  # halving-doubling (a "tree" of log p rounds)
+        return rounds * 2.0 * (p - 1) * alpha + bandwidth
+    return rounds * 2.0 * math.log2(p) * alpha + bandwidth  # halving-doubling (a "tree" of log p rounds)
 
 
 def fit_alpha_beta(samples, large_bytes=1 << 20):
@@ -138,7 +140,7 @@ def simulate_step(profile, p, alpha, beta, cap_bytes, first_bytes, scale=1.0, by
     free_at, comm_ms, before_end = 0.0, 0.0, 0.0
     for ready, size in rebuild_buckets(profile["params"], first_bytes, cap_bytes):
         start = max(ready * scale, free_at)
-        duration = (1000.0 * allreduces_per_bucket * allreduce_seconds(size * byte_factor, p, alpha, beta, algo) +
+        duration = (1000.0 * allreduce_seconds(size * byte_factor, p, alpha, beta, algo, allreduces_per_bucket) +
                     profile.get("hook_ms_per_byte", 0.0) * size * scale)
         free_at = start + duration
         comm_ms += duration
@@ -150,8 +152,11 @@ def simulate_step(profile, p, alpha, beta, cap_bytes, first_bytes, scale=1.0, by
 
 # ---- the report over bench/step_model.sh's measurements -----------------------------------------
 
-# hook: (bytes factor, allreduces per bucket, the link fit's dtype suffix)
-HOOKS = {"none": (1.0, 1, ""), "fp16": (0.5, 1, "_float16"), "bf16": (0.5, 1, "_float16")}
+# hook: (bytes factor, allreduces per bucket, the link fit's dtype suffix). PowerSGD's factor is
+# what its 1-rank profile run handed to collectives over the gradient bytes (its RESULT line);
+# per bucket it allreduces the uncompressed tensors, then P, then Q.
+HOOKS = {"none": (1.0, 1, ""), "fp16": (0.5, 1, "_float16"), "bf16": (0.5, 1, "_float16"),
+         "powersgd": (None, 3, "")}
 
 
 def result_fields(path):
@@ -231,6 +236,12 @@ def report(directory, out_dir):
         model, link, hosts, hook, cap = m.group(1), m.group(2), int(m.group(3)), m.group(4), float(m.group(5))
         nosync_path = os.path.join(directory, f"nosync_{model}_{link}_{hosts}.txt")
         factor, rounds, dtype = HOOKS[hook]
+        if factor is None:  # measured: the hooked profile run's bytes over the plain one's
+            hooked = os.path.join(directory, f"profile_{model}_{hook}.result")
+            plain = os.path.join(directory, f"profile_{model}.result")
+            if not (os.path.exists(hooked) and os.path.exists(plain)):
+                continue
+            factor = float(result_fields(hooked)["bytes_per_step"]) / float(result_fields(plain)["bytes_per_step"])
         fit = fits.get((link + dtype, hosts), fits.get((link, hosts)))
         if (model, hook) not in hook_profiles or fit is None or not os.path.exists(nosync_path):
             continue
@@ -303,6 +314,7 @@ def report(directory, out_dir):
 def selftest():
     assert abs(allreduce_seconds(1e6, 2, 1e-5, 1e-9) - (2e-5 + 1e-3)) < 1e-12
     assert allreduce_seconds(1e6, 1, 1.0, 1.0) == 0.0
+    assert abs(allreduce_seconds(1e6, 2, 1e-5, 1e-9, rounds=3) - (6e-5 + 1e-3)) < 1e-12
     assert allreduce_seconds(1e6, 256, 1e-5, 0, "tree") < allreduce_seconds(1e6, 256, 1e-5, 0, "ring")
     # The fit recovers a known link.
     samples = [(n, p, allreduce_seconds(n, p, 30e-6, 8e-9)) for n in (4096, 65536, 1 << 20, 4 << 20) for p in (2, 4)]

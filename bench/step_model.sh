@@ -5,7 +5,7 @@
 #   2. ember's allreduce, 1 KiB .. 16 MiB, on 2 and 4 hosts per link (fits alpha and beta);
 #   3. ddp_bench under no_sync (computation where the ranks run: they share this machine's cores)
 #      and with DDP (what the model must predict), per link and host count; on the slow link also
-#      the fp16 hook and a bucket-size sweep;
+#      the fp16 and PowerSGD hooks and a bucket-size sweep;
 # then the report (fits, validation within the stated error, predictions to 256 ranks and the
 # bucket-size curve) and, with gnuplot, docs/step_model/*.png.
 #   bench/step_model.sh [OUT_DIR]          (default docs/step_model; measurements in OUT_DIR/data)
@@ -54,7 +54,8 @@ profile() {  # profile NAME MODEL FLAGS...: one rank's trace
   shift 2
   # shellcheck disable=SC2046
   EMBER_DDP_TRACE="$data/trace_$name" OMPI_MCA_btl=self,vader mpirun --allow-run-as-root -np 1 \
-    "$bench_bin" $(model_flags "$model") --mode=ddp --steps="$steps" --warmup="$warmup" "$@" >/dev/null 2>&1
+    "$bench_bin" $(model_flags "$model") --mode=ddp --steps="$steps" --warmup="$warmup" "$@" 2>/dev/null |
+    grep '^RESULT' >"$data/profile_$name.result"
   mv "$data/trace_$name/ember_trace_rank0.json" "$data/profile_$name.json"
   rm -rf "$data/trace_$name"
 }
@@ -65,7 +66,10 @@ for model in $models; do
   OMPI_MCA_btl=self,vader mpirun --allow-run-as-root -np 1 "$bench_bin" $(model_flags "$model") --mode=nosync \
     --steps="$steps" --warmup="$warmup" 2>/dev/null | grep '^RESULT' >"$data/nosync_${model}_alone.txt"
 done
-if [[ " $models " == *" mlp "* ]]; then profile mlp_fp16 mlp --comm_hook=fp16; fi
+if [[ " $models " == *" mlp "* ]]; then
+  profile mlp_fp16 mlp --comm_hook=fp16
+  profile mlp_powersgd mlp --comm_hook=powersgd
+fi
 
 for link in $links; do
   echo "== 2-3. link $link"
@@ -82,6 +86,7 @@ for link in $links; do
     on_cluster "$h" "$link" "$allreduce_bin" 1 $((16 << 20)) $((64 << 10)) float16 \
       >"$data/allreduce_${link}_${h}_float16.txt"
     bench "ddp_mlp_${link}_${h}_fp16_cap25.txt" "$h" "$link" mlp --mode=ddp --comm_hook=fp16
+    bench "ddp_mlp_${link}_${h}_powersgd_cap25.txt" "$h" "$link" mlp --mode=ddp --comm_hook=powersgd
     for cap in 0.25 2 8; do
       bench "ddp_mlp_${link}_${h}_none_cap$cap.txt" "$h" "$link" mlp --mode=ddp --bucket_cap_mb="$cap" \
         --first_bucket_mb="$cap"

@@ -188,7 +188,8 @@ void StallInspector::serve() {
     int fd = -1;
     Clock::time_point deadline;
     std::string line;
-    int64_t probe_left = -1;  // >= 0: receiving a probe's bytes
+    bool probing = false;  // receiving a probe's bytes
+    int64_t probe_left = 0;
   };
   std::vector<Client> clients;
   std::vector<char> buf(64 * 1024);
@@ -212,7 +213,7 @@ void StallInspector::serve() {
         const ssize_t n = recv(c.fd, buf.data(), buf.size(), 0);
         if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
         done = n <= 0;
-        if (!done && c.probe_left >= 0) {
+        if (!done && c.probing) {
           c.probe_left -= n;
         } else if (!done) {
           c.line.append(buf.data(), static_cast<size_t>(n));
@@ -227,13 +228,13 @@ void StallInspector::serve() {
           } else if (eol != std::string::npos && c.line.compare(0, header_len, kProbeHeader) == 0) {
             c.probe_left = std::atoll(c.line.c_str() + header_len) -
                            static_cast<int64_t>(c.line.size() - eol - 1);
-            c.probe_left = std::max<int64_t>(c.probe_left, 0);
+            c.probing = true;
             c.deadline = Clock::now() + std::chrono::milliseconds(kServeProbeMs);
           } else {
             done = eol != std::string::npos || c.line.size() >= kMaxLine;  // not ours
           }
         }
-        if (!done && c.probe_left == 0) {
+        if (!done && c.probing && c.probe_left <= 0) {
           ssize_t ignored = send(c.fd, "ok\n", 3, MSG_NOSIGNAL);
           (void)ignored;
           done = true;
@@ -249,7 +250,7 @@ void StallInspector::serve() {
     if (fds[0].revents) {
       const int client = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (client >= 0) {
-        clients.push_back({client, Clock::now() + std::chrono::milliseconds(kServeReadMs), {}, -1});
+        clients.push_back({client, Clock::now() + std::chrono::milliseconds(kServeReadMs), {}, false, 0});
       }
     }
   }
