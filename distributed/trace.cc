@@ -2,10 +2,14 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+
+#include "tensor/error.h"
 
 namespace ember::distributed {
 namespace {
@@ -40,10 +44,20 @@ double Trace::now_us() {
 }
 
 void Trace::enable(const std::string& path, int rank) {
-  // EMBER_DDP_TRACE=dir: the directory is made if missing (a trace silently not written is worse).
+  // EMBER_DDP_TRACE=dir: the directory is made if missing, and a trace that could not be written
+  // at the end is an error now, naming the path (silently writing nothing is worse).
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  std::error_code ignored;
-  if (!parent.empty()) std::filesystem::create_directories(parent, ignored);
+  std::error_code error;
+  if (!parent.empty()) std::filesystem::create_directories(parent, error);
+  EMBER_CHECK(!error, "trace: cannot create the directory '", parent.string(), "' for '", path, "': ",
+              error.message());
+  {
+    const std::string probe = path + ".tmp" + std::to_string(getpid());
+    std::ofstream out(probe);
+    EMBER_CHECK(out.good(), "trace: cannot write '", path, "': ", std::strerror(errno));
+    out.close();
+    std::remove(probe.c_str());
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   path_ = path;
   rank_.store(rank);

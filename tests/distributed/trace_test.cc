@@ -4,6 +4,10 @@
 #include "distributed/trace.h"
 
 #include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "gtest/gtest.h"
@@ -56,6 +60,28 @@ TEST(Trace, ListenerThatTracesDoesNotDeadlock) {
   trace.instant("outer", "ddp");
   trace.set_listener(nullptr);
   EXPECT_EQ(calls, 2);
+}
+
+// EMBER_DDP_TRACE=dir: a missing directory is made; a path that cannot be written is an error
+// naming it, at enable() rather than a silent nothing at exit.
+TEST(Trace, EnableMakesTheDirectoryOrNamesThePathItCannotWrite) {
+  try {
+    Trace::get().enable("/dev/null/traces/ember_trace_rank0.json", 0);
+    FAIL() << "a trace under /dev/null was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("'/dev/null/traces'"), std::string::npos) << e.what();
+  }
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::filesystem::path dir = std::filesystem::path(tmp ? tmp : "/tmp") / "new" / "nested";
+  std::filesystem::remove_all(dir);
+  const std::string path = (dir / "ember_trace_rank0.json").string();
+  Trace::get().enable(path, 0);
+  Trace::get().instant("hello", "test", 0);
+  Trace::get().flush();
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("\"name\":\"hello\""), std::string::npos) << text.str();
 }
 
 }  // namespace
