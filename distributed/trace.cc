@@ -20,6 +20,14 @@ std::string detail_of(double duration_us) {
   return buf;
 }
 thread_local std::string current_label;  // TraceLabel's, per thread
+
+// The running kernel's boot id (one per machine and boot, whatever the namespace), or "".
+std::string boot_id() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id;
+}
 }  // namespace
 
 TraceLabel::TraceLabel(std::string label) : previous_(std::move(current_label)) {
@@ -64,6 +72,17 @@ void Trace::enable(const std::string& path, int rank) {
   enabled_.store(true, std::memory_order_release);
   events_.push_back("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + std::to_string(rank) +
                     ",\"args\":{\"name\":\"rank " + std::to_string(rank) + "\"}}");
+  // Note [Trace clocks]: timestamps count from this process's start. The origin on the kernel's
+  // monotonic clock, with the kernel's boot id, lets scripts/merge_traces.py put every rank of a
+  // machine on one timeline exactly (network namespaces share the kernel); across machines it
+  // aligns the "ddp constructed" instants that follow construction's broadcast instead.
+  char clock[200];
+  std::snprintf(clock, sizeof clock,
+                "{\"name\":\"ember_clock\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"origin_us\":%.3f,"
+                "\"boot_id\":\"%s\"}}",
+                rank, std::chrono::duration<double, std::micro>(kStart.time_since_epoch()).count(),
+                boot_id().c_str());
+  events_.push_back(clock);
   const char* lanes[] = {"compute (autograd)", "communication (buckets)", "GPU communication stream (events)"};
   for (int tid = 0; tid < 3; ++tid) {
     events_.push_back("{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" + std::to_string(rank) +

@@ -29,6 +29,9 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   verify_params_across_processes(*process_group_, params_, param_names_);
   // Step 3: every rank starts from rank 0's parameters and buffers.
   if (options_.init_sync) sync_module_states();
+  // Every rank leaves construction's collectives together: a point to align ranks' traces by
+  // when they run on different machines (Note [Trace clocks]).
+  if (Trace::get().enabled()) Trace::get().instant("ddp constructed", "ddp");
   // Step 4: buckets by size in parameter order, then reversed: gradients arrive roughly in the
   // reverse of the order parameters were used in forward. Note [First-iteration buckets]: unless
   // find_unused_parameters is on without static_graph, the first iteration uses one bucket per

@@ -281,18 +281,24 @@ void Reducer::all_reduce_bucket(Bucket& bucket, size_t bucket_index) {
   const size_t bytes = bucket.expect_sparse_gradient
                            ? 0
                            : static_cast<size_t>(bucket.gradients.numel()) * bucket.gradients.element_size();
+  // Which hooks fed this bucket: scripts/merge_traces.py draws a flow from each to its allreduce.
+  std::string indices;
+  if (Trace::get().enabled()) {
+    for (size_t index : bucket.variable_indices) indices += (indices.empty() ? "" : ",") + std::to_string(index);
+  }
   // Device-side spans of this bucket's collectives (ProcessGroupNCCL's events) carry its name.
   TraceLabel label(Trace::get().enabled() ? "bucket " + std::to_string(bucket_index) : std::string());
   // The collective waits for the bucket's copies, not for the rest of backward (Note [Bucket
   // copies on the communication stream]); the hook's own kernels run there too.
   const auto on_stream = on_bucket_stream();
   bucket.future_work =
-      run_comm_hook(grad_bucket)->then([done_us = bucket.done_us, launch_us, bucket_index, n, bytes](Future& reduced) {
+      run_comm_hook(grad_bucket)->then([done_us = bucket.done_us, launch_us, bucket_index, n, bytes,
+                                         indices](Future& reduced) {
         *done_us = Trace::now_us();
         Trace::get().span("allreduce bucket " + std::to_string(bucket_index), "ddp", launch_us,
                           *done_us - launch_us, 1,
                           "{\"bucket\":" + std::to_string(bucket_index) + ",\"params\":" + std::to_string(n) +
-                              ",\"bytes\":" + std::to_string(bytes) + "}");
+                              ",\"bytes\":" + std::to_string(bytes) + ",\"param_indices\":[" + indices + "]}");
         return reduced.const_value();
       });
 }
