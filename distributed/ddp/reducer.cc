@@ -142,7 +142,7 @@ void Reducer::autograd_hook(size_t index) {
   if (backward_start_us_ == 0) backward_start_us_ = last_hook_us_;
   if (Trace::get().enabled()) {
     // The bytes let a step-time model re-bucket the gradients (bench/step_model.py).
-    const size_t bytes = static_cast<size_t>(params_[index].numel()) * params_[index].element_size();
+    const size_t bytes = params_[index].nbytes();
     Trace::get().instant("autograd_hook " + param_name(index), "ddp", 0,
                          "{\"param_index\":" + std::to_string(index) + ",\"bytes\":" + std::to_string(bytes) + "}");
   }
@@ -278,9 +278,7 @@ void Reducer::all_reduce_bucket(Bucket& bucket, size_t bucket_index) {
   // Chained with then(), not add_callback(): finalize_backward waits on the chained future, so it
   // never reads done_us while the worker is still writing it.
   const size_t n = bucket.variables.size();
-  const size_t bytes = bucket.expect_sparse_gradient
-                           ? 0
-                           : static_cast<size_t>(bucket.gradients.numel()) * bucket.gradients.element_size();
+  const size_t bytes = bucket.expect_sparse_gradient ? 0 : bucket.gradients.nbytes();
   // Which hooks fed this bucket: scripts/merge_traces.py draws a flow from each to its allreduce.
   std::string indices;
   if (Trace::get().enabled()) {
