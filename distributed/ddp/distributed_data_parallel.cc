@@ -2,11 +2,14 @@
 #include "distributed/ddp/distributed_data_parallel.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 
 #include "distributed/collective_helpers.h"
+#include "distributed/ddp/bucket_plan.h"
 #include "distributed/ddp/ddp_sink.h"
+#include "distributed/ddp/first_iteration_report.h"
 #include "distributed/ddp/straggler.h"
 #include "distributed/trace.h"
 #include "nn/layers/simple.h"
@@ -29,9 +32,6 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   verify_params_across_processes(*process_group_, params_, param_names_);
   // Step 3: every rank starts from rank 0's parameters and buffers.
   if (options_.init_sync) sync_module_states();
-  // Every rank leaves construction's collectives together: a point to align ranks' traces by
-  // when they run on different machines (Note [Trace clocks]).
-  if (Trace::get().enabled()) Trace::get().instant("ddp constructed", "ddp");
   // Step 4: buckets by size in parameter order, then reversed: gradients arrive roughly in the
   // reverse of the order parameters were used in forward. Note [First-iteration buckets]: unless
   // find_unused_parameters is on without static_graph, the first iteration uses one bucket per
@@ -58,6 +58,49 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   ro.bucket_bytes_cap = cap;
   reducer_ = std::make_unique<Reducer>(params_, param_names_, std::move(a.bucket_indices), process_group_,
                                        expect_sparse_gradient_, ro);
+  reducer_->set_iteration_observer([this] { on_iteration_finalized(); });
+  // Every rank leaves construction's collectives together: a point to align ranks' traces by
+  // when they run on different machines (Note [Trace clocks]). It carries the bucket plan.
+  if (Trace::get().enabled()) Trace::get().instant("ddp constructed", "ddp", 0, current_bucket_plan_json());
+}
+
+std::string DistributedDataParallel::current_bucket_plan_json() const {
+  const DDPLoggingData d = reducer_->logging_data();
+  return bucket_plan_json({d.bucket_indices, d.bucket_sizes}, param_names_);
+}
+
+// EMBER_DISTRIBUTED_DEBUG=INFO: once the buckets are final and an iteration ran with them, the
+// first-iteration report (first_iteration_report.h); rank 0 prints it, the other ranks only the
+// parameters that got no gradient there.
+void DistributedDataParallel::on_iteration_finalized() {
+  if (!first_iteration_report_.empty() || process_group_->debug_level() < DebugLevel::kInfo) return;
+  IterationSnapshot now{get_ddp_logging_data(), reducer_->last_iteration_timeline()};
+  if (!first_snapshot_) {
+    first_snapshot_ = now;
+    if (reducer_->will_rebuild_buckets()) return;
+  }
+  FirstIterationFacts facts{*first_snapshot_, now, param_names_, {}};
+  std::map<std::string, std::string> module_types;
+  for (auto& [path, m] : module_->named_modules()) module_types[path] = m->type_name();
+  for (const std::string& name : param_names_) {
+    const std::string path = name.substr(0, name.rfind('.') == std::string::npos ? 0 : name.rfind('.'));
+    auto it = module_types.find(path);
+    facts.param_modules.push_back((it != module_types.end() ? it->second : "?") + " " +
+                                  (path.empty() ? "(the root module)" : path));
+  }
+  first_iteration_report_ = format_first_iteration_report(facts);
+  first_snapshot_.reset();
+  const int rank = process_group_->rank();
+  const std::vector<size_t> unused = parameters_without_gradient(facts.first, param_names_);
+  if (rank == 0) {
+    std::fputs(first_iteration_report_.c_str(), stderr);
+  } else if (!unused.empty()) {
+    std::string names;
+    for (size_t i : unused) names += (names.empty() ? "" : ", ") + param_names_[i];
+    std::fprintf(stderr, "[rank %d] DDP first-iteration report: %zu parameters got no gradient in iteration 1 "
+                 "on this rank: %s\n", rank, unused.size(), names.c_str());
+  }
+  std::fflush(stderr);
 }
 
 DistributedDataParallel::~DistributedDataParallel() { Trace::get().flush(); }
@@ -143,7 +186,7 @@ void DistributedDataParallel::pre_forward() {
   }
   // Step 13 happens here, before the forward's activations raise the memory peak.
   if (grad_enabled && reducer_->rebuild_buckets() && Trace::get().enabled()) {
-    Trace::get().instant("buckets rebuilt", "ddp");
+    Trace::get().instant("buckets rebuilt", "ddp", 0, current_bucket_plan_json());
   }
   if (will_sync_module_buffers()) {
     try {

@@ -7,12 +7,14 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "distributed/ddp/first_iteration_report.h"
 #include "distributed/ddp/logging.h"
 #include "distributed/ddp/reducer.h"
 #include "distributed/hooks/default_hooks.h"
@@ -102,6 +104,10 @@ class DistributedDataParallel : public nn::Module, public Joinable {
   std::vector<std::vector<size_t>> rebuilt_bucket_layout() const;
   void load_bucket_layout(std::vector<std::vector<size_t>> bucket_indices);
   const std::vector<std::string>& parameter_names() const { return param_names_; }
+  // EMBER_DISTRIBUTED_DEBUG=INFO (or the process group's debug level): the first-iteration report
+  // (first_iteration_report.h), set once an iteration ran with the final buckets; "" before, or
+  // below INFO. Rank 0 also prints it on stderr.
+  const std::string& first_iteration_report() const { return first_iteration_report_; }
   // The last straggler check (iteration -1 before the first); get_ddp_logging_data() has it too.
   const StragglerReport& straggler_report() const { return straggler_; }
   ProcessGroup& process_group() const { return *process_group_; }
@@ -121,6 +127,8 @@ class DistributedDataParallel : public nn::Module, public Joinable {
   void pre_forward();
   std::vector<Tensor> post_forward(std::vector<Tensor> outputs);
   void check_for_stragglers();
+  void on_iteration_finalized();
+  std::string current_bucket_plan_json() const;
   // Join (ddp_join.cc).
   friend class DDPJoinHook;
   void notify_join_context();
@@ -153,6 +161,8 @@ class DistributedDataParallel : public nn::Module, public Joinable {
   RankHealth period_;           // sums of this rank's times since the last straggler check
   int64_t period_iterations_ = 0;
   StragglerReport straggler_;
+  std::optional<IterationSnapshot> first_snapshot_;  // iteration 1, until the report is made
+  std::string first_iteration_report_;
 };
 
 namespace detail {

@@ -19,6 +19,18 @@ struct IterationStats {
   // means first_launch_us < last_hook_us: communication started while gradients were still coming.
   double first_launch_us = 0;
   double last_hook_us = 0;
+  // find_unused_parameters: the graph traversal from the outputs in this iteration's forward.
+  double unused_search_ms = 0;
+};
+
+// When each gradient became ready and each bucket was reduced in one iteration, in ms from the
+// first autograd hook: what the bucket-size advisor replays with other caps (first_iteration_report.h).
+struct IterationTimeline {
+  std::vector<double> param_ready_ms;  // by parameter index; -1: its hook did not fire
+  std::vector<int64_t> param_bytes;    // by parameter index
+  std::vector<double> bucket_launch_ms, bucket_done_ms;  // launch order
+  std::vector<int64_t> bucket_bytes;
+  double compute_end_ms = 0;  // finalize_backward began: the whole graph had run
 };
 
 // One rank's side of a straggler check (Note [Straggler check], straggler.h).

@@ -26,6 +26,7 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> param_name
   EMBER_CHECK(!params_.empty(), "Reducer: no parameters to reduce");
   if (expect_sparse_gradient_.empty()) expect_sparse_gradient_.assign(params_.size(), false);
   ready_this_iteration_.assign(params_.size(), false);
+  hook_us_.assign(params_.size(), 0.0);
   local_used_map_ = zeros({static_cast<int64_t>(params_.size())}, kInt32);
   num_grad_hooks_triggered_.assign(params_.size(), 0);
   initialize_buckets(std::move(bucket_indices));
@@ -140,6 +141,7 @@ void Reducer::autograd_hook(size_t index) {
   if (!expect_autograd_hooks_) return;
   last_hook_us_ = Trace::now_us();
   if (backward_start_us_ == 0) backward_start_us_ = last_hook_us_;
+  hook_us_[index] = last_hook_us_;
   if (Trace::get().enabled()) {
     // The bytes let a step-time model re-bucket the gradients (bench/step_model.py).
     const size_t bytes = params_[index].nbytes();
@@ -190,8 +192,11 @@ void Reducer::mark_variable_ready(size_t index) {
   if (next_bucket_ == buckets_.size()) {
     if (dynamic_graph_find_unused()) all_reduce_local_used_map();
     autograd::Engine::get_default_engine().queue_callback([this] {
-      std::lock_guard<std::mutex> lock(mutex_);
-      finalize_backward();
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        finalize_backward();
+      }
+      notify_iteration_observer();
     });
   }
 }

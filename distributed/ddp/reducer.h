@@ -6,6 +6,7 @@
 #pragma once
 
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -58,6 +59,9 @@ class Reducer {
   // static_graph, first iteration: the hooks only counted; reduce everything now, in one go
   // (queued on the engine by DDP's output sink, runs after the whole backward).
   void delay_all_reduce();
+  // Called on the autograd thread after every finalize_backward, outside the Reducer's lock (so it
+  // may read logging_data()): DDP's first-iteration report (EMBER_DISTRIBUTED_DEBUG=INFO).
+  void set_iteration_observer(std::function<void()> observer) { iteration_observer_ = std::move(observer); }
   // Replaces the default allreduce (issue: comm hooks). Only before the first backward.
   void register_comm_hook(std::unique_ptr<CommHookInterface> hook);
   const CommHookInterface& comm_hook() const { return *comm_hook_; }
@@ -79,6 +83,10 @@ class Reducer {
   DDPLoggingData logging_data() const;
   // The last synchronising iteration's timings (logging_data().last without the copying).
   const IterationStats& last_iteration_stats() const { return last_stats_; }
+  // The last synchronising iteration's gradient-ready and bucket times.
+  const IterationTimeline& last_iteration_timeline() const { return last_timeline_; }
+  // Whether the next forward will rebuild the buckets (step 13 has not happened yet).
+  bool will_rebuild_buckets() const { return should_rebuild_buckets(); }
   bool static_graph_first_iteration() const { return options_.static_graph && num_iterations_ == 1; }
   bool dynamic_graph_find_unused() const {
     return !options_.static_graph && options_.find_unused_parameters;
@@ -126,6 +134,7 @@ class Reducer {
   double divide_factor();
   // Step 12 (reducer_finalize.cc).
   void finalize_backward();
+  void notify_iteration_observer();
   std::exception_ptr wait_for_bucket_reductions(std::vector<Tensor>& results);
   std::exception_ptr wait_for_local_used_map();
   void write_back_bucket(Bucket& bucket, size_t bucket_index, const Tensor& result);
@@ -135,6 +144,8 @@ class Reducer {
                            bool global_unused);
   void reset_after_iteration();
   void record_iteration_stats(double compute_end_us);
+  void record_iteration_timeline(double compute_end_us);
+  void delay_all_reduce_locked();
   // Errors users hit.
   void ensure_prior_reduction_finished();
   [[noreturn]] void fail_marked_twice(size_t index);
@@ -201,7 +212,11 @@ class Reducer {
   bool warned_no_unused_ = false;
   bool warned_strides_ = false;
   double backward_start_us_ = 0, last_hook_us_ = 0;
+  double unused_search_ms_ = 0;
+  std::vector<double> hook_us_;  // by parameter index, this iteration (0: not fired)
   IterationStats last_stats_;
+  IterationTimeline last_timeline_;
+  std::function<void()> iteration_observer_;
 };
 
 }  // namespace ember::distributed

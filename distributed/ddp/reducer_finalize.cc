@@ -29,6 +29,8 @@ void Reducer::prepare_for_backward(const std::vector<Tensor>& outputs) {
   std::fill(ready_this_iteration_.begin(), ready_this_iteration_.end(), false);
   has_marked_unused_parameters_ = false;
   backward_start_us_ = 0;
+  hook_us_.assign(params_.size(), 0.0);
+  unused_search_ms_ = 0;
   // Under static_graph the unused set is found once, from the first iteration's hook counts
   // (delay_all_reduce), and kept.
   if (dynamic_graph_find_unused()) {
@@ -39,10 +41,12 @@ void Reducer::prepare_for_backward(const std::vector<Tensor>& outputs) {
 
 void Reducer::search_unused_parameters(const std::vector<Tensor>& outputs) {
   TraceScope scope("search_unused_parameters", "ddp");
+  const double start_us = Trace::now_us();
   autograd::ReachableGraph graph = autograd::collect_reachable(outputs);
   for (size_t i = 0; i < params_.size(); ++i) {
     if (!graph.reaches(grad_accumulators_[i].get())) unused_parameters_.push_back(i);
   }
+  unused_search_ms_ = (Trace::now_us() - start_us) / 1000.0;
   if (unused_parameters_.empty() && !warned_no_unused_) {
     warned_no_unused_ = true;
     std::fprintf(stderr,
@@ -77,7 +81,14 @@ void Reducer::ensure_prior_reduction_finished() {
 // fired is unused for good; all gradients go into their buckets and every bucket is reduced now.
 // PyTorch's delay_all_reduce: the first iteration gives no overlap, and needs no parameter order.
 void Reducer::delay_all_reduce() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    delay_all_reduce_locked();
+  }
+  notify_iteration_observer();
+}
+
+void Reducer::delay_all_reduce_locked() {
   TraceScope scope("delay_all_reduce", "ddp");
   all_reduce_local_used_map();
   unused_parameters_.clear();
@@ -243,6 +254,32 @@ void Reducer::record_iteration_stats(double compute_end_us) {
   last_stats_.overlap_fraction = comm > 0 ? overlapped / comm : 0.0;
   last_stats_.first_launch_us = buckets_.empty() ? 0.0 : buckets_[0].launch_us;
   last_stats_.last_hook_us = last_hook_us_;
+  last_stats_.unused_search_ms = unused_search_ms_;
+  record_iteration_timeline(compute_end_us);
+}
+
+void Reducer::record_iteration_timeline(double compute_end_us) {
+  // static_graph's first iteration fires no counted hook: its times start at finalize.
+  const double origin = backward_start_us_ > 0 ? backward_start_us_ : compute_end_us;
+  auto ms = [origin](double us) { return (us - origin) / 1000.0; };
+  IterationTimeline& t = last_timeline_;
+  t = IterationTimeline{};
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const bool fired = i < hook_us_.size() && hook_us_[i] > 0;
+    t.param_ready_ms.push_back(fired ? ms(hook_us_[i]) : -1.0);
+    t.param_bytes.push_back(static_cast<int64_t>(params_[i].nbytes()));
+  }
+  const std::vector<int64_t> sizes = bucket_sizes_in_bytes(bucket_indices_);
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    t.bucket_launch_ms.push_back(ms(buckets_[b].launch_us));
+    t.bucket_done_ms.push_back(ms(*buckets_[b].done_us > 0 ? *buckets_[b].done_us : compute_end_us));
+    t.bucket_bytes.push_back(b < sizes.size() ? sizes[b] : 0);
+  }
+  t.compute_end_ms = ms(compute_end_us);
+}
+
+void Reducer::notify_iteration_observer() {
+  if (iteration_observer_) iteration_observer_();
 }
 
 void Reducer::finalize_bucket_dense(Bucket& bucket, size_t bucket_index) {

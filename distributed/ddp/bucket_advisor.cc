@@ -1,0 +1,117 @@
+// DESIGN.md steps 10-13 replayed (bucket_advisor.h, Note [Bucket-size advisor model]).
+#include "distributed/ddp/bucket_advisor.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+#include <utility>
+
+#include "distributed/ddp/bucket_plan.h"
+
+namespace ember::distributed {
+
+namespace {
+
+constexpr double kMB = 1024.0 * 1024.0;
+
+// Step 1: (ready ms, bytes) of the gradients that arrived, in arrival order.
+std::vector<std::pair<double, int64_t>> gradients_in_ready_order(const IterationTimeline& t) {
+  std::vector<std::pair<double, int64_t>> g;
+  for (size_t i = 0; i < t.param_ready_ms.size(); ++i) {
+    if (t.param_ready_ms[i] >= 0) g.emplace_back(t.param_ready_ms[i], t.param_bytes[i]);
+  }
+  std::stable_sort(g.begin(), g.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  return g;
+}
+
+// Each bucket's time on the communication thread: from when it could start to when it was done.
+std::vector<double> service_times(const IterationTimeline& t) {
+  std::vector<double> s;
+  double previous_done = -1e300;
+  for (size_t b = 0; b < t.bucket_done_ms.size(); ++b) {
+    const double start = std::max(t.bucket_launch_ms[b], previous_done);
+    s.push_back(std::max(0.0, t.bucket_done_ms[b] - start));
+    previous_done = t.bucket_done_ms[b];
+  }
+  return s;
+}
+
+}  // namespace
+
+BucketCapPrediction predict_backward(const IterationTimeline& t, int64_t first_bucket_bytes, int64_t cap_bytes,
+                                     double alpha_ms, double beta_ms_per_byte) {
+  BucketCapPrediction p;
+  p.cap_bytes = cap_bytes;
+  double comm_free = 0, end = t.compute_end_ms;
+  int64_t filled = 0;
+  double ready = 0;
+  auto close_bucket = [&] {  // steps 2-3
+    const double start = std::max(ready, comm_free);
+    comm_free = start + alpha_ms + beta_ms_per_byte * static_cast<double>(filled);
+    ++p.buckets;
+    filled = 0;
+  };
+  for (const auto& [ready_ms, bytes] : gradients_in_ready_order(t)) {
+    filled += bytes;
+    ready = ready_ms;
+    if (filled >= (p.buckets == 0 ? first_bucket_bytes : cap_bytes)) close_bucket();
+  }
+  if (filled > 0) close_bucket();
+  p.backward_ms = std::max(end, comm_free);  // step 4
+  return p;
+}
+
+BucketCapAdvice advise_bucket_cap(const IterationTimeline& t, int64_t first_bucket_bytes, int64_t current_cap_bytes) {
+  BucketCapAdvice a;
+  const std::vector<double> s = service_times(t);
+  const int64_t total_bytes = std::accumulate(t.bucket_bytes.begin(), t.bucket_bytes.end(), int64_t{0});
+  if (s.empty() || total_bytes <= 0 || gradients_in_ready_order(t).empty()) return a;
+  a.valid = true;
+  a.fitted_buckets = static_cast<int64_t>(s.size());
+  // Least squares of s = alpha + beta * bytes.
+  const double n = static_cast<double>(s.size());
+  double mx = 0, my = 0;
+  for (size_t b = 0; b < s.size(); ++b) mx += t.bucket_bytes[b] / n, my += s[b] / n;
+  double sxx = 0, sxy = 0;
+  for (size_t b = 0; b < s.size(); ++b) {
+    sxx += (t.bucket_bytes[b] - mx) * (t.bucket_bytes[b] - mx);
+    sxy += (t.bucket_bytes[b] - mx) * (s[b] - my);
+  }
+  double beta = sxx > 0 ? sxy / sxx : 0, alpha = my - beta * mx;
+  a.fitted = sxx > 0 && beta > 0 && alpha > 0;
+  if (!a.fitted) {
+    alpha = *std::min_element(s.begin(), s.end()) / 2;
+    beta = std::max(0.0, std::accumulate(s.begin(), s.end(), 0.0) - n * alpha) / static_cast<double>(total_bytes);
+  }
+  a.alpha_ms = alpha;
+  a.beta_ms_per_mb = beta * kMB;
+  std::vector<int64_t> caps;
+  for (double mb : {0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0}) caps.push_back(static_cast<int64_t>(mb * kMB));
+  if (std::find(caps.begin(), caps.end(), current_cap_bytes) == caps.end()) caps.push_back(current_cap_bytes);
+  std::sort(caps.begin(), caps.end());
+  for (int64_t cap : caps) {
+    a.candidates.push_back(predict_backward(t, first_bucket_bytes, cap, alpha, beta));
+    if (cap == current_cap_bytes) a.current = a.candidates.back();
+  }
+  // The smallest prediction; ties go to the larger cap (fewer collectives, same time).
+  a.best = a.candidates.front();
+  for (const BucketCapPrediction& c : a.candidates) {
+    const double d = c.backward_ms - a.best.backward_ms;
+    if (d < -1e-9 || (d <= 1e-9 && c.cap_bytes > a.best.cap_bytes)) a.best = c;
+  }
+  const double saved = a.current.backward_ms - a.best.backward_ms;
+  // Below 3% (or 0.05 ms) the prediction is within what one iteration's noise can move.
+  if (saved < 0.03 * a.current.backward_ms || saved < 0.05) {
+    a.summary = fmt::format("keep bucket_cap_mb={:g}: predicted backward {:.2f} ms; no cap tried ends it 3% sooner",
+                            current_cap_bytes / kMB, a.current.backward_ms);
+  } else {
+    a.summary = fmt::format("try bucket_cap_mb={:g}: predicted backward {:.2f} ms instead of {:.2f} ms "
+                            "(-{:.2f} ms, {:.0f}%)",
+                            a.best.cap_bytes / kMB, a.best.backward_ms, a.current.backward_ms, saved,
+                            100 * saved / a.current.backward_ms);
+  }
+  return a;
+}
+
+}  // namespace ember::distributed
