@@ -1,5 +1,6 @@
 #include "autograd/engine.h"
 
+#include <atomic>
 #include <queue>
 #include <unordered_map>
 
@@ -102,6 +103,12 @@ Engine& Engine::get_default_engine() {
 
 bool Engine::is_executing() { return t_current_graph_task != nullptr; }
 
+namespace {
+std::atomic<NodeObserver> g_node_observer{nullptr};
+}  // namespace
+
+void set_node_observer(NodeObserver observer) { g_node_observer.store(observer, std::memory_order_release); }
+
 void Engine::queue_callback(std::function<void()> fn) {
   EMBER_CHECK(t_current_graph_task != nullptr,
               "queue_callback: final callbacks can only be queued during backward (from a hook or a "
@@ -134,6 +141,9 @@ void Engine::execute(const std::vector<Edge>& roots, const variable_list& grad_o
     ready.pop();
     std::shared_ptr<Node> fn = nt->fn;
     variable_list outputs;
+    // Note [Backward node observer].
+    const NodeObserver observer = g_node_observer.load(std::memory_order_acquire);
+    const auto begin = observer ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     try {
       variable_list inputs = std::move(nt->buffer.grads);
       if (fn->has_pre_hooks()) {
@@ -149,6 +159,7 @@ void Engine::execute(const std::vector<Edge>& roots, const variable_list& grad_o
       if (msg.rfind("backward of ", 0) == 0) throw;  // already names its node
       EMBER_THROW("backward of ", fn->name(), " failed: ", msg);
     }
+    if (observer && fn != graph_root) observer(*fn, begin, std::chrono::steady_clock::now());
     const auto& edges = fn->next_edges();
     for (size_t i = 0; i < edges.size(); ++i) {
       const Edge& e = edges[i];

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "autograd/engine.h"
+#include "autograd/node.h"
 #include "tensor/error.h"
 
 namespace ember::distributed {
@@ -47,6 +49,17 @@ Trace::Trace() = default;
 
 Trace::~Trace() { flush(); }
 
+namespace {
+// Note [Backward node observer]: every backward node as a span on the training thread's lane.
+void record_backward_node(const autograd::Node& node, std::chrono::steady_clock::time_point begin,
+                          std::chrono::steady_clock::time_point end) {
+  Trace& trace = Trace::get();
+  if (!trace.enabled()) return;
+  const double begin_us = std::chrono::duration<double, std::micro>(begin - kStart).count();
+  trace.span(node.name(), "autograd", begin_us, std::chrono::duration<double, std::micro>(end - begin).count(), 0);
+}
+}  // namespace
+
 double Trace::now_us() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - kStart).count();
 }
@@ -70,6 +83,7 @@ void Trace::enable(const std::string& path, int rank) {
   path_ = path;
   rank_.store(rank);
   enabled_.store(true, std::memory_order_release);
+  autograd::set_node_observer(&record_backward_node);  // Note [Backward node observer]
   events_.push_back("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + std::to_string(rank) +
                     ",\"args\":{\"name\":\"rank " + std::to_string(rank) + "\"}}");
   // Note [Trace clocks]: timestamps count from this process's start. The origin on the kernel's
@@ -96,6 +110,7 @@ void Trace::add(std::string event) {
 }
 
 void Trace::set_listener(std::function<void(const std::string&, double, int)> listener) {
+  if (listener) autograd::set_node_observer(&record_backward_node);
   std::lock_guard<std::mutex> lock(mutex_);
   has_listener_.store(static_cast<bool>(listener), std::memory_order_release);
   listener_ = listener ? std::make_shared<const Listener>(std::move(listener)) : nullptr;

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "tensor/all.h"
 
 namespace ember::distributed {
 namespace {
@@ -82,6 +83,19 @@ TEST(Trace, EnableMakesTheDirectoryOrNamesThePathItCannotWrite) {
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_NE(text.str().find("\"name\":\"hello\""), std::string::npos) << text.str();
+}
+
+// Note [Backward node observer]: with a listener (or a trace file) every backward node arrives as a
+// span on the training lane, in the order the engine ran them: the loss's first, leaves last.
+TEST(Trace, BackwardNodesArriveAsSpans) {
+  std::vector<std::string> heard;
+  Trace::get().set_listener([&heard](const std::string& name, double, int lane) {
+    if (lane == 0) heard.push_back(name.substr(0, name.find(" (")));
+  });
+  Tensor w = ones({3}).requires_grad_(true);
+  sum(mul(w, full({3}, 2.0))).backward();
+  Trace::get().set_listener(nullptr);
+  EXPECT_EQ(heard, (std::vector<std::string>{"SumBackward", "MulBackward", "AccumulateGrad"}));
 }
 
 }  // namespace
