@@ -19,6 +19,22 @@
 
 using namespace ember;
 
+namespace {
+
+// The DESIGN.md step a narrated event belongs to (docs/how-ddp-works.md walks through them).
+const char* design_step(const std::string& event) {
+  auto starts = [&event](const char* prefix) { return event.rfind(prefix, 0) == 0; };
+  if (starts("DDP forward")) return "steps 6-7: DistributedDataParallel::forward";
+  if (starts("prepare_for_backward")) return "step 7: Reducer::prepare_for_backward";
+  if (starts("autograd_hook")) return "steps 8-9: Reducer::autograd_hook -> mark_variable_ready";
+  if (starts("allreduce bucket")) return "step 10: mark_bucket_ready launched it; done on the comm thread";
+  if (starts("finalize_backward")) return "steps 11-12: Reducer::finalize_backward";
+  if (starts("AccumulateGrad")) return "autograd: writes .grad, then runs the hook";
+  return "autograd: a backward op";
+}
+
+}  // namespace
+
 int main() {
   auto pg = distributed::init_process_group("mpi");
   const int rank = pg->rank();
@@ -90,7 +106,8 @@ int main() {
   if (rank == 0) {
     std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.ts < b.ts; });
     for (const Event& e : events) {
-      std::printf("  %8.3f ms  %-11s %s\n", e.ts / 1000.0, e.lane == 0 ? "[compute]" : "[comm]", e.what.c_str());
+      std::printf("  %8.3f ms  %-11s %-36s %s\n", e.ts / 1000.0, e.lane == 0 ? "[compute]" : "[comm]",
+                  e.what.c_str(), design_step(e.what));
     }
     auto d = ddp->get_ddp_logging_data();
     std::printf("backward %.2f ms, communication %.2f ms, waited in finalize %.2f ms, overlap %.0f%%\n",
