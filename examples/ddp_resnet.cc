@@ -8,21 +8,25 @@
 //   RESULT test_acc=... img_per_s=... ms_per_step=... comm_hook=... bytes_per_step=... compression=...
 // (img/s counts all ranks; bytes_per_step: payload this rank handed to collectives per step in the
 // last epoch; compression: the model's fp32 gradient bytes / bytes_per_step).
+// --metrics=FILE.csv|FILE.jsonl: rank 0 writes a row per step (examples/common/metrics_writer.h).
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 
 #include "distributed/ddp/distributed_data_parallel.h"
 #include "distributed/distributed.h"
 #include "examples/common/comm_hook_by_name.h"
+#include "examples/common/flags.h"
 #include "examples/common/training.h"
 #include "nn/checkpoint.h"
 #include "tensor/all.h"
 
 using namespace ember;
+namespace flags = ember::flags;
 
 namespace {
 
@@ -69,52 +73,43 @@ int main(int argc, char** argv) {
     int64_t timeout_s = 60;
     int64_t straggler_check_every = 0;
     std::string backend;  // default: nccl for --device=cuda, mpi for the CPU
-    std::map<std::string, examples::Flag> ddp_flags = {
-        {"comm_hook", {"communication hook (none):\n" + examples::comm_hook_help("      "),
-                       [&](const std::string& v) { hook.name = v; }}},
-        {"powersgd_rank", {"PowerSGD matrix_approximation_rank (1)",
-                           [&](const std::string& v) { hook.powersgd_rank = examples::parse_int64(v); }}},
-        {"powersgd_start_iter", {"PowerSGD start_powerSGD_iter (-1: 10% of the training steps)",
-                                 [&](const std::string& v) { hook.powersgd_start_iter = examples::parse_int64(v); }}},
-        {"backend", {"process group: nccl (GPU tensors) or mpi (any; stages GPU tensors through host memory, "
-                     "so ranks can share a GPU) (nccl with --device=cuda, else mpi)",
-                     [&](const std::string& v) {
-                       EMBER_CHECK(v == "nccl" || v == "mpi", "not nccl or mpi");
-                       backend = v;
-                     }}},
-        {"timeout", {"seconds a collective may wait for a peer before the job fails, naming it (60)",
-                     [&](const std::string& v) {
-                       timeout_s = examples::parse_int64(v);
-                       EMBER_CHECK(timeout_s > 0, "not positive");
-                     }}},
-        {"straggler_check_every", {"every N steps, probe the ranks' links and compare their compute times; rank 0 "
-                                   "names a slow host or rank when the verdict changes (0 = off)",
-                                   [&](const std::string& v) {
-                                     straggler_check_every = examples::parse_int64(v);
-                                     EMBER_CHECK(straggler_check_every >= 0, "negative");
-                                   }}},
+    const auto ddp_flags = [&](CLI::App& app) {
+      examples::add_comm_hook_flags(
+          app, &hook, flags::integer_where([](int64_t i) { return i == -1 || i >= 2; }, "-1 or at least 2"),
+          "PowerSGD start_powerSGD_iter (-1: 10% of the training steps, at least 2)");
+      flags::add_backend(app, &backend);
+      app.add_option("--timeout", timeout_s, "seconds a collective may wait for a peer before the job fails, naming it")
+          ->check(flags::positive_integer());
+      app.add_option("--straggler_check_every", straggler_check_every,
+                     "every N steps, probe the ranks' links and compare their compute times; rank 0 names a slow "
+                     "host or rank when the verdict changes (0 = off)")
+          ->check(flags::non_negative_integer());
     };
     // Linear scaling: the global batch grows with the world size, so does the default peak lr.
-    examples::TrainConfig cfg = examples::parse_flags(argc, argv, "ddp_resnet", &help, ddp_flags);
+    examples::TrainConfig cfg = examples::parse_flags(argc, argv, "ddp_resnet", &help, ddp_flags, rank == 0);
     if (help) return 0;
     flags_parsed = true;
     // A stalled or dead peer ends the job within --timeout, not after PyTorch's library default.
     distributed::ProcessGroup::Options pg_options;
     pg_options.timeout = std::chrono::seconds(timeout_s);
-    if (backend.empty()) backend = cfg.device == "cuda" ? "nccl" : "mpi";
+    backend = flags::default_backend(backend, cfg.device);
     EMBER_CHECK(backend != "nccl" || cfg.device == "cuda",
                 "--backend=nccl communicates GPU tensors: add --device=cuda (or use --backend=mpi)");
     // Processes on this host: Open MPI says; otherwise assume the whole job is here.
     const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     // Checked before the group exists: NCCL needs a GPU, and this names the flag that asked for one.
     const Device device = examples::training_device(cfg, distributed::local_rank());
+    // Opened before the group exists: a bad path ends the job at once (the launcher stops the other
+    // ranks), not with rank 0 gone while the others wait in a collective.
+    std::unique_ptr<examples::MetricsWriter> metrics;
+    if (rank == 0 && !cfg.metrics.empty()) {
+      metrics = std::make_unique<examples::MetricsWriter>(cfg.metrics, !cfg.resume.empty());
+    }
     auto pg = distributed::init_process_group(backend, pg_options);
     rank = pg->rank();
     const int world = pg->size();
     examples::use_threads(cfg, "ddp_resnet", local ? std::atoi(local) : world, rank == 0);
-    bool lr_given = false;
-    for (int i = 1; i < argc; ++i) lr_given = lr_given || std::string(argv[i]).rfind("--lr", 0) == 0;
-    if (!lr_given) cfg.lr = 0.1 * world;
+    if (!cfg.lr_given) cfg.lr = 0.1 * world;
     manual_seed(cfg.seed);
     const auto resume = examples::read_resume_checkpoint(cfg);  // bad files fail before any work
     examples::FashionMnist data = examples::load_fashion_mnist(cfg);
@@ -176,11 +171,22 @@ int main(int argc, char** argv) {
                    world, device.str().c_str(), backend.c_str(), (long long)cfg.depth, (long long)cfg.batch, cfg.lr,
                    (long long)d.num_buckets, (long long)steps, hook.name.c_str(), (long long)timeout_s);
     }
+    // --metrics: rank 0 writes a row per step with DDP's overlap and the bytes it sent in the step.
+    uint64_t bytes_at_last_step = 0;
+    const auto step_extras = [&](examples::StepMetrics& m) {
+      m.overlap = ddp->get_ddp_logging_data().last.overlap_fraction;
+      const uint64_t now = pg->payload_bytes();
+      m.bytes_sent = static_cast<int64_t>(now - bytes_at_last_step);
+      bytes_at_last_step = now;
+    };
     double train_seconds = 0, acc = 0, bytes_per_step = 0;
     int64_t trained_steps = 0;
     for (; pos.epoch < cfg.epochs; ++pos.epoch, pos.step = 0) {
       const uint64_t bytes_before = pg->payload_bytes();
+      bytes_at_last_step = bytes_before;  // the evaluation's allreduce is no step's
       examples::EpochOptions eo{pos.epoch, cfg.epochs, steps, pos, world * cfg.batch, rank == 0, after_step};
+      eo.metrics = metrics.get();
+      eo.step_extras = step_extras;
       examples::EpochStats st = examples::train_epoch(*ddp, loader, opt, schedule, criterion, eo);
       pos.global_step += st.steps;
       bytes_per_step = st.steps ? static_cast<double>(pg->payload_bytes() - bytes_before) / st.steps : 0.0;

@@ -2,9 +2,10 @@
 // cosine schedule, test accuracy after every epoch, and a final machine-readable line
 //   RESULT test_acc=... img_per_s=... ms_per_step=...
 // Run: bazel run //examples:train_resnet -- --epochs=5   (--help lists the flags; --device=cuda
-// trains on the GPU in a --config=cuda build)
+// trains on the GPU in a --config=cuda build; --metrics=FILE.csv|.jsonl writes a row per step)
 #include <cstdio>
 #include <iostream>
+#include <memory>
 
 #include "examples/common/training.h"
 #include "tensor/all.h"
@@ -33,6 +34,9 @@ int main(int argc, char** argv) {
     examples::CheckpointWriter writer({cfg.checkpoint, 0, nullptr});
     const auto after_step = examples::after_step_actions(cfg, writer, state, shape, 0);
     nn::CrossEntropyLoss criterion(Reduction::Mean, cfg.label_smoothing);
+    // One process: the metrics' overlap and bytes_sent stay 0 (metrics_writer.h).
+    std::unique_ptr<examples::MetricsWriter> metrics;
+    if (!cfg.metrics.empty()) metrics = std::make_unique<examples::MetricsWriter>(cfg.metrics, resume.has_value());
     std::fprintf(stderr, "ResNet-%lld (width %lld, %zu parameter tensors), batch %lld, %lld steps/epoch\n",
                  (long long)cfg.depth, (long long)cfg.width, model->parameters().size(),
                  (long long)cfg.batch, (long long)steps);
@@ -40,6 +44,7 @@ int main(int argc, char** argv) {
     int64_t trained_steps = 0;
     for (; pos.epoch < cfg.epochs; ++pos.epoch, pos.step = 0) {
       examples::EpochOptions eo{pos.epoch, cfg.epochs, steps, pos, cfg.batch, true, after_step};
+      eo.metrics = metrics.get();
       examples::EpochStats st = examples::train_epoch(*model, loader, opt, schedule, criterion, eo);
       pos.global_step += st.steps;
       train_seconds += st.seconds;

@@ -10,6 +10,7 @@
 
 #include "distributed/ddp/distributed_data_parallel.h"
 #include "distributed/hooks/powersgd_state.h"
+#include "examples/common/flags.h"
 
 namespace ember::examples {
 
@@ -23,6 +24,11 @@ struct CommHookSpec {
 std::string comm_hook_names(const std::string& separator);
 // One line per name, "<indent>name: what it does", joined by newlines (no final one), for --help.
 std::string comm_hook_help(const std::string& indent);
+
+// --comm_hook (one of the table's names), --powersgd_rank (positive) and --powersgd_start_iter,
+// checked by `start_iter_check` and described by `start_iter_help` (the programs' defaults differ).
+void add_comm_hook_flags(CLI::App& app, CommHookSpec* spec, const CLI::Validator& start_iter_check,
+                         const std::string& start_iter_help);
 
 // Registers the named hook on `ddp` over `group` (the DDP's process group). Returns the
 // PowerSGDState for the PowerSGD hooks (statistics, checkpoints), nullptr otherwise. Throws on an

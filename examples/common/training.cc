@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <map>
 #include <stdexcept>
 
 #include "nn/checkpoint.h"
@@ -17,100 +16,6 @@
 #include "tensor/parallel.h"
 
 namespace ember::examples {
-
-TrainConfig parse_flags(int argc, char** argv, const std::string& program, bool* help,
-                        const std::map<std::string, Flag>& extra) {
-  TrainConfig c;
-  *help = false;
-  auto i64 = [](int64_t* p) { return [p](const std::string& v) { *p = parse_int64(v); }; };
-  auto f64 = [](double* p) { return [p](const std::string& v) { *p = parse_double(v); }; };
-  auto str = [](std::string* p) { return [p](const std::string& v) { *p = v; }; };
-  std::map<std::string, Flag> flags = {
-      {"data", {"Fashion-MNIST directory (IDX files, gzip or raw)", str(&c.data_dir)}},
-      {"depth", {"ResNet depth, 6n+2 (20)", i64(&c.depth)}},
-      {"width", {"channels of the first stage (16)", i64(&c.width)}},
-      {"batch", {"batch size per process (64)", i64(&c.batch)}},
-      {"epochs", {"epochs (5)", i64(&c.epochs)}},
-      {"lr", {"peak learning rate, cosine-annealed per step (0.1; DDP: 0.1 x world size)", f64(&c.lr)}},
-      {"momentum", {"SGD momentum (0.9)", f64(&c.momentum)}},
-      {"weight_decay", {"SGD weight decay (5e-4)", f64(&c.weight_decay)}},
-      {"label_smoothing", {"cross-entropy label smoothing (0)", f64(&c.label_smoothing)}},
-      {"threads", {"intra-op compute threads per process (1)", i64(&c.threads)}},
-      {"seed", {"seed for init, shuffling and augmentation (0)",
-                [&](const std::string& v) {
-                  const int64_t s = parse_int64(v);
-                  EMBER_CHECK(s >= 0, "negative");
-                  c.seed = static_cast<uint64_t>(s);
-                }}},
-      {"augment", {"random crop + flip, 0 or 1 (1)",
-                   [&](const std::string& v) {
-                     EMBER_CHECK(v == "0" || v == "1", "not 0 or 1");
-                     c.augment = v == "1";
-                   }}},
-      {"max_steps", {"steps per epoch for quick runs (-1 = all)", i64(&c.max_steps)}},
-      {"train_limit", {"use only the first N training images (-1 = all)", i64(&c.train_limit)}},
-      {"test_limit", {"evaluate on the first N test images only (-1 = all)", i64(&c.test_limit)}},
-      {"checkpoint", {"write a checkpoint here after every epoch (and every --checkpoint_every steps)",
-                      str(&c.checkpoint)}},
-      {"checkpoint_every", {"steps between checkpoints (0 = only at the end of each epoch)", i64(&c.checkpoint_every)}},
-      {"resume", {"continue exactly from this checkpoint (model, optimizer, schedule, RNG, data position)",
-                  str(&c.resume)}},
-      {"device", {"cpu or cuda (one GPU per process, chosen by its local rank) (cpu)",
-                  [&](const std::string& v) {
-                    EMBER_CHECK(v == "cpu" || v == "cuda", "not cpu or cuda");
-                    c.device = v;
-                  }}},
-  };
-  flags.insert(extra.begin(), extra.end());
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::cout << "usage: " << program << " [--flag=value ...]\n";
-      for (const auto& [name, f] : flags) std::cout << "  --" << name << "  " << f.help << "\n";
-      *help = true;
-      return c;
-    }
-    EMBER_CHECK(a.rfind("--", 0) == 0, "unexpected argument '", a, "' (flags are --name=value)");
-    const auto eq = a.find('=');
-    const std::string name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
-    auto it = flags.find(name);
-    EMBER_CHECK(it != flags.end(), "unknown flag --", name, " (see --help)");
-    std::string value;
-    if (eq != std::string::npos) {
-      value = a.substr(eq + 1);
-    } else {
-      EMBER_CHECK(i + 1 < argc, "flag --", name, " needs a value");
-      value = argv[++i];
-    }
-    try {
-      it->second.set(value);
-    } catch (const std::exception& e) {
-      // Error's what() carries a source location; the flag, value and reason are what matter here.
-      const std::string why = e.what();
-      EMBER_THROW("bad value '", value, "' for --", name, " (", why.substr(0, why.find('\n')),
-                  "); see --help");
-    }
-  }
-  auto require = [&](bool ok, const char* flag, int64_t v, const char* what) {
-    EMBER_CHECK(ok, "--", flag, "=", v, " must be ", what);
-  };
-  require(c.threads >= 1 && c.threads <= 1024, "threads", c.threads, "between 1 and 1024");
-  require(c.batch > 0, "batch", c.batch, "positive");
-  require(c.epochs > 0, "epochs", c.epochs, "positive");
-  require(c.width > 0, "width", c.width, "positive");
-  require(c.depth >= 8 && (c.depth - 2) % 6 == 0, "depth", c.depth, "6n+2 with n >= 1 (8, 14, 20, 32, ...)");
-  require(c.max_steps == -1 || c.max_steps > 0, "max_steps", c.max_steps, "positive or -1");
-  require(c.train_limit == -1 || c.train_limit > 0, "train_limit", c.train_limit, "positive or -1");
-  require(c.test_limit == -1 || c.test_limit > 0, "test_limit", c.test_limit, "positive or -1");
-  require(c.checkpoint_every >= 0, "checkpoint_every", c.checkpoint_every, "0 or positive");
-  EMBER_CHECK(c.checkpoint_every == 0 || !c.checkpoint.empty(),
-              "--checkpoint_every needs --checkpoint=PATH to say where");
-  EMBER_CHECK(c.lr > 0 && c.momentum >= 0 && c.weight_decay >= 0 && c.label_smoothing >= 0 &&
-                  c.label_smoothing <= 1,
-              "--lr must be positive, --momentum and --weight_decay non-negative, "
-              "--label_smoothing in [0, 1]");
-  return c;
-}
 
 namespace {
 
@@ -257,8 +162,12 @@ EpochStats train_epoch(nn::Module& model, data::DataLoader& loader, optim::Optim
   EpochStats st;
   TrainPosition pos = options.start;
   const Device device = device_of(model);
+  // A step's time runs from the end of the previous one (so it includes loading its batch) to its
+  // loss on the host, and leaves out after_step's checkpoints.
+  auto step_start = start;
   for (auto& batch : loader) {
     if (pos.step == options.steps) break;
+    const double lr = schedule.get_last_lr().empty() ? 0.0 : schedule.get_last_lr()[0];
     Tensor loss = criterion(model.forward(batch.data.to(device)), batch.target.to(device));
     opt.zero_grad();
     loss.backward();
@@ -269,10 +178,23 @@ EpochStats train_epoch(nn::Module& model, data::DataLoader& loader, optim::Optim
     ++pos.global_step;
     const double l = loss.item<double>();
     st.loss = st.steps == 1 ? l : 0.98 * st.loss + 0.02 * l;
+    if (options.metrics) {
+      const double step_s = seconds_since(step_start);
+      StepMetrics m;
+      m.step = pos.global_step;
+      m.epoch = options.epoch + 1;
+      m.loss = l;
+      m.lr = lr;
+      m.img_per_s = step_s > 0 ? options.images_per_step / step_s : 0.0;
+      m.ms_per_step = 1000.0 * step_s;
+      if (options.step_extras) options.step_extras(m);
+      options.metrics->write(m);
+    }
     if (options.show) {
       progress.update(pos.step, st.loss, st.steps * options.images_per_step / seconds_since(start));
     }
     if (options.after_step) options.after_step(pos);
+    step_start = Clock::now();
   }
   if (options.show) progress.finish();
   st.seconds = seconds_since(start);

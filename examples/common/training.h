@@ -5,15 +5,19 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "data/data.h"
+#include "examples/common/metrics_writer.h"
 #include "examples/common/train_checkpoint.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
+
+namespace CLI {
+class App;
+}
 
 namespace ember::examples {
 
@@ -37,19 +41,21 @@ struct TrainConfig {
   int64_t checkpoint_every = 0;  // steps between checkpoints (0: only at the end of each epoch)
   std::string resume;        // a checkpoint to continue from, exactly (train_checkpoint.h)
   std::string device = "cpu";  // "cpu" or "cuda" (one GPU per process: training_device)
+  std::string metrics;       // per-step metrics, .csv or .jsonl, written by rank 0 (metrics_writer.h)
+  bool lr_given = false;     // --lr was on the command line (DDP scales the default by the world size)
 };
 
-// A program's own flag beyond TrainConfig's: its --help line and how to store its value.
-struct Flag {
-  std::string help;
-  std::function<void(const std::string&)> set;
-};
+// TrainConfig's flags (CLI11, examples/common/flags.h), each checked as it is read.
+void add_train_flags(CLI::App& app, TrainConfig* cfg);
+// The checks that involve several flags (--checkpoint_every needs --checkpoint, ...); throws.
+void check_train_config(const TrainConfig& cfg);
 
-// --name=value flags (TrainConfig's plus `extra`); --help prints them. Throws ember::Error, one line
-// naming the flag and value, on an unknown flag, a malformed value ("--batch=abc", "--batch=12x") or
-// one out of range ("--epochs=-1").
+// A trainer's command line: TrainConfig's flags plus the program's own, added by `extra`. --help
+// prints the generated usage (when `print_help`: rank 0 of a job) and sets *help. Throws ember::Error, one line naming the flag and
+// value, on an unknown flag, a malformed value ("--batch=abc", "--batch=12x") or one out of range
+// ("--epochs=-1", "--depth=10").
 TrainConfig parse_flags(int argc, char** argv, const std::string& program, bool* help,
-                        const std::map<std::string, Flag>& extra = {});
+                        const std::function<void(CLI::App&)>& extra = {}, bool print_help = true);
 
 struct FashionMnist {
   std::shared_ptr<data::TensorDataset> train, test;
@@ -76,7 +82,7 @@ double evaluate(nn::Module& model, const std::shared_ptr<data::TensorDataset>& d
 int64_t count_correct(nn::Module& model, const std::shared_ptr<data::TensorDataset>& dataset,
                       int64_t begin, int64_t end);
 
-// Whole-string numbers for flag values: "12x", "" and out-of-range values throw.
+// Whole-string numbers (environment variables): "12x", "" and out-of-range values throw.
 int64_t parse_int64(const std::string& text);
 double parse_double(const std::string& text);
 
@@ -99,6 +105,10 @@ struct EpochOptions {
   bool show = false;             // draw progress
   // Called after every step with the position reached (checkpoints, fault injection).
   std::function<void(const TrainPosition&)> after_step;
+  // --metrics (rank 0 only; null: none): a row per step. `step_extras` fills in what only the
+  // caller knows before the row is written (DDP's overlap and bytes sent).
+  MetricsWriter* metrics = nullptr;
+  std::function<void(StepMetrics&)> step_extras;
 };
 // One training epoch of `model` (a plain module or a DistributedDataParallel wrapper), from
 // options.start.step to options.steps: forward, loss, zero_grad, backward, optimizer and per-step

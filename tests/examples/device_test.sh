@@ -57,5 +57,5 @@ echo "== bad combinations are one clear line" >&2
 run nccl_on_cpu 60 "${MPIRUN[@]}" -np 2 "$ddp" "${small[@]}" --backend=nccl
 expect_error nccl_on_cpu "^\[rank 0\] ddp_resnet: --backend=nccl communicates GPU tensors: add --device=cuda"
 run bad_device 60 "$single" "${small[@]}" --device=gpu
-expect_error bad_device "^train_resnet: bad value 'gpu' for --device \(not cpu or cuda\)"
+expect_error bad_device "^train_resnet: --device: 'gpu' is not cpu or cuda \(see --help\)$"
 finish

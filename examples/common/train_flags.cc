@@ -1,0 +1,89 @@
+// The trainers' command line (train_resnet, ddp_resnet): TrainConfig's flags on CLI11.
+#include <limits>
+
+#include "examples/common/flags.h"
+#include "examples/common/metrics_writer.h"
+#include "examples/common/training.h"
+#include "tensor/error.h"
+
+namespace ember::examples {
+namespace {
+
+// ResNet for CIFAR: depth 6n+2 (n blocks per stage, three stages, plus the stem and the head).
+CLI::Validator resnet_depth() {
+  return flags::integer_where([](int64_t d) { return d >= 8 && d <= (1 << 20) && (d - 2) % 6 == 0; },
+                              "6n+2 with n >= 1 (8, 14, 20, 32, ...)");
+}
+
+// --metrics: the format comes from the extension, so a typo fails before any training.
+CLI::Validator metrics_path() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        try {
+          metrics_format_of(text);
+          return "";
+        } catch (const Error& e) {
+          return e.what();
+        }
+      },
+      "FILE.csv|FILE.jsonl");
+}
+
+}  // namespace
+
+void add_train_flags(CLI::App& app, TrainConfig* c) {
+  const double kMax = std::numeric_limits<double>::max();
+  app.add_option("--data", c->data_dir, "Fashion-MNIST directory (IDX files, gzip or raw)");
+  app.add_option("--depth", c->depth, "ResNet depth")->check(resnet_depth());
+  app.add_option("--width", c->width, "channels of the first stage")->check(flags::positive_integer());
+  flags::add_batch(app, &c->batch, "batch size per process");
+  app.add_option("--epochs", c->epochs, "epochs")->check(flags::positive_integer());
+  app.add_option("--lr", c->lr, "peak learning rate, cosine-annealed per step (DDP: 0.1 x world size)")
+      ->check(flags::number_in(std::numeric_limits<double>::min(), kMax, "positive"));
+  app.add_option("--momentum", c->momentum, "SGD momentum")->check(flags::number_in(0, kMax, "non-negative"));
+  app.add_option("--weight_decay", c->weight_decay, "SGD weight decay")
+      ->check(flags::number_in(0, kMax, "non-negative"));
+  app.add_option("--label_smoothing", c->label_smoothing, "cross-entropy label smoothing")
+      ->check(flags::number_in(0, 1, "in [0, 1]"));
+  flags::add_threads(app, &c->threads);
+  flags::add_seed(app, &c->seed);
+  app.add_option("--augment", c->augment, "random crop + horizontal flip, 0 or 1")->check(flags::zero_or_one());
+  app.add_option("--max_steps", c->max_steps, "steps per epoch for quick runs (-1 = all)")
+      ->check(flags::positive_or_minus_one());
+  app.add_option("--train_limit", c->train_limit, "use only the first N training images (-1 = all)")
+      ->check(flags::positive_or_minus_one());
+  app.add_option("--test_limit", c->test_limit, "evaluate on the first N test images only (-1 = all)")
+      ->check(flags::positive_or_minus_one());
+  app.add_option("--checkpoint", c->checkpoint,
+                 "write a checkpoint here after every epoch (and every --checkpoint_every steps)");
+  app.add_option("--checkpoint_every", c->checkpoint_every, "steps between checkpoints (0 = only at epoch ends)")
+      ->check(flags::non_negative_integer());
+  app.add_option("--resume", c->resume,
+                 "continue exactly from this checkpoint (model, optimizer, schedule, RNG, data position)");
+  flags::add_device(app, &c->device);
+  app.add_option("--metrics", c->metrics,
+                 "per-step metrics (step, epoch, loss, lr, img_per_s, ms_per_step, overlap, bytes_sent) "
+                 "written by rank 0 as CSV (FILE.csv) or JSON lines (FILE.jsonl)")
+      ->check(metrics_path());
+}
+
+void check_train_config(const TrainConfig& c) {
+  EMBER_CHECK(c.checkpoint_every == 0 || !c.checkpoint.empty(),
+              "--checkpoint_every needs --checkpoint=PATH to say where");
+}
+
+TrainConfig parse_flags(int argc, char** argv, const std::string& program, bool* help,
+                        const std::function<void(CLI::App&)>& extra, bool print_help) {
+  TrainConfig c;
+  CLI::App app("Trains a CIFAR-style ResNet on Fashion-MNIST (--help: every flag with its default).", program);
+  flags::configure(app);
+  add_train_flags(app, &c);
+  if (extra) extra(app);
+  *help = flags::parse(app, argc, argv, print_help) == flags::Parsed::kHelp;
+  if (*help) return c;
+  c.lr_given = app.count("--lr") > 0;
+  check_train_config(c);
+  return c;
+}
+
+}  // namespace ember::examples
