@@ -2,7 +2,7 @@
 // MPI_Allreduce loop in the same binary and run (float32, in place, 1 KiB .. 64 MiB).
 // raw_nb_us: MPI_Iallreduce + MPI_Test polling, the calls ember's worker makes, without the queue.
 // Run with bench/allreduce_bench.sh (2 ranks under mpirun). Prints medians and the ember/raw ratios.
-//   allreduce_bench [rounds=5] [max_bytes=64 MiB] [bytes_per_loop=256 MiB] [float32|float16]
+//   allreduce_bench [--rounds=5] [--max_bytes=67108864] [--loop_bytes=268435456] [--dtype=float32|float16]
 // (bench/step_model.sh sweeps to 16 MiB with a smaller loop budget over slow links, and float16 for
 // the fp16 hook's buckets, which MPI reduces with ember's own operator: no raw loops there, 0.0.)
 #include <mpi.h>
@@ -17,6 +17,7 @@
 #include "bench/stats.h"
 #include "distributed/backends/mpi/process_group_mpi.h"
 #include "distributed/distributed.h"
+#include "examples/common/flags.h"
 #include "tensor/factories.h"
 
 namespace {
@@ -43,6 +44,26 @@ std::string human(size_t bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  int64_t rounds = 5, max_bytes = 64 << 20, loop_bytes = 256 << 20;
+  std::string dtype_name = "float32";
+  try {
+    CLI::App app("Allreduce latency and bus bandwidth: ember's ProcessGroupMPI against raw MPI_Allreduce.",
+                 "allreduce_bench");
+    ember::flags::configure(app);
+    app.add_option("--rounds", rounds, "timed rounds per size (one more warms up)")
+        ->check(ember::flags::positive_integer());
+    app.add_option("--max_bytes", max_bytes, "largest message in bytes (sizes 1 KiB, x4, ... up to it)")
+        ->check(ember::flags::integer_in(1024, int64_t{1} << 40, "between 1024 and 2^40"));
+    app.add_option("--loop_bytes", loop_bytes, "bytes moved per timed loop and size (fewer calls for big sizes)")
+        ->check(ember::flags::positive_integer());
+    app.add_option("--dtype", dtype_name, "element type; float16 reduces with ember's own MPI operator (no raw loops)")
+        ->check(ember::flags::one_of({"float32", "float16"}));
+    const bool quiet = ember::flags::launcher_rank() != 0;  // every rank parses; rank 0 speaks
+    if (ember::flags::parse(app, argc, argv, !quiet) == ember::flags::Parsed::kHelp) return 0;
+  } catch (const std::exception& e) {
+    if (ember::flags::launcher_rank() == 0) std::fprintf(stderr, "allreduce_bench: %s\n", e.what());
+    return 2;
+  }
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   auto pg = std::dynamic_pointer_cast<dist::ProcessGroupMPI>(dist::init_process_group("mpi"));
@@ -51,30 +72,28 @@ int main(int argc, char** argv) {
   // The raw loop gets its own communicator too, like ember's (a dup of the world).
   MPI_Comm raw_comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &raw_comm);
-  const int rounds = argc > 1 ? std::atoi(argv[1]) : 5;
-  const size_t max_bytes = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : (64u << 20);
-  const size_t loop_bytes = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : (256u << 20);
-  const bool half = argc > 4 && std::string(argv[4]) == "float16";
+  const bool half = dtype_name == "float16";
   const ember::ScalarType dtype = half ? ember::kFloat16 : ember::kFloat32;
 
   if (rank == 0) {
-    std::printf("allreduce %s SUM in place, %d ranks, median per call (slowest rank), %d rounds\n",
-                half ? "float16" : "float32", world, rounds);
+    std::printf("allreduce %s SUM in place, %d ranks, median per call (slowest rank), %lld rounds\n",
+                half ? "float16" : "float32", world, (long long)rounds);
     std::printf("%-8s %10s %10s %10s %10s %12s %14s %8s\n", "size", "raw_us", "raw_nb_us",
                 "ember_us", "added_us", "raw_busGB/s", "ember_busGB/s", "ratio");
   }
-  for (size_t bytes = 1024; bytes <= max_bytes; bytes *= 4) {
+  for (size_t bytes = 1024; bytes <= static_cast<size_t>(max_bytes); bytes *= 4) {
     const int64_t n = static_cast<int64_t>(bytes / ember::element_size(dtype));
     // Zeros stay zeros under SUM: no overflow to inf however many iterations run.
     ember::Tensor t = ember::zeros({n}, dtype);
     void* data = t.data_ptr();
     // About 0.3 s of work per loop and size in memory (loop_bytes 256 MiB), at least 5 calls.
-    const int iters = static_cast<int>(std::max<size_t>(5, std::min<size_t>(2000, loop_bytes / bytes)));
+    const int iters =
+        static_cast<int>(std::max<size_t>(5, std::min<size_t>(2000, static_cast<size_t>(loop_bytes) / bytes)));
     std::vector<double> raw_times, nb_times, ember_times;
     std::vector<ember::Tensor> list{t};
     // The three loops alternate in short chunks, so a shared machine's load hits all of them alike.
     const int chunk = std::max(1, iters / 20);
-    const int chunks = (rounds + 1) * (iters / chunk);
+    const int chunks = static_cast<int>(rounds + 1) * (iters / chunk);
     for (int c = 0; c < chunks; ++c) {
       const bool record = c >= iters / chunk;  // the first round warms up
       auto timed = [&](std::vector<double>& out, auto&& call) {

@@ -11,7 +11,7 @@
 // --mlp_width x --mlp_width with ReLU: many small parameters, for the bucket-size experiment; or
 // --mlp_sizes=784,4096,4096,10: the layer widths, e.g. the wide MLP of the comm-hook benchmark).
 // --comm_hook=NAME (with --powersgd_rank and --powersgd_start_iter) registers a communication hook
-// on the DDP model; the usage message lists the names (examples/common/comm_hook_by_name.h).
+// on the DDP model; --help lists the names and every flag (examples/common/comm_hook_by_name.h).
 // --device=cuda trains on the GPU of each rank's local rank, over --backend=nccl (the default there)
 // or --backend=mpi (staging through host memory); steps are timed to a device synchronisation.
 // Rank 0 prints one line (the step time is the slowest rank's median):
@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +36,7 @@
 #include "distributed/ddp/distributed_data_parallel.h"
 #include "distributed/distributed.h"
 #include "examples/common/comm_hook_by_name.h"
+#include "examples/common/flags.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
 #include "tensor/all.h"
@@ -45,6 +47,7 @@
 
 using namespace ember;
 using Clock = std::chrono::steady_clock;
+namespace flags = ember::flags;
 
 namespace {
 
@@ -53,48 +56,41 @@ struct Flags {
   std::string mode = "ddp";
   double bucket_cap_mb = 25;
   double first_bucket_mb = 1.0;  // PyTorch's _DEFAULT_FIRST_BUCKET_BYTES
-  long long steps = 30, warmup = 5, batch = 64, mlp_layers = 200, mlp_width = 64, seed = 0, threads = 1;
+  int64_t steps = 30, warmup = 5, batch = 64, mlp_layers = 200, mlp_width = 64, threads = 1;
+  uint64_t seed = 0;
   std::vector<int64_t> mlp_sizes;  // overrides mlp_layers / mlp_width when given
   examples::CommHookSpec hook{"none", 1, 2};
   std::string device = "cpu";  // or cuda
   std::string backend;         // default: nccl on cuda, mpi on the CPU
 };
 
-std::vector<int64_t> parse_sizes(const std::string& v) {
-  std::vector<int64_t> out;
-  size_t start = 0;
-  while (start <= v.size()) {
-    const size_t comma = v.find(',', start);
-    out.push_back(std::atoll(v.substr(start, comma - start).c_str()));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
-
-bool parse(const std::string& arg, Flags* f) {
-  const auto eq = arg.find('=');
-  if (arg.rfind("--", 0) != 0 || eq == std::string::npos) return false;
-  const std::string name = arg.substr(2, eq - 2), v = arg.substr(eq + 1);
-  if (name == "model") f->model = v;
-  else if (name == "mode") f->mode = v;
-  else if (name == "bucket_cap_mb") f->bucket_cap_mb = std::atof(v.c_str());
-  else if (name == "first_bucket_mb") f->first_bucket_mb = std::atof(v.c_str());
-  else if (name == "steps") f->steps = std::atoll(v.c_str());
-  else if (name == "warmup") f->warmup = std::atoll(v.c_str());
-  else if (name == "batch") f->batch = std::atoll(v.c_str());
-  else if (name == "mlp_layers") f->mlp_layers = std::atoll(v.c_str());
-  else if (name == "mlp_width") f->mlp_width = std::atoll(v.c_str());
-  else if (name == "seed") f->seed = std::atoll(v.c_str());
-  else if (name == "threads") f->threads = std::atoll(v.c_str());
-  else if (name == "mlp_sizes") f->mlp_sizes = parse_sizes(v);
-  else if (name == "comm_hook") f->hook.name = v;
-  else if (name == "powersgd_rank") f->hook.powersgd_rank = std::atoll(v.c_str());
-  else if (name == "powersgd_start_iter") f->hook.powersgd_start_iter = std::atoll(v.c_str());
-  else if (name == "device") f->device = v;
-  else if (name == "backend") f->backend = v;
-  else return false;
-  return true;
+// The command line (examples/common/flags.h: the names and checks the trainers share).
+void add_flags(CLI::App& app, Flags* f) {
+  const double kMax = std::numeric_limits<double>::max();
+  app.add_option("--model", f->model, "resnet20 (nn::ResNet, 1x28x28) or mlp (--mlp_*)")
+      ->check(flags::one_of({"resnet20", "mlp"}));
+  app.add_option("--mode", f->mode,
+                 "ddp (gradients synchronised every step), nosync (inside no_sync()) or single (no DDP)")
+      ->check(flags::one_of({"ddp", "nosync", "single"}));
+  app.add_option("--bucket_cap_mb", f->bucket_cap_mb, "DDP bucket cap in MiB")
+      ->check(flags::number_in(std::numeric_limits<double>::min(), kMax, "positive"));
+  app.add_option("--first_bucket_mb", f->first_bucket_mb, "cap of DDP's first bucket in MiB")
+      ->check(flags::number_in(std::numeric_limits<double>::min(), kMax, "positive"));
+  app.add_option("--steps", f->steps, "timed steps")->check(flags::positive_integer());
+  app.add_option("--warmup", f->warmup, "untimed steps first")->check(flags::non_negative_integer());
+  flags::add_batch(app, &f->batch, "batch size per rank");
+  app.add_option("--mlp_layers", f->mlp_layers, "mlp: Linear layers of --mlp_width x --mlp_width")
+      ->check(flags::positive_integer());
+  app.add_option("--mlp_width", f->mlp_width, "mlp: layer width")->check(flags::positive_integer());
+  app.add_option("--mlp_sizes", f->mlp_sizes, "mlp: the layer widths, e.g. 784,4096,4096,10 (overrides the above)")
+      ->delimiter(',')
+      ->check(flags::positive_integer());
+  flags::add_seed(app, &f->seed);
+  flags::add_threads(app, &f->threads);
+  examples::add_comm_hook_flags(app, &f->hook, flags::integer_in(2, flags::kNoLimit, "at least 2"),
+                                "PowerSGD start_powerSGD_iter");
+  flags::add_device(app, &f->device);
+  flags::add_backend(app, &f->backend);
 }
 
 using ember::bench::median;
@@ -110,29 +106,25 @@ double max_over_ranks(distributed::ProcessGroup& pg, double x) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Until the process group exists, the launcher says which rank this is.
+  int rank = flags::launcher_rank();
   Flags f;
-  for (int i = 1; i < argc; ++i) {
-    if (!parse(argv[i], &f)) {
-      std::fprintf(stderr,
-                   "usage: %s [--model=resnet20|mlp] [--mode=ddp|nosync|single] [--bucket_cap_mb=25] "
-                   "[--first_bucket_mb=1] [--steps=30] [--warmup=5] [--batch=64] [--mlp_layers=200] "
-                   "[--mlp_width=64] [--mlp_sizes=784,4096,4096,10] [--seed=0] [--comm_hook=none] "
-                   "[--powersgd_rank=1] [--powersgd_start_iter=2] [--threads=1] [--device=cpu|cuda] "
-                   "[--backend=mpi|nccl]\n--comm_hook:\n%s\n",
-                   argv[0], examples::comm_hook_help("  ").c_str());
-      return 2;
-    }
-  }
-  int rank = 0;
   try {
-    EMBER_CHECK(f.mode == "ddp" || f.mode == "nosync" || f.mode == "single", "ddp_bench: unknown --mode=", f.mode);
-    EMBER_CHECK(f.model == "resnet20" || f.model == "mlp", "ddp_bench: unknown --model=", f.model);
-    EMBER_CHECK(f.hook.name == "none" || f.mode == "ddp", "ddp_bench: --comm_hook needs --mode=ddp");
-    EMBER_CHECK(f.device == "cpu" || f.device == "cuda", "ddp_bench: unknown --device=", f.device);
-    if (f.backend.empty()) f.backend = f.device == "cuda" ? "nccl" : "mpi";
+    CLI::App app("DDP training-step benchmark, one run per invocation under mpirun (bench/ddp_bench.sh).", "ddp_bench");
+    flags::configure(app);
+    add_flags(app, &f);
+    if (flags::parse(app, argc, argv, rank == 0) == flags::Parsed::kHelp) return 0;
+  } catch (const std::exception& e) {
+    // Every rank parses the same command line: rank 0 reports it.
+    if (rank == 0) std::cerr << "[rank 0] ddp_bench: " << e.what() << "\n";
+    return 2;
+  }
+  try {
+    EMBER_CHECK(f.hook.name == "none" || f.mode == "ddp", "--comm_hook needs --mode=ddp");
+    f.backend = flags::default_backend(f.backend, f.device);
     EMBER_CHECK(f.backend == "mpi" || (f.backend == "nccl" && f.device == "cuda"),
-                "ddp_bench: --backend=", f.backend, " with --device=", f.device, " (nccl needs cuda)");
-    EMBER_CHECK(f.device == "cpu" || cuda_device_count() > 0, "ddp_bench: --device=cuda but no CUDA device (",
+                "--backend=", f.backend, " with --device=", f.device, " (nccl needs cuda)");
+    EMBER_CHECK(f.device == "cpu" || cuda_device_count() > 0, "--device=cuda but no CUDA device (",
                 has_device_backend(DeviceType::CUDA) ? "none visible" : "build with --config=cuda", ")");
     const Device device = f.device == "cpu" ? kCPU : cuda_device_of_local_rank(distributed::local_rank());
     set_num_threads(static_cast<int>(f.threads));
@@ -152,7 +144,7 @@ int main(int argc, char** argv) {
         sizes.assign(f.mlp_layers, f.mlp_width);
         sizes.push_back(10);
       }
-      EMBER_CHECK(sizes.size() >= 2 && sizes.back() == 10, "ddp_bench: --mlp_sizes needs >= 2 widths ending in 10");
+      EMBER_CHECK(sizes.size() >= 2 && sizes.back() == 10, "--mlp_sizes needs >= 2 widths ending in 10");
       model = nn::make_mlp(sizes, &model_gen);
       x = randn({f.batch, sizes.front()}, &data_gen);
     }
@@ -182,7 +174,7 @@ int main(int argc, char** argv) {
     pg->barrier()->wait();
     Clock::time_point timed_start;
     uint64_t timed_bytes = 0;
-    for (long long s = 0; s < f.warmup + f.steps; ++s) {
+    for (int64_t s = 0; s < f.warmup + f.steps; ++s) {
       if (s == f.warmup) {
         sync();
         if (device.is_cuda()) cuda_reset_peak_memory_stats(device.index);
@@ -228,7 +220,7 @@ int main(int argc, char** argv) {
           "buckets=%lld params=%zu ms_per_step=%.2f mean_ms_per_step=%.2f img_per_s=%.1f comm_wait_ms=%.2f "
           "overlap=%.2f peak_rss_mb=%.1f comm_hook=%s bytes_per_step=%.0f threads=%d capability=%s device=%s "
           "backend=%s peak_device_mb=%.1f\n",
-          f.model.c_str(), f.mode.c_str(), world, f.batch, f.steps, f.bucket_cap_mb, f.first_bucket_mb,
+          f.model.c_str(), f.mode.c_str(), world, (long long)f.batch, (long long)f.steps, f.bucket_cap_mb, f.first_bucket_mb,
           (long long)buckets, model->parameters().size(), step_ms, mean_step_ms,
           step_ms > 0 ? 1000.0 * world * f.batch / step_ms : 0.0, wait_ms, median(overlap), rss_mb,
           f.hook.name.c_str(), bytes_per_step, get_num_threads(), cpu_capability(), f.device.c_str(),

@@ -9,10 +9,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <string>
 #include <vector>
 
+#include "examples/common/flags.h"
 #include "nn/functional.h"
 #include "nn/models/resnet.h"
 #include "optim/sgd.h"
@@ -96,7 +96,10 @@ void resnet(int64_t batch, int steps, int warmup) {
 
 int run(int argc, char** argv) {
   bool smoke = false;
-  for (int i = 1; i < argc; ++i) smoke = smoke || std::strcmp(argv[i], "--smoke") == 0;
+  CLI::App app("GPU benchmark: GEMM against cuBLAS and ResNet-20 training steps on cuda:0.", "gpu_bench");
+  flags::configure(app);
+  app.add_flag("--smoke", smoke, "tiny sizes, once: checks the benchmark itself works (e.g. on the simulator)");
+  if (flags::parse(app, argc, argv) == flags::Parsed::kHelp) return 0;
   if (!cuda_is_available()) {
     std::printf("gpu_bench: no usable CUDA device here (built with --config=cuda?); nothing run\n");
     return 0;

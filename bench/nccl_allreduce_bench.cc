@@ -3,7 +3,7 @@
 // in place, sum). One rank per GPU under mpirun (world 1 works: NCCL's single-rank allreduce is a
 // device copy). Bandwidths as nccl-tests defines them: algbw = bytes / time, busbw = algbw x
 // 2(n-1)/n (0 for one rank: nothing crosses a link). ratio = raw time / ember time (1 is parity).
-//   mpirun -np 1 bazel-out/k8-fastbuild/bin/bench/nccl_allreduce_bench [--max_mb=256] [--iters=20]
+//   mpirun -np 1 bazel-out/k8-fastbuild/bin/bench/nccl_allreduce_bench [--max_mb=256] [--iters=20]  (--help)
 // Rank 0 prints per size:
 //   RESULT nccl_allreduce bytes=... world=... ember_us=... raw_us=... ember_busbw_gbs=...
 //          raw_busbw_gbs=... ember_algbw_gbs=... raw_algbw_gbs=... ratio=...
@@ -22,6 +22,7 @@
 #include "bench/stats.h"
 #include "distributed/backends/nccl/process_group_nccl.h"
 #include "distributed/distributed.h"
+#include "examples/common/flags.h"
 #include "tensor/cuda_stream.h"
 #include "tensor/device_backend.h"
 #include "tensor/all.h"
@@ -67,20 +68,24 @@ ncclComm_t raw_communicator(int rank, int world) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  double max_mb = 256;
+  int64_t iters = 20;
+  const int warmup = 3;
+  try {
+    CLI::App app("Allreduce bus bandwidth on the GPU: ProcessGroupNCCL against ncclAllReduce called directly.",
+                 "nccl_allreduce_bench");
+    ember::flags::configure(app);
+    app.add_option("--max_mb", max_mb, "largest message in MiB (sizes 4 KiB, x4, ... up to it)")
+        ->check(ember::flags::number_in(0.004, 1 << 20, "between 0.004 and 2^20"));
+    app.add_option("--iters", iters, "timed iterations per size")->check(ember::flags::positive_integer());
+    const bool quiet = ember::flags::launcher_rank() != 0;  // every rank parses; rank 0 speaks
+    if (ember::flags::parse(app, argc, argv, !quiet) == ember::flags::Parsed::kHelp) return 0;
+  } catch (const std::exception& e) {
+    if (ember::flags::launcher_rank() == 0) std::fprintf(stderr, "nccl_allreduce_bench: %s\n", e.what());
+    return 2;
+  }
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  double max_mb = 256;
-  int iters = 20, warmup = 3;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a.rfind("--max_mb=", 0) == 0) max_mb = std::atof(a.c_str() + 9);
-    else if (a.rfind("--iters=", 0) == 0) iters = std::atoi(a.c_str() + 8);
-    else {
-      std::fprintf(stderr, "usage: %s [--max_mb=256] [--iters=20]\n", argv[0]);
-      MPI_Finalize();
-      return 2;
-    }
-  }
   if (ember::cuda_device_count() == 0) {
     std::printf("nccl_allreduce_bench: no CUDA device visible: nothing to measure\n");
     MPI_Finalize();

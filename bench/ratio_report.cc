@@ -1,5 +1,6 @@
 #include "bench/ratio_report.h"
 
+#include "examples/common/flags.h"
 #include "tensor/cpu/capability.h"
 #include "tensor/parallel.h"
 
@@ -81,24 +82,32 @@ void set_rate(benchmark::State& state, const char* counter, double units_per_ite
 }
 
 int run_with_ratio_table(int argc, char** argv, const char* rate_counter) {
+  const char* slash = std::strrchr(argv[0], '/');
+  const std::string program = slash ? slash + 1 : argv[0];
+  // ember's own flags (--threads, as every program has it); the rest is Google Benchmark's.
+  int64_t threads = 1;
+  std::vector<std::string> passed;
+  try {
+    CLI::App app("A micro-benchmark of ember against its baseline, ending with a ratio table.", program);
+    flags::configure(app);
+    app.allow_extras();
+    CLI::Option* threads_flag = flags::add_threads(app, &threads);
+    app.footer("Google Benchmark's flags pass through, e.g. --benchmark_filter=REGEX, --benchmark_repetitions=N "
+               "(5 unless given), --benchmark_min_time=SECONDS, --benchmark_list_tests, --benchmark_format=json.");
+    if (flags::parse(app, argc, argv) == flags::Parsed::kHelp) return 0;
+    if (threads_flag->count() > 0) set_num_threads(static_cast<int>(threads));
+    passed = app.remaining();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", program.c_str(), e.what());
+    return 2;
+  }
   // Medians need repetitions; keep the user's choice if they gave one.
   std::vector<char*> args{argv[0]};
   std::string reps = "--benchmark_repetitions=5";
   bool has_reps = false;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--benchmark_repetitions", 23) == 0) has_reps = true;
-    // --threads=N is ember's (set_num_threads), not Google Benchmark's.
-    if (std::strncmp(argv[i], "--threads=", 10) == 0) {
-      char* end = nullptr;
-      const long t = std::strtol(argv[i] + 10, &end, 10);
-      if (*end != '\0' || t < 1) {
-        std::fprintf(stderr, "%s: --threads expects a positive integer, got '%s'\n", argv[0], argv[i] + 10);
-        return 2;
-      }
-      set_num_threads(static_cast<int>(t));
-      continue;
-    }
-    args.push_back(argv[i]);
+  for (std::string& a : passed) {
+    if (a.rfind("--benchmark_repetitions", 0) == 0) has_reps = true;
+    args.push_back(a.data());
   }
   if (!has_reps) args.push_back(reps.data());
   int n = static_cast<int>(args.size());

@@ -5,18 +5,18 @@
 //   RESULT impl=ember model=resnet20 batch=64 steps=N ms_per_step=... fwd_ms=... bwd_ms=... opt_ms=...
 //          img_per_s=... peak_rss_mb=...
 // (medians over the timed steps; peak RSS from getrusage, i.e. the whole process).
-//   bazel-bin/bench/resnet_train_bench --steps=30 --warmup=5 [--batch=64 --depth=20 --width=16]
+//   bazel-bin/bench/resnet_train_bench --steps=30 --warmup=5 [--batch=64 --depth=20 --width=16]  (--help)
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "bench/stats.h"
+#include "examples/common/flags.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
 #include "tensor/all.h"
@@ -25,6 +25,7 @@
 
 using namespace ember;
 using Clock = std::chrono::steady_clock;
+namespace flags = ember::flags;
 
 namespace {
 
@@ -34,36 +35,37 @@ double ms(Clock::time_point a, Clock::time_point b) {
 
 using ember::bench::median;
 
-bool flag(const char* arg, const char* name, long long* out) {
-  const size_t len = std::strlen(name);
-  if (std::strncmp(arg, name, len) != 0 || arg[len] != '=') return false;
-  *out = std::atoll(arg + len + 1);
-  return true;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  long long steps = 30, warmup = 5, batch = 64, depth = 20, width = 16, seed = 0, threads = 1;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--print_capabilities") == 0) {
-      // The capability levels this CPU supports, highest first (for bench/resnet_bench.sh).
-      for (int l = static_cast<int>(cpu_capability_supported()); l >= 0; --l) {
-        std::printf("%s ", cpu_capability_name(static_cast<CpuCapability>(l)));
-      }
-      std::printf("\n");
-      return 0;
-    }
-    if (flag(argv[i], "--steps", &steps) || flag(argv[i], "--warmup", &warmup) ||
-        flag(argv[i], "--batch", &batch) || flag(argv[i], "--depth", &depth) ||
-        flag(argv[i], "--width", &width) || flag(argv[i], "--seed", &seed) ||
-        flag(argv[i], "--threads", &threads))
-      continue;
-    std::fprintf(stderr,
-                 "usage: %s [--steps=30] [--warmup=5] [--batch=64] [--depth=20] [--width=16] [--seed=0] "
-                 "[--threads=1]\n",
-                 argv[0]);
+  int64_t steps = 30, warmup = 5, batch = 64, depth = 20, width = 16, threads = 1;
+  uint64_t seed = 0;
+  bool print_capabilities = false;
+  try {
+    CLI::App app("End-to-end ResNet training step (forward, backward, SGD) on a fixed synthetic batch.",
+                 "resnet_train_bench");
+    flags::configure(app);
+    app.add_option("--steps", steps, "timed steps")->check(flags::positive_integer());
+    app.add_option("--warmup", warmup, "untimed steps first")->check(flags::non_negative_integer());
+    flags::add_batch(app, &batch, "batch size");
+    app.add_option("--depth", depth, "ResNet depth, 6n+2")
+        ->check(flags::integer_where([](int64_t d) { return d >= 8 && (d - 2) % 6 == 0; }, "6n+2 with n >= 1"));
+    app.add_option("--width", width, "channels of the first stage")->check(flags::positive_integer());
+    flags::add_seed(app, &seed);
+    flags::add_threads(app, &threads);
+    // The capability levels this CPU supports, highest first (for bench/resnet_bench.sh).
+    app.add_flag("--print_capabilities", print_capabilities, "print the CPU capability levels and exit");
+    if (flags::parse(app, argc, argv) == flags::Parsed::kHelp) return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "resnet_train_bench: %s\n", e.what());
     return 2;
+  }
+  if (print_capabilities) {
+    for (int l = static_cast<int>(cpu_capability_supported()); l >= 0; --l) {
+      std::printf("%s ", cpu_capability_name(static_cast<CpuCapability>(l)));
+    }
+    std::printf("\n");
+    return 0;
   }
   try {
     set_num_threads(static_cast<int>(threads));
@@ -75,7 +77,7 @@ int main(int argc, char** argv) {
     Tensor x = randn({batch, 1, 28, 28}, &gen);
     Tensor y = randint(0, 10, {batch}, &gen);
     std::vector<double> fwd, bwd, upd, total;
-    for (long long s = 0; s < warmup + steps; ++s) {
+    for (int64_t s = 0; s < warmup + steps; ++s) {
       const auto t0 = Clock::now();
       Tensor loss = criterion(net->forward(x), y);
       const auto t1 = Clock::now();
@@ -97,7 +99,7 @@ int main(int argc, char** argv) {
     std::printf(
         "RESULT impl=ember model=resnet%lld batch=%lld steps=%lld threads=%d capability=%s "
         "ms_per_step=%.2f fwd_ms=%.2f bwd_ms=%.2f opt_ms=%.2f img_per_s=%.1f peak_rss_mb=%.1f\n",
-        depth, batch, steps, get_num_threads(), cpu_capability(), step_ms, median(fwd), median(bwd), median(upd),
+        (long long)depth, (long long)batch, (long long)steps, get_num_threads(), cpu_capability(), step_ms, median(fwd), median(bwd), median(upd),
         step_ms > 0 ? 1000.0 * batch / step_ms : 0.0, ru.ru_maxrss / 1024.0);
     return 0;
   } catch (const std::exception& e) {

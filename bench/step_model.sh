@@ -74,7 +74,8 @@ fi
 for link in $links; do
   echo "== 2-3. link $link"
   for h in $hosts_list; do
-    on_cluster "$h" "$link" "$allreduce_bin" 1 $((16 << 20)) $((64 << 10)) >"$data/allreduce_${link}_$h.txt"
+    on_cluster "$h" "$link" "$allreduce_bin" --rounds=1 --max_bytes=$((16 << 20)) --loop_bytes=$((64 << 10)) \
+      >"$data/allreduce_${link}_$h.txt"
     for model in $models; do
       bench "nosync_${model}_${link}_$h.txt" "$h" "$link" "$model" --mode=nosync
       bench "ddp_${model}_${link}_${h}_none_cap25.txt" "$h" "$link" "$model" --mode=ddp
@@ -83,8 +84,8 @@ for link in $links; do
   # Where the link is slow and the gradients large: the fp16 hook and the bucket-size sweep.
   if [[ "$link" == 1gbit && " $models " == *" mlp "* ]]; then
     h=${hosts_list##* }
-    on_cluster "$h" "$link" "$allreduce_bin" 1 $((16 << 20)) $((64 << 10)) float16 \
-      >"$data/allreduce_${link}_${h}_float16.txt"
+    on_cluster "$h" "$link" "$allreduce_bin" --rounds=1 --max_bytes=$((16 << 20)) --loop_bytes=$((64 << 10)) \
+      --dtype=float16 >"$data/allreduce_${link}_${h}_float16.txt"
     bench "ddp_mlp_${link}_${h}_fp16_cap25.txt" "$h" "$link" mlp --mode=ddp --comm_hook=fp16
     bench "ddp_mlp_${link}_${h}_powersgd_cap25.txt" "$h" "$link" mlp --mode=ddp --comm_hook=powersgd
     for cap in 0.25 2 8; do

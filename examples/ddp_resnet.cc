@@ -62,9 +62,8 @@ void load_bucket_layout_state(distributed::DistributedDataParallel& ddp, const n
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Until the process group exists, Open MPI's environment says which rank this is.
-  const char* launcher_rank = std::getenv("OMPI_COMM_WORLD_RANK");
-  int rank = launcher_rank ? std::atoi(launcher_rank) : 0;
+  // Until the process group exists, the launcher says which rank this is.
+  int rank = flags::launcher_rank();
   bool flags_parsed = false;
   try {
     bool help = false;

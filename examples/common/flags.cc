@@ -116,6 +116,11 @@ CLI::Validator one_of(const std::vector<std::string>& names) {
       what);
 }
 
+int launcher_rank() {
+  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  return rank ? std::atoi(rank) : 0;
+}
+
 CLI::Option* add_threads(CLI::App& app, int64_t* threads) {
   return app.add_option("--threads", *threads, "intra-op compute threads per process")
       ->check(integer_in(1, 1024, "between 1 and 1024"));

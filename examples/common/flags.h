@@ -46,6 +46,10 @@ CLI::Validator zero_or_one();
 // One of `names` (CLI::IsMember), the error quoting the value and listing the names.
 CLI::Validator one_of(const std::vector<std::string>& names);
 
+// This process's rank as the launcher (Open MPI's mpirun) says, 0 outside mpirun: known before any
+// process group exists, so every rank parses the command line and only rank 0 reports it.
+int launcher_rank();
+
 // The shared flags. Each returns its option, so a program can add to its help text.
 CLI::Option* add_threads(CLI::App& app, int64_t* threads);   // intra-op threads per process, 1..1024
 CLI::Option* add_batch(CLI::App& app, int64_t* batch, const std::string& help);  // positive
