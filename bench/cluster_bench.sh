@@ -13,6 +13,8 @@
 #     fp16 bf16 powersgd"): where compression pays; bytes per step and step time per hook.
 # All hosts share this machine's cores: with more ranks than cores they are oversubscribed, and
 # the table says so -- such a row measures the cores, not the link.
+# The output is also saved as $RESULTS_DIR/<experiment>.txt (default docs/cluster_bench/), once the
+# experiment completes; scripts/bench_plots.py (scripts/make_pictures.sh) plots it from there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -31,7 +33,10 @@ py=/usr/bin/python3
 if ! "$py" -c "import torch.distributed" 2>/dev/null; then torch=0; fi
 bin=$(bench_binary bench:ddp_bench)
 cores=$(nproc)
+results="${RESULTS_DIR:-docs/cluster_bench}"
+mkdir -p "$results"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+{
 echo "== $experiment; machine: $cores cores, $(uptime | sed 's/.*load average/load average/'); steps=$steps warmup=$warmup model=$model"
 echo "   CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
 
@@ -116,3 +121,6 @@ else
   done
 fi
 echo "== after: $(uptime | sed 's/.*load average/load average/')"
+} | tee "$results/$experiment.txt.tmp"
+# Only a finished experiment replaces the saved table.
+mv "$results/$experiment.txt.tmp" "$results/$experiment.txt"
