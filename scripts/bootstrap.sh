@@ -9,6 +9,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
   dataset-fashion-mnist
+  python3  # the trace merge and the pictures (scripts/merge_traces.py, make_pictures.sh): standard library only
 )
 # Optional: PyTorch as a reference for benchmarks (EMBER_WITH_TORCH=1).
 if [[ "${EMBER_WITH_TORCH:-0}" == "1" ]]; then PACKAGES+=(python3-torch); fi
