@@ -1,12 +1,13 @@
-// Bug: rank 1 crashes in the middle of training (here an explicit abort() at step 3, standing in
-// for a segfault, an out-of-memory kill or a lost host). What the user sees depends on who notices
-// first: usually mpirun, which ends the whole job; when the launcher lets the survivors run on,
-// rank 0's next gradient allreduce times out (3 s here) and names rank 1 as gone.
+// Bug: rank 1 dies in the middle of training (here it sends itself SIGKILL at step 3, as the
+// kernel's out-of-memory killer would; a segfault or a lost host end a rank as abruptly). What the
+// user sees depends on who notices first: usually mpirun, which ends the whole job; when the
+// launcher lets the survivors run on, rank 0's next gradient allreduce times out (3 s here) and
+// names rank 1 as gone.
 // Fix: find why rank 1 died (its own output, a core dump); resume from a checkpoint.
 // Run: mpirun -np 2 bazel-bin/examples/debugging/dead_rank
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
+#include <csignal>
 #include <memory>
 
 #include "distributed/ddp/distributed_data_parallel.h"
@@ -27,7 +28,7 @@ int main() {
     auto ddp = std::make_shared<distributed::DistributedDataParallel>(nn::make_mlp({8, 32, 4}, &gen));
     optim::SGD opt(ddp->parameters(), optim::SGDOptions(0.1));
     for (int step = 0; step < 5; ++step) {
-      if (rank == 1 && step == 3) std::abort();  // BUG: stands for any crash of rank 1
+      if (rank == 1 && step == 3) std::raise(SIGKILL);  // BUG: stands for any death of rank 1
       Tensor x = randn({32, 8}, &gen), label = randint(0, 4, {32}, &gen);
       Tensor loss = nn::functional::cross_entropy(ddp->forward(x), label);
       opt.zero_grad();
