@@ -24,8 +24,12 @@ from svg import PALETTE, Svg, nice_ticks  # noqa: E402
 
 LANE_NAMES = {0: "compute", 1: "comm", 2: "GPU stream"}
 # DDP's own steps get fixed colours, so every picture reads the same; other kinds take the palette.
+# The common backward ops too, in colours that stay apart from those (ResNet's convolution and
+# batch-norm ops would otherwise take shades close to forward's and AccumulateGrad's).
 FIXED_COLOURS = {"DDP forward": "#9ECAE1", "prepare_for_backward": "#7F7F7F", "finalize_backward": "#D55E00",
-                 "allreduce bucket": "#009E73", "AccumulateGrad": "#E69F00"}
+                 "allreduce bucket": "#009E73", "AccumulateGrad": "#E69F00",
+                 "AddmmBackward": "#0072B2", "ConvolutionBackward": "#9467BD", "NativeBatchNormBackward": "#8C564B",
+                 "ReluBackward": "#17BECF"}
 HOOK_COLOUR, FLOW_COLOUR = "#222222", "#555555"
 ROW_H, LEVEL_H = 18, 16  # a lane's height per nesting level
 
@@ -175,9 +179,9 @@ def draw(ranks, out_path, title, which=None, width=1200):
 
     # Time axis in ms from the iteration's start, with grid lines through every rank.
     for t in nice_ticks(0, (t1 - start) / 1000, 10):
-        x = x_of(start + t * 1000)
-        if x < left - 0.5:
+        if not t0 <= start + t * 1000 <= t1:  # x_of clamps: a tick outside would sit on the edge
             continue
+        x = x_of(start + t * 1000)
         svg.line(x, 60, x, rows_end - 6, stroke="#e6e6e6")
         svg.text(x, 56, f"{t:g}", size=10, anchor="middle")
     svg.text(left - 8, 56, "ms", size=10, anchor="end")
@@ -202,9 +206,13 @@ def draw(ranks, out_path, title, which=None, width=1200):
                          data_cat=e.get("cat", ""), data_name=e["name"], stroke="#fff", stroke_width=0.5)
                 label = label_of(e)
                 fits = len(label) * 5.6 + 4 < x1 - x0
-                if fits or kind_of(e) == "allreduce bucket":  # buckets are always named
-                    svg.text(x0 + 2 if fits else x1 + 2, sy + 11, label, size=9,
-                             fill="#fff" if fits and kind_of(e) != "DDP forward" else "#000", cls="span-label")
+                if fits:
+                    svg.text(x0 + 2, sy + 11, label, size=9, fill="#000" if kind_of(e) == "DDP forward" else "#fff",
+                             cls="span-label")
+                elif kind_of(e) == "allreduce bucket":  # buckets are always named: beside the bar, inside the picture
+                    room_right = x1 + 2 + len(label) * 5.6 < width
+                    svg.text(x1 + 2 if room_right else x0 - 2, sy + 11, label, size=9,
+                             anchor="start" if room_right else "end", cls="span-label")
             for e in ln["hooks"]:
                 x = x_of(e["ts"])
                 svg.open("line", cls="hook", x1=round(x, 2), y1=ly - 2, x2=round(x, 2), y2=ly + h + 2,
