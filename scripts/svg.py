@@ -166,8 +166,11 @@ def line_chart(path, title, series, xlabel, ylabel, logx=None, logy=False, ymin=
         if not s["name"]:  # a second line of an earlier legend entry (a band's other edge)
             continue
         ly = top + 8 + 18 * i
-        svg.line(left + plot_w + 12, ly, left + plot_w + 34, ly, stroke=colour, width=2,
-                 stroke_dasharray="6 4" if s.get("dashed") else None)
+        if s.get("markers_only"):
+            svg.add("circle", cx=left + plot_w + 23, cy=ly, r=3, fill=colour)
+        else:
+            svg.line(left + plot_w + 12, ly, left + plot_w + 34, ly, stroke=colour, width=2,
+                     stroke_dasharray="6 4" if s.get("dashed") else None)
         svg.text(left + plot_w + 40, ly + 4, s["name"], size=10, cls="legend")
     for i, note in enumerate(notes):
         svg.text(left, height - 10 - 14 * (len(notes) - 1 - i), note, size=10, fill="#555")
