@@ -4,8 +4,6 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <iostream>
-#include <sstream>
 
 #include "tensor/error.h"
 

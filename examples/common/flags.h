@@ -3,7 +3,7 @@
 // flags several programs share (--threads, --batch, --seed, --device, --backend) are defined once,
 // so they mean and check the same thing everywhere.
 //
-// Conventions (ember_app and parse):
+// Conventions (configure and parse):
 //   --name=value and --name value both work; a flag given twice keeps its last value (scripts pass
 //   defaults before "$@": scripts/train.sh --epochs=1 must win over its --epochs=5);
 //   --help prints the generated usage with every default on stdout; the program then exits 0;
@@ -20,7 +20,7 @@
 
 namespace ember::flags {
 
-// An App with ember's conventions; `description` opens --help.
+// Gives `app` ember's conventions: the last of a repeated flag wins, --help shows every default.
 void configure(CLI::App& app);
 
 enum class Parsed { kRun, kHelp };
