@@ -17,6 +17,7 @@ to the end of the finalize_backward that followed it. Standard library only.
 import argparse
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -38,17 +39,31 @@ def is_hook(e):
     return e.get("name", "").startswith("autograd_hook ")
 
 
+# ProcessGroupNCCL's device-side spans: "allreduce #12 bucket 0 (GPU)" (op, sequence number, label).
+GPU_SPAN = re.compile(r"^(\S+) #(\d+)(?: (.*))? \(GPU\)$")
+
+
 def kind_of(e):
-    """What a span is, for its colour and the legend: 'allreduce bucket 3' -> 'allreduce bucket'."""
+    """What a span is, for its colour and the legend: 'allreduce bucket 3' -> 'allreduce bucket',
+    'allreduce #12 bucket 0 (GPU)' -> 'allreduce (GPU)'; anything else by its name."""
     name = e["name"]
     if name.startswith("allreduce bucket "):
         return "allreduce bucket"
-    return name
+    gpu = GPU_SPAN.match(name)
+    return f"{gpu.group(1)} (GPU)" if gpu else name
 
 
 def label_of(e):
+    """The text on a span: a bucket's spans say which bucket ('bucket 3')."""
     name = e["name"]
-    return name[len("allreduce "):] if name.startswith("allreduce bucket ") else name
+    if name.startswith("allreduce bucket "):
+        return name[len("allreduce "):]
+    gpu = GPU_SPAN.match(name)
+    return (gpu.group(3) or "#" + gpu.group(2)) if gpu else name
+
+
+def always_labelled(e):
+    return kind_of(e) == "allreduce bucket" or bool(GPU_SPAN.match(e["name"]))
 
 
 def load_job_trace(path):
@@ -120,6 +135,39 @@ def assign_levels(lane_spans):
     return levels, max(len(level_end), 1)
 
 
+def rank_summary(lane_spans):
+    """One line of numbers for a rank's iteration: forward, backward (its first op to finalize),
+    how long finalize_backward waited, and the share of allreduce time hidden under backward."""
+    def first(name):
+        return next((e for e in sorted(lane_spans, key=lambda e: e["ts"]) if e["name"] == name), None)
+    forward, final = first("DDP forward"), first("finalize_backward")
+    ops = [e["ts"] for e in lane_spans if e.get("cat") == "autograd"]
+    buckets = [e for e in lane_spans if kind_of(e) == "allreduce bucket"]
+    parts = []
+    if forward:
+        parts.append(f"forward {forward['dur'] / 1000:.2f} ms")
+    if final and ops:
+        parts.append(f"backward {(final['ts'] - min(ops)) / 1000:.2f} ms")
+    if final:
+        parts.append(f"finalize_backward waited {final['dur'] / 1000:.2f} ms")
+    if final and buckets:
+        busy = union_length([(e["ts"], e["ts"] + e["dur"]) for e in buckets])
+        hidden = union_length([(e["ts"], min(e["ts"] + e["dur"], final["ts"])) for e in buckets if e["ts"] < final["ts"]])
+        parts.append(f"{len(buckets)} bucket allreduce(s), {100 * hidden / busy:.0f}% of their time under backward"
+                     if busy > 0 else f"{len(buckets)} bucket allreduce(s)")
+    return " · ".join(parts)
+
+
+def union_length(intervals):
+    """Total length covered by (begin, end) intervals (overlapping buckets count once)."""
+    total, reach = 0.0, float("-inf")
+    for begin, end in sorted(intervals):
+        if end > reach:
+            total += end - max(begin, reach)
+            reach = end
+    return total
+
+
 def colour_table(kinds):
     table, free = {}, [c for c in PALETTE if c not in FIXED_COLOURS.values() and c != "#000000"]
     for k in kinds:
@@ -189,6 +237,8 @@ def draw(ranks, out_path, title, which=None, width=1200):
     for (r, lanes, flows), ry in zip(layout, rank_y):
         svg.open("g", cls="rank", data_rank=r, data_start_us=repr(windows[r][0]), data_end_us=repr(windows[r][1]))
         svg.text(10, ry + 13, f"rank {r}", size=12, font_weight="bold")
+        svg.text(left, ry + 13, rank_summary([e for ln in lanes for e in ln["spans"]]), size=10, fill="#444",
+                 cls="rank-summary")
         svg.line(10, ry + 17, width - right, ry + 17, stroke="#bbb")
         ly = ry + 22
         lane_top = {}
@@ -209,7 +259,7 @@ def draw(ranks, out_path, title, which=None, width=1200):
                 if fits:
                     svg.text(x0 + 2, sy + 11, label, size=9, fill="#000" if kind_of(e) == "DDP forward" else "#fff",
                              cls="span-label")
-                elif kind_of(e) == "allreduce bucket":  # buckets are always named: beside the bar, inside the picture
+                elif always_labelled(e):  # buckets are always named: beside the bar, inside the picture
                     room_right = x1 + 2 + len(label) * 5.6 < width
                     svg.text(x1 + 2 if room_right else x0 - 2, sy + 11, label, size=9,
                              anchor="start" if room_right else "end", cls="span-label")

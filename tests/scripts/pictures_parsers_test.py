@@ -68,6 +68,28 @@ class TraceTimelineTest(unittest.TestCase):
         with self.assertRaises(SystemExit):
             trace_timeline.select_iteration({0: [x("DDP forward", 0, 10)]})
 
+    def test_gpu_stream_spans_get_their_own_lane_one_kind_and_their_bucket_label(self):
+        for t, seq in ((100, 7), (105, 8)):
+            self.ranks[0].append(x(f"allreduce #{seq} bucket 0 (GPU)", t + 25, 10, tid=2, cat="nccl"))
+        self.assertEqual(trace_timeline.kind_of(self.ranks[0][-1]), "allreduce (GPU)")
+        self.assertEqual(trace_timeline.label_of(x("allreduce #3 (GPU)", 0, 1)), "#3")
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "t.svg")
+            trace_timeline.draw(self.ranks, out, "test")
+            root = ET.parse(out).getroot()
+        rank0 = by_class(root, "g", "rank")[0]
+        self.assertEqual([l.get("data-lane") for l in by_class(rank0, "g", "lane")], ["compute", "comm", "GPU stream"])
+        legend = [t.text for t in by_class(root, "g", "legend")[0].iter(NS + "text")]
+        self.assertEqual(legend.count("allreduce (GPU)"), 1)
+
+    def test_rank_summary_counts_overlapping_buckets_once(self):
+        self.assertEqual(trace_timeline.union_length([(0, 10), (5, 20), (30, 31)]), 21)
+        # Iteration 2 of rank 0: backward from 112; finalize at 120 waits 20; the bucket [119, 139)
+        # spends 1 of its 20 µs under backward.
+        line = trace_timeline.rank_summary(trace_timeline.spans(self.ranks[0][7:14]))
+        self.assertEqual(line, "forward 0.01 ms · backward 0.01 ms · finalize_backward waited 0.02 ms · "
+                               "1 bucket allreduce(s), 5% of their time under backward")
+
     def test_nested_spans_go_one_level_down_and_overlapping_ones_stack(self):
         outer, inner, after = x("finalize_backward", 0, 10), x("search", 2, 3), x("next", 10, 1)
         levels, depth = trace_timeline.assign_levels([inner, outer, after])
