@@ -9,10 +9,11 @@
 #
 #   scripts/make_pictures.sh [--small] [--out DIR] [--walkthrough BIN --resnet BIN]
 #                            [--step_model DIR] [--cluster DIR] [--traces DIR]
-# --small: the shortest ResNet run that still has an iteration after the rebuild (what
-# tests/scripts:pictures_test runs). --traces DIR keeps the runs' traces and logs there (Perfetto
-# opens DIR/*/ember_trace_job.json); by default they are removed. Without --walkthrough/--resnet the binaries are built with
-# bazel (--jobs=2). Standard library Python (/usr/bin/python3) only.
+# --small (or QUICK=1): the shortest ResNet run that still has an iteration after the rebuild
+# (what tests/scripts:pictures_test runs). --traces DIR keeps the runs' traces and logs there
+# (Perfetto opens DIR/*/ember_trace_job.json); by default they are removed. Without
+# --walkthrough/--resnet the binaries are built with bazel (--jobs=2). Standard library Python
+# (/usr/bin/python3) only.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 scripts="$repo/scripts"
@@ -27,11 +28,12 @@ while [[ $# -gt 0 ]]; do
     --step_model) step_model="$2"; shift ;;
     --cluster) cluster="$2"; shift ;;
     --traces) traces="$2"; shift ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "make_pictures: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
+[[ "${QUICK:-0}" == 1 ]] && small=1  # as bench/step_model.sh's QUICK=1
 py=/usr/bin/python3
 [[ -x "$py" ]] || py=python3
 

@@ -7,7 +7,7 @@
 # usage: pictures_test.sh MAKE_PICTURES_SH DDP_WALKTHROUGH DDP_RESNET STEP_MODEL_DAT_FILE
 source "$(dirname "$0")/../examples/lib.sh"
 make_pictures="$(realpath "$1")" walkthrough="$(realpath "$2")" resnet="$(realpath "$3")"
-step_model="$(dirname "$(realpath "$4")")"
+step_model="$(cd "$(dirname "$4")" && pwd)"  # the runfiles copy, not the source tree
 
 # A cluster_bench.sh table as it saves them (docs/cluster_bench/scaling.txt).
 mkdir -p "$work/cluster"
@@ -91,14 +91,19 @@ report = [
     check_plot("step_model_validation.svg", 4),
     check_plot("cluster_scaling.svg", 1),
 ]
+# A plot for every data file of the step model (scaling_mlp.dat -> step_model_scaling_mlp.svg).
+for dat in sorted(os.listdir(sys.argv[3])):
+    if dat.endswith(".dat"):
+        svg("step_model_" + dat[:-len(".dat")] + ".svg")
 print("; ".join(report))
 PY
-run checked 60 python3 "$work/check.py" "$work/pictures" "$work/traces"
+run checked 60 python3 "$work/check.py" "$work/pictures" "$work/traces" "$step_model"
 [[ $rc -eq 0 ]]
 ok=$?  # before the $(cat) below, which would set $? itself
 check "pictures are well-formed SVG showing the runs ($(cat "$work/checked.out"))" $ok
 [[ $rc -eq 0 ]] || sed 's/^/  /' "$work/checked.err" >&2
+expected=$((4 + $(ls "$step_model"/*.dat | wc -l) + 1))  # runs' 4, the step model's, cluster_scaling
 n=$(ls "$work/pictures"/*.svg | wc -l)
-[[ $n -eq 13 ]]
-check "13 pictures written ($n)" $?
+[[ $n -eq $expected ]]
+check "$expected pictures written ($n)" $?
 finish
