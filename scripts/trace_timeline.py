@@ -2,7 +2,7 @@
 """A per-rank timeline of one DDP iteration as SVG, from a job trace that scripts/merge_traces.py
 made of a real run's EMBER_DDP_TRACE files.
 
-    python3 scripts/trace_timeline.py JOB_TRACE.json -o timeline.svg [--title T] [--iteration K]
+    python3 scripts/trace_timeline.py JOB_TRACE.json|TRACE_DIR -o timeline.svg [--title T] [--iteration K]
 
 Each rank is a block of lanes, one per trace thread (0: the training thread -- forward, backward
 ops, hooks, finalize; 1: the communication thread -- the buckets' allreduce spans; 2: a GPU's
@@ -33,6 +33,7 @@ FIXED_COLOURS = {"DDP forward": "#9ECAE1", "prepare_for_backward": "#7F7F7F", "f
                  "ReluBackward": "#17BECF"}
 HOOK_COLOUR, FLOW_COLOUR = "#222222", "#555555"
 ROW_H, LEVEL_H = 18, 16  # a lane's height per nesting level
+RIGHT_MARGIN = 30
 
 
 def is_hook(e):
@@ -169,6 +170,7 @@ def union_length(intervals):
 
 
 def colour_table(kinds):
+    """{kind: colour}: the fixed ones, then the palette's free colours in order of first appearance."""
     table, free = {}, [c for c in PALETTE if c not in FIXED_COLOURS.values() and c != "#000000"]
     for k in kinds:
         table[k] = FIXED_COLOURS.get(k) or free[len([1 for t in table if t not in FIXED_COLOURS]) % len(free)]
@@ -181,7 +183,7 @@ def draw(ranks, out_path, title, which=None, width=1200):
     end = max(w[1] for w in windows.values())
     pad = (end - start) * 0.02
     t0, t1 = start - pad, end + pad
-    left, right = 150, 30
+    left, right = 150, RIGHT_MARGIN
     plot_w = width - left - right
 
     def x_of(ts):
@@ -245,37 +247,7 @@ def draw(ranks, out_path, title, which=None, width=1200):
         for ln in lanes:
             h = ROW_H + LEVEL_H * (ln["depth"] - 1)
             lane_top[ln["tid"]] = (ly, ln)
-            svg.open("g", cls="lane", data_lane=LANE_NAMES.get(ln["tid"], f"thread {ln['tid']}"))
-            svg.rect(left, ly, plot_w, h, "#f7f7f7")
-            svg.text(left - 8, ly + 12, LANE_NAMES.get(ln["tid"], f"thread {ln['tid']}"), size=11, anchor="end")
-            for e in sorted(ln["spans"], key=lambda e: (e["ts"], -e["dur"])):
-                x0, x1 = x_of(e["ts"]), x_of(e["ts"] + e["dur"])
-                sy = ly + 1 + LEVEL_H * ln["levels"][id(e)]
-                tip = f"{e['name']}: {e['dur'] / 1000:.3f} ms at {(e['ts'] - start) / 1000:.3f} ms"
-                svg.rect(x0, sy, x1 - x0, LEVEL_H - 2, colours[kind_of(e)], tooltip=tip, cls="span",
-                         data_cat=e.get("cat", ""), data_name=e["name"], stroke="#fff", stroke_width=0.5)
-                label = label_of(e)
-                fits = len(label) * 5.6 + 4 < x1 - x0
-                if fits:
-                    svg.text(x0 + 2, sy + 11, label, size=9, fill="#000" if kind_of(e) == "DDP forward" else "#fff",
-                             cls="span-label")
-                elif always_labelled(e):  # buckets are always named: beside the bar, inside the picture
-                    room_right = x1 + 2 + len(label) * 5.6 < width
-                    svg.text(x1 + 2 if room_right else x0 - 2, sy + 11, label, size=9,
-                             anchor="start" if room_right else "end", cls="span-label")
-            for e in ln["hooks"]:
-                x = x_of(e["ts"])
-                svg.open("line", cls="hook", x1=round(x, 2), y1=ly - 2, x2=round(x, 2), y2=ly + h + 2,
-                         stroke=HOOK_COLOUR, stroke_width=1)
-                svg.add("title", text=e["name"])
-                svg.close("line")
-            for e in ln["instants"]:
-                x = x_of(e["ts"])
-                svg.open("path", cls="instant", d=f"M{x:.1f},{ly - 3} l-5,-7 h10 z", fill="#CC79A7")
-                svg.add("title", text=e["name"])
-                svg.close("path")
-                svg.text(x + 6, ly - 3, e["name"], size=9, fill="#CC79A7")
-            svg.close("g")
+            draw_lane(svg, ln, ly, h, colours, x_of, start, left, width)
             ly += h + 6
         draw_flows(svg, flows, lane_top, x_of)
         svg.close("g")
@@ -287,6 +259,43 @@ def draw(ranks, out_path, title, which=None, width=1200):
     print(f"trace_timeline: iteration {k} of {count}, {len(layout)} rank(s), {n_spans} spans, "
           f"{n_hooks} hooks; wrote {out_path}")
     return dict(windows=windows, iteration=k, spans=n_spans, hooks=n_hooks)
+
+
+def draw_lane(svg, ln, ly, h, colours, x_of, start, left, width):
+    """One lane of a rank at height ly: its spans (nested ones a level down, labelled when the
+    label fits; buckets always), its hooks as ticks, other instants as markers."""
+    plot_w = width - left - RIGHT_MARGIN
+    svg.open("g", cls="lane", data_lane=LANE_NAMES.get(ln["tid"], f"thread {ln['tid']}"))
+    svg.rect(left, ly, plot_w, h, "#f7f7f7")
+    svg.text(left - 8, ly + 12, LANE_NAMES.get(ln["tid"], f"thread {ln['tid']}"), size=11, anchor="end")
+    for e in sorted(ln["spans"], key=lambda e: (e["ts"], -e["dur"])):
+        x0, x1 = x_of(e["ts"]), x_of(e["ts"] + e["dur"])
+        sy = ly + 1 + LEVEL_H * ln["levels"][id(e)]
+        tip = f"{e['name']}: {e['dur'] / 1000:.3f} ms at {(e['ts'] - start) / 1000:.3f} ms"
+        svg.rect(x0, sy, x1 - x0, LEVEL_H - 2, colours[kind_of(e)], tooltip=tip, cls="span",
+                 data_cat=e.get("cat", ""), data_name=e["name"], stroke="#fff", stroke_width=0.5)
+        label = label_of(e)
+        fits = len(label) * 5.6 + 4 < x1 - x0
+        if fits:
+            svg.text(x0 + 2, sy + 11, label, size=9, fill="#000" if kind_of(e) == "DDP forward" else "#fff",
+                     cls="span-label")
+        elif always_labelled(e):  # buckets are always named: beside the bar, inside the picture
+            room_right = x1 + 2 + len(label) * 5.6 < width
+            svg.text(x1 + 2 if room_right else x0 - 2, sy + 11, label, size=9,
+                     anchor="start" if room_right else "end", cls="span-label")
+    for e in ln["hooks"]:
+        x = x_of(e["ts"])
+        svg.open("line", cls="hook", x1=round(x, 2), y1=ly - 2, x2=round(x, 2), y2=ly + h + 2,
+                 stroke=HOOK_COLOUR, stroke_width=1)
+        svg.add("title", text=e["name"])
+        svg.close("line")
+    for e in ln["instants"]:
+        x = x_of(e["ts"])
+        svg.open("path", cls="instant", d=f"M{x:.1f},{ly - 3} l-5,-7 h10 z", fill="#CC79A7")
+        svg.add("title", text=e["name"])
+        svg.close("path")
+        svg.text(x + 6, ly - 3, e["name"], size=9, fill="#CC79A7")
+    svg.close("g")
 
 
 def draw_flows(svg, flows, lane_top, x_of):
@@ -324,12 +333,18 @@ def draw_legend(svg, items, colours, x, y, w, cols):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("trace", help="a job trace from scripts/merge_traces.py")
+    p.add_argument("trace", help="a job trace from scripts/merge_traces.py, or the EMBER_DDP_TRACE "
+                                 "directory (merged first, into DIR/ember_trace_job.json)")
     p.add_argument("-o", "--out", required=True, help="the SVG to write")
     p.add_argument("--title", default="One DDP iteration, per rank")
     p.add_argument("--iteration", type=int, help="1-based; default the last complete one")
     args = p.parse_args(argv)
-    draw(load_job_trace(args.trace), args.out, args.title, args.iteration)
+    trace = args.trace
+    if os.path.isdir(trace):
+        import merge_traces  # a sibling script
+        trace = os.path.join(trace, "ember_trace_job.json")
+        merge_traces.merge(args.trace, trace)
+    draw(load_job_trace(trace), args.out, args.title, args.iteration)
     return 0
 
 
