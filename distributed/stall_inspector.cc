@@ -422,6 +422,7 @@ StallReport summarize_stall(uint64_t sequence_number, const std::string& descrip
       report.arrived.push_back(a.rank);
     } else {
       report.not_arrived.push_back(a.rank);
+      if (a.refused) report.gone.push_back(a.rank);
       reasons += (reasons.empty() ? "" : "; ") + why;
     }
   }

@@ -69,6 +69,7 @@ struct PeerAnswer {
 struct StallReport {
   std::vector<int> not_arrived;  // ranks, ascending
   std::vector<int> arrived;
+  std::vector<int> gone;  // of not_arrived: nothing listens any more (the process exited)
   // "ranks 1, 3 did not arrive (rank 1 did not respond, no answer within 2000 ms: pid 42 on node-1
   // is stopped, hung in native code, or dead; rank 3 has not arrived: its last collective is
   // barrier #41 (...), still running); rank 2 arrived"

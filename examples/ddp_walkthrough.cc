@@ -1,5 +1,5 @@
-// A guided tour of one DDP iteration for students. Run under mpirun:
-//   mpirun -np 2 bazel-bin/examples/ddp_walkthrough
+// A guided tour of one DDP iteration for students (docs/how-ddp-works.md). Run under mpirun:
+//   mpirun -np 2 bazel-bin/examples/ddp_walkthrough [--bucket_cap_mb=0.2 --first_bucket_mb=0.05]
 // It prints the parameter list with its bucket assignment (DESIGN.md steps 1-5), then narrates
 // one training iteration from rank 0's point of view — forward, every autograd hook, each
 // bucket's launch and completion, finalize — with timestamps, so the overlap of communication
@@ -13,6 +13,7 @@
 #include "distributed/ddp/distributed_data_parallel.h"
 #include "distributed/distributed.h"
 #include "distributed/trace.h"
+#include "examples/common/flags.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
 #include "tensor/all.h"
@@ -35,14 +36,26 @@ const char* design_step(const std::string& event) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  distributed::DDPOptions options;
+  options.bucket_cap_mb = 0.2;      // small buckets so a small model still has several
+  options.first_bucket_mb = 0.05;
+  CLI::App app("A narrated DDP iteration (docs/how-ddp-works.md). Run under mpirun.", "ddp_walkthrough");
+  flags::configure(app);
+  app.add_option("--bucket_cap_mb", options.bucket_cap_mb, "DDPOptions::bucket_cap_mb after the rebuild")
+      ->check(flags::number_in(1e-6, 1e6, "a size in MB"));
+  app.add_option("--first_bucket_mb", options.first_bucket_mb, "DDPOptions::first_bucket_mb")
+      ->check(flags::number_in(1e-6, 1e6, "a size in MB"));
+  try {
+    if (flags::parse(app, argc, argv, flags::launcher_rank() == 0) == flags::Parsed::kHelp) return 0;
+  } catch (const std::exception& e) {
+    if (flags::launcher_rank() == 0) std::fprintf(stderr, "ddp_walkthrough: %s\n", e.what());
+    return 1;
+  }
   auto pg = distributed::init_process_group("mpi");
   const int rank = pg->rank();
   Generator gen(0);
   auto model = nn::make_mlp({64, 256, 256, 128, 10}, &gen);
-  distributed::DDPOptions options;
-  options.bucket_cap_mb = 0.2;      // small buckets so a small model still has several
-  options.first_bucket_mb = 0.05;
   auto ddp = std::make_shared<distributed::DistributedDataParallel>(model, options);
   if (rank == 0) {
     std::printf("== Construction (steps 1-5)\n");

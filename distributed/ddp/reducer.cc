@@ -14,6 +14,21 @@
 
 namespace ember::distributed {
 
+namespace {
+
+// Equal strides wherever they matter: a dimension of size 1 is never stepped over, so its stride
+// says nothing about the layout (a [1, 16] gradient from a transposed product may carry (1, 1)
+// where its parameter has (16, 1)). PyTorch's AccumulateGrad makes gradients match the parameter's
+// strides exactly (its layout contract); ember's does not, so this is where it would show.
+bool same_memory_layout(const Tensor& a, const Tensor& b) {
+  for (int64_t d = 0; d < a.dim(); ++d) {
+    if (a.size(d) > 1 && a.stride(d) != b.stride(d)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> param_names,
                  std::vector<std::vector<size_t>> bucket_indices, ProcessGroupPtr process_group,
                  std::vector<bool> expect_sparse_gradient, ReducerOptions options)
@@ -220,7 +235,7 @@ void Reducer::mark_variable_ready_dense(size_t index) {
               "DistributedDataParallel (rank ", rank, "): the gradient of parameter '", param_name(index),
               "' (index ", index, ") is ", grad.describe(), ", but its bucket view is ", view.describe(),
               "; gradients must keep the parameter's dtype, device and shape");
-  if (grad.strides() != view.strides() && !warned_strides_) {
+  if (!same_memory_layout(grad, view) && !warned_strides_) {
     warned_strides_ = true;
     std::fprintf(stderr,
                  "[rank %d] DistributedDataParallel warning: the gradient of parameter '%s' has strides %s "

@@ -174,6 +174,12 @@ std::string Reducer::uneven_inputs_hint() const {
     if (r != rank) others += (others.empty() ? "" : ", ") + std::to_string(r);
   }
   const StallReport stall = process_group_->stall_report();
+  // A peer whose process exited did not run out of data: say so instead of suggesting Join.
+  if (!stall.gone.empty() && stall.gone.size() == stall.not_arrived.size()) {
+    return detail::str_cat(rank_list(stall.gone), stall.gone.size() > 1 ? " are" : " is",
+                           " gone (the process exited): a rank died, these are not uneven inputs. Find why "
+                           "in its own output, then resume from a checkpoint.");
+  }
   const std::string who = !stall.not_arrived.empty() ? rank_list(stall.not_arrived) + " stopped"
                           : world == 2 ? "rank " + others + " (the only other rank) stopped"
                                        : "at least one of ranks " + others + " stopped";

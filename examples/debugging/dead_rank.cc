@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "distributed/ddp/distributed_data_parallel.h"
+#include "examples/debugging/program_flags.h"
 #include "distributed/distributed.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
@@ -18,7 +19,12 @@
 
 using namespace ember;
 
-int main() {
+int main(int argc, char** argv) {
+  switch (examples::parse_debugging_flags(argc, argv, "dead_rank", "docs/debugging.md: a rank that dies", nullptr)) {
+    case examples::ProgramStart::kExit0: return 0;
+    case examples::ProgramStart::kExit1: return 1;
+    case examples::ProgramStart::kRun: break;
+  }
   distributed::ProcessGroup::Options pg_options;
   pg_options.timeout = std::chrono::seconds(3);  // a hang shows up in seconds, not in 10 minutes
   auto pg = distributed::init_process_group("mpi", pg_options);

@@ -7,10 +7,10 @@
 // Run: mpirun -np 2 bazel-bin/examples/debugging/desync [--fixed]
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 
 #include "distributed/ddp/distributed_data_parallel.h"
+#include "examples/debugging/program_flags.h"
 #include "distributed/distributed.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
@@ -19,7 +19,12 @@
 using namespace ember;
 
 int main(int argc, char** argv) {
-  const bool fixed = argc > 1 && std::strcmp(argv[1], "--fixed") == 0;
+  bool fixed = false;
+  switch (examples::parse_debugging_flags(argc, argv, "desync", "docs/debugging.md: desync", &fixed)) {
+    case examples::ProgramStart::kExit0: return 0;
+    case examples::ProgramStart::kExit1: return 1;
+    case examples::ProgramStart::kRun: break;
+  }
   distributed::ProcessGroup::Options pg_options;
   pg_options.timeout = std::chrono::seconds(3);  // a hang shows up in seconds, not in 10 minutes
   auto pg = distributed::init_process_group("mpi", pg_options);

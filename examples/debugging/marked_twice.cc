@@ -4,10 +4,10 @@
 // Fix: one backward per DDP forward -- sum the losses first: (loss_a + loss_b).backward().
 // Run: mpirun -np 2 bazel-bin/examples/debugging/marked_twice [--fixed]
 #include <cstdio>
-#include <cstring>
 #include <memory>
 
 #include "distributed/ddp/distributed_data_parallel.h"
+#include "examples/debugging/program_flags.h"
 #include "distributed/distributed.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
@@ -29,7 +29,12 @@ struct TwoHeads : nn::Module {
 };
 
 int main(int argc, char** argv) {
-  const bool fixed = argc > 1 && std::strcmp(argv[1], "--fixed") == 0;
+  bool fixed = false;
+  switch (examples::parse_debugging_flags(argc, argv, "marked_twice", "docs/debugging.md: marked twice", &fixed)) {
+    case examples::ProgramStart::kExit0: return 0;
+    case examples::ProgramStart::kExit1: return 1;
+    case examples::ProgramStart::kRun: break;
+  }
   auto pg = distributed::init_process_group("mpi");
   try {
     Generator gen(0);

@@ -6,10 +6,10 @@
 // Run: mpirun -np 2 bazel-bin/examples/debugging/model_mismatch [--fixed]
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 
 #include "distributed/ddp/distributed_data_parallel.h"
+#include "examples/debugging/program_flags.h"
 #include "distributed/distributed.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
@@ -18,7 +18,12 @@
 using namespace ember;
 
 int main(int argc, char** argv) {
-  const bool fixed = argc > 1 && std::strcmp(argv[1], "--fixed") == 0;
+  bool fixed = false;
+  switch (examples::parse_debugging_flags(argc, argv, "model_mismatch", "docs/debugging.md: model mismatch", &fixed)) {
+    case examples::ProgramStart::kExit0: return 0;
+    case examples::ProgramStart::kExit1: return 1;
+    case examples::ProgramStart::kRun: break;
+  }
   auto pg = distributed::init_process_group("mpi");
   const int rank = pg->rank();
   try {

@@ -5,10 +5,10 @@
 // (or do not register modules the run does not use).
 // Run: mpirun -np 2 bazel-bin/examples/debugging/unfinished_reduction [--fixed]
 #include <cstdio>
-#include <cstring>
 #include <memory>
 
 #include "distributed/ddp/distributed_data_parallel.h"
+#include "examples/debugging/program_flags.h"
 #include "distributed/distributed.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
@@ -32,7 +32,12 @@ struct Classifier : nn::Module {
 };
 
 int main(int argc, char** argv) {
-  const bool fixed = argc > 1 && std::strcmp(argv[1], "--fixed") == 0;
+  bool fixed = false;
+  switch (examples::parse_debugging_flags(argc, argv, "unfinished_reduction", "docs/debugging.md: unfinished reduction", &fixed)) {
+    case examples::ProgramStart::kExit0: return 0;
+    case examples::ProgramStart::kExit1: return 1;
+    case examples::ProgramStart::kRun: break;
+  }
   auto pg = distributed::init_process_group("mpi");
   try {
     Generator gen(0);

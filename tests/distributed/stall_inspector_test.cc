@@ -224,6 +224,7 @@ TEST(StallInspector, SummarySaysARefusingRankIsGone) {
   gone.refused = true;
   const StallReport r = summarize_stall(3, "allreduce #3 ()", {gone});
   EXPECT_EQ(r.not_arrived, (std::vector<int>{2}));
+  EXPECT_EQ(r.gone, (std::vector<int>{2}));
   EXPECT_EQ(r.summary,
             "rank 2 did not arrive (rank 2 is gone, connection refused: pid 99 on node-3 has exited, or "
             "destroyed this group)");

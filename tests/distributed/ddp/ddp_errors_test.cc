@@ -171,6 +171,25 @@ TEST_F(DdpErrors, DifferentlyStridedGradientIsReducedCorrectlyAndWarnsOnce) {
   EXPECT_TRUE(parameters_match(model->parameters(), reference_parameters(sc, world_), 1e-5));
 }
 
+// A stride on a dimension of size 1 says nothing about the layout: a [1, 16] weight whose gradient
+// arrives as a transposed [16, 1] (strides (1, 1) instead of (16, 1)) is laid out as its bucket view,
+// so there is nothing to warn about.
+TEST_F(DdpErrors, StridesOfSizeOneDimensionsDoNotWarn) {
+  Generator g(7);
+  auto model = nn::make_mlp({6, 16, 1}, &g);
+  auto ddp = std::make_shared<DistributedDataParallel>(model);
+  ::testing::internal::CaptureStderr();
+  for (int step = 0; step < 2; ++step) {
+    for (const Tensor& p : model->parameters()) {
+      p.mutable_grad() = p.dim() == 2 && p.size(0) == 1 ? zeros({p.size(1), p.size(0)}).t() : zeros_like(p);
+    }
+    Tensor x = randn({4, 6}, &g);
+    sum(ddp->forward(x)).backward();
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count_of(err, "but its bucket view has"), 0) << err;
+}
+
 struct NoState {};
 FuturePtr never_called(NoState&, GradBucket&) { return nullptr; }
 
