@@ -101,8 +101,16 @@ BucketCapAdvice advise_bucket_cap(const IterationTimeline& t, int64_t first_buck
     if (d < -1e-9 || (d <= 1e-9 && c.cap_bytes > a.best.cap_bytes)) a.best = c;
   }
   const double saved = a.current.backward_ms - a.best.backward_ms;
-  // Below 3% (or 0.05 ms) the prediction is within what one iteration's noise can move.
-  if (saved < 0.03 * a.current.backward_ms || saved < 0.05) {
+  bool all_same = true;
+  for (const BucketCapPrediction& c : a.candidates) all_same = all_same && c.buckets == a.current.buckets;
+  const int64_t grad_bytes = std::accumulate(t.param_bytes.begin(), t.param_bytes.end(), int64_t{0});
+  if (all_same && grad_bytes <= first_bucket_bytes + static_cast<int64_t>(0.25 * kMB)) {
+    // A model whose gradients hardly exceed the first bucket: the cap only shapes what is left.
+    a.summary = fmt::format("bucket_cap_mb makes no difference here: after the first bucket ({}) only {} of "
+                            "gradients remain; first_bucket_mb is the size that matters",
+                            format_bytes(first_bucket_bytes), format_bytes(std::max<int64_t>(0, grad_bytes - first_bucket_bytes)));
+  } else if (saved < 0.03 * a.current.backward_ms || saved < 0.05) {
+    // Below 3% (or 0.05 ms) the prediction is within what one iteration's noise can move.
     a.summary = fmt::format("keep bucket_cap_mb={:g}: predicted backward {:.2f} ms; no cap tried ends it 3% sooner",
                             current_cap_bytes / kMB, a.current.backward_ms);
   } else {

@@ -78,6 +78,6 @@ check_svg ddp.jsonl 3
 echo "== a run killed after step 4 keeps its 4 rows" >&2
 EMBER_FAULT_KILL_AT_STEP=4 run killed 120 "$train" "${small[@]}" --metrics=killed.csv
 [[ $rc -eq 137 ]]; check "the SIGKILL ended the run (exit $rc)" $?
-[[ $(wc -l <"$work/killed.csv") -eq 5 ]]
-check "killed.csv: the header and 4 rows ($(wc -l <"$work/killed.csv") lines)" $?
+[[ $(wc -l <"$work/killed.csv") -eq 5 ]]; ok=$?
+check "killed.csv: the header and 4 rows ($(wc -l <"$work/killed.csv") lines)" $ok
 finish

@@ -13,8 +13,8 @@ run walkthrough 120 env EMBER_DDP_TRACE="$work/traces" "${MPIRUN[@]}" -np 2 "$wa
 [[ $rc -eq 0 ]]
 check "walkthrough runs with EMBER_DDP_TRACE (exit $rc)" $?
 run merge 60 python3 "$merge" "$work/traces"
-[[ $rc -eq 0 ]]
-check "merge_traces.py exits 0: $(cat "$work/merge.out")" $?
+[[ $rc -eq 0 ]]; ok=$?
+check "merge_traces.py exits 0: $(cat "$work/merge.out")" $ok
 grep -q "aligned by one machine: the ranks' clock origins" "$work/merge.out"
 check "ranks of one machine are aligned by their clock origins" $?
 
@@ -37,8 +37,8 @@ assert gap_ms < float(sys.argv[2]), f"ranks' 'ddp constructed' {gap_ms:.3f} ms a
 print(f"{len(spans)} bucket spans, {len(starts)} flows, ranks {gap_ms:.3f} ms apart at construction")
 PY
 run checked 30 python3 "$work/check.py" "$work/traces/ember_trace_job.json" 50
-[[ $rc -eq 0 ]]
-check "merged trace: 2 processes, flows hook -> bucket -> finalize, one timeline ($(cat "$work/checked.out"))" $?
+[[ $rc -eq 0 ]]; ok=$?
+check "merged trace: 2 processes, flows hook -> bucket -> finalize, one timeline ($(cat "$work/checked.out"))" $ok
 
 # As if from two machines: no clock records, so the construction instants are the anchor.
 mkdir -p "$work/apart"
@@ -53,6 +53,6 @@ run apart 60 python3 "$merge" "$work/apart" -o "$work/apart.json"
 grep -q "several machines: the 'ddp constructed' instants" "$work/apart.out"
 check "without clock records the ranks are aligned by their construction instants" $?
 run apart_checked 30 python3 "$work/check.py" "$work/apart.json" 0.001
-[[ $rc -eq 0 ]]
-check "and those instants coincide ($(cat "$work/apart_checked.out"))" $?
+[[ $rc -eq 0 ]]; ok=$?
+check "and those instants coincide ($(cat "$work/apart_checked.out"))" $ok
 finish

@@ -82,6 +82,20 @@ TEST(BucketAdvisor, OneBucketIsAnEstimateNotAFit) {
   EXPECT_EQ(a.current.buckets, 2);
 }
 
+TEST(BucketAdvisor, SaysTheCapCannotMatterWhenTheFirstBucketHoldsAlmostEverything) {
+  // ResNet-20's shape: 1 MB of gradients, then 37 KB.
+  IterationTimeline t;
+  t.param_ready_ms = {1.0, 5.0};
+  t.param_bytes = {kMB, 37 * 1024};
+  t.compute_end_ms = 5.5;
+  t.bucket_launch_ms = {1.0, 5.0};
+  t.bucket_done_ms = {3.0, 5.6};
+  t.bucket_bytes = {kMB, 37 * 1024};
+  const BucketCapAdvice a = advise_bucket_cap(t, kMB, 25 * kMB);
+  EXPECT_THAT(a.summary, ::testing::StartsWith("bucket_cap_mb makes no difference here: after the first bucket "
+                                               "(1.00 MB) only 37.0 KB of gradients remain"));
+}
+
 TEST(BucketAdvisor, NothingToLearnFromAnEmptyIteration) {
   EXPECT_FALSE(advise_bucket_cap(IterationTimeline{}, kMB, 25 * kMB).valid);
 }
