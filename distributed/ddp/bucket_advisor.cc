@@ -103,12 +103,16 @@ BucketCapAdvice advise_bucket_cap(const IterationTimeline& t, int64_t first_buck
   const double saved = a.current.backward_ms - a.best.backward_ms;
   bool all_same = true;
   for (const BucketCapPrediction& c : a.candidates) all_same = all_same && c.buckets == a.current.buckets;
-  const int64_t grad_bytes = std::accumulate(t.param_bytes.begin(), t.param_bytes.end(), int64_t{0});
-  if (all_same && grad_bytes <= first_bucket_bytes + static_cast<int64_t>(0.25 * kMB)) {
+  // What the first bucket leaves: the gradients after it closes (at first_bucket_bytes or more).
+  int64_t first_fill = 0, after_first = 0;
+  for (const auto& [ready_ms, bytes] : gradients_in_ready_order(t)) {
+    (first_fill < first_bucket_bytes ? first_fill : after_first) += bytes;
+  }
+  if (all_same && after_first <= static_cast<int64_t>(0.25 * kMB)) {
     // A model whose gradients hardly exceed the first bucket: the cap only shapes what is left.
     a.summary = fmt::format("bucket_cap_mb makes no difference here: after the first bucket ({}) only {} of "
                             "gradients remain; first_bucket_mb is the size that matters",
-                            format_bytes(first_bucket_bytes), format_bytes(std::max<int64_t>(0, grad_bytes - first_bucket_bytes)));
+                            format_bytes(first_fill), format_bytes(after_first));
   } else if (saved < 0.03 * a.current.backward_ms || saved < 0.05) {
     // Below 3% (or 0.05 ms) the prediction is within what one iteration's noise can move.
     a.summary = fmt::format("keep bucket_cap_mb={:g}: predicted backward {:.2f} ms; no cap tried ends it 3% sooner",

@@ -20,11 +20,8 @@
 using namespace ember;
 
 int main(int argc, char** argv) {
-  switch (examples::parse_debugging_flags(argc, argv, "dead_rank", "docs/debugging.md: a rank that dies", nullptr)) {
-    case examples::ProgramStart::kExit0: return 0;
-    case examples::ProgramStart::kExit1: return 1;
-    case examples::ProgramStart::kRun: break;
-  }
+  const auto exit_code = examples::exit_code_from_flags(argc, argv, "dead_rank", nullptr);
+  if (exit_code) return *exit_code;
   distributed::ProcessGroup::Options pg_options;
   pg_options.timeout = std::chrono::seconds(3);  // a hang shows up in seconds, not in 10 minutes
   auto pg = distributed::init_process_group("mpi", pg_options);

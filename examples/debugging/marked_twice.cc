@@ -30,11 +30,8 @@ struct TwoHeads : nn::Module {
 
 int main(int argc, char** argv) {
   bool fixed = false;
-  switch (examples::parse_debugging_flags(argc, argv, "marked_twice", "docs/debugging.md: marked twice", &fixed)) {
-    case examples::ProgramStart::kExit0: return 0;
-    case examples::ProgramStart::kExit1: return 1;
-    case examples::ProgramStart::kRun: break;
-  }
+  const auto exit_code = examples::exit_code_from_flags(argc, argv, "marked_twice", &fixed);
+  if (exit_code) return *exit_code;
   auto pg = distributed::init_process_group("mpi");
   try {
     Generator gen(0);

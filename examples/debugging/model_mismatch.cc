@@ -19,11 +19,8 @@ using namespace ember;
 
 int main(int argc, char** argv) {
   bool fixed = false;
-  switch (examples::parse_debugging_flags(argc, argv, "model_mismatch", "docs/debugging.md: model mismatch", &fixed)) {
-    case examples::ProgramStart::kExit0: return 0;
-    case examples::ProgramStart::kExit1: return 1;
-    case examples::ProgramStart::kRun: break;
-  }
+  const auto exit_code = examples::exit_code_from_flags(argc, argv, "model_mismatch", &fixed);
+  if (exit_code) return *exit_code;
   auto pg = distributed::init_process_group("mpi");
   const int rank = pg->rank();
   try {

@@ -5,26 +5,26 @@
 
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <string>
 
 #include "examples/common/flags.h"
 
 namespace ember::examples {
 
-enum class ProgramStart { kRun, kExit0, kExit1 };
-
-// `fixed`: where --fixed lands (nullptr: the program has none).
-inline ProgramStart parse_debugging_flags(int argc, char** argv, const std::string& program,
-                                          const std::string& description, bool* fixed) {
-  CLI::App app(description, program);
+// std::nullopt: run the program; otherwise the exit code main() returns at once (0 after --help,
+// 1 after a bad flag). `fixed`: where --fixed lands (nullptr: the program has none).
+inline std::optional<int> exit_code_from_flags(int argc, char** argv, const std::string& program, bool* fixed) {
+  CLI::App app("A DDP mistake and its error message: docs/debugging.md", program);
   flags::configure(app);
   if (fixed != nullptr) app.add_flag("--fixed", *fixed, "run the corrected training loop");
   const bool rank0 = flags::launcher_rank() == 0;
   try {
-    return flags::parse(app, argc, argv, rank0) == flags::Parsed::kHelp ? ProgramStart::kExit0 : ProgramStart::kRun;
+    if (flags::parse(app, argc, argv, rank0) == flags::Parsed::kHelp) return 0;
+    return std::nullopt;
   } catch (const std::exception& e) {
     if (rank0) std::fprintf(stderr, "%s: %s\n", program.c_str(), e.what());
-    return ProgramStart::kExit1;
+    return 1;
   }
 }
 

@@ -20,11 +20,8 @@ using namespace ember;
 
 int main(int argc, char** argv) {
   bool fixed = false;
-  switch (examples::parse_debugging_flags(argc, argv, "uneven_inputs", "docs/debugging.md: uneven inputs", &fixed)) {
-    case examples::ProgramStart::kExit0: return 0;
-    case examples::ProgramStart::kExit1: return 1;
-    case examples::ProgramStart::kRun: break;
-  }
+  const auto exit_code = examples::exit_code_from_flags(argc, argv, "uneven_inputs", &fixed);
+  if (exit_code) return *exit_code;
   distributed::ProcessGroup::Options pg_options;
   pg_options.timeout = std::chrono::seconds(3);  // a hang shows up in seconds, not in 10 minutes
   auto pg = distributed::init_process_group("mpi", pg_options);

@@ -86,7 +86,7 @@ TEST(BucketAdvisor, SaysTheCapCannotMatterWhenTheFirstBucketHoldsAlmostEverythin
   // ResNet-20's shape: 1 MB of gradients, then 37 KB.
   IterationTimeline t;
   t.param_ready_ms = {1.0, 5.0};
-  t.param_bytes = {kMB, 37 * 1024};
+  t.param_bytes = {kMB, 37 * 1024};  // the first bucket closes at the first: 1 MB, then 37 KB
   t.compute_end_ms = 5.5;
   t.bucket_launch_ms = {1.0, 5.0};
   t.bucket_done_ms = {3.0, 5.6};
