@@ -5,16 +5,19 @@
 
 Panels against the global step: the loss, img/s and, for a DDP run (bytes_sent or overlap above 0
 somewhere; the single-process trainer writes 0 for both), the fraction of communication hidden
-behind backward. Dashed lines mark the epochs' starts. The SVG is written by hand (no matplotlib on
-these machines), so it opens in any browser and renders on GitHub.
+behind backward. Dashed lines mark the epochs' starts. Drawn with scripts/svg.py (standard
+library only: no matplotlib on these machines), so it opens in any browser and renders on GitHub.
 """
 
 import argparse
 import csv
 import json
 import math
+import os
 import sys
-from xml.sax.saxutils import escape
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from svg import Svg, nice_ticks, tick_label  # noqa: E402
 
 WIDTH, PANEL_HEIGHT, MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 760, 200, 70, 20, 30, 40
 COLORS = {"loss": "#d62728", "img_per_s": "#1f77b4", "overlap": "#2ca02c"}
@@ -44,38 +47,14 @@ def read_metrics(path):
     return out
 
 
-def nice_ticks(lo, hi, count=5, integer=False):
-    """About `count` round tick values covering [lo, hi] (whole numbers only with `integer`)."""
-    if hi <= lo:
-        hi = lo + (abs(lo) or 1.0)
-    raw = (hi - lo) / count
-    if integer:
-        raw = max(raw, 1.0)
-    mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
-    first = math.floor(lo / step) * step
-    ticks = []
-    t = first
-    while t <= hi + step * 1e-9:
-        ticks.append(round(t, 12))
-        t += step
-    if ticks[-1] < hi:
-        ticks.append(ticks[-1] + step)
-    return ticks
-
-
-def fmt(v):
-    return f"{v:.4g}" if abs(v) < 1e5 else f"{v:.3g}"
-
-
-def panel(rows, key, top, epoch_starts):
-    """SVG elements of one panel whose frame starts at y = top."""
+def panel(svg, rows, key, top, epoch_starts):
+    """One panel of `key` against the step, its frame starting at y = top."""
     points = [(r["step"], r[key]) for r in rows if r.get(key) is not None]
     x0, x1 = MARGIN_LEFT, WIDTH - MARGIN_RIGHT
     y0, y1 = top + PANEL_HEIGHT, top  # bottom, top of the plot area
     steps = [r["step"] for r in rows]
-    xs = nice_ticks(min(steps), max(steps), integer=True)
-    ys = nice_ticks(min(v for _, v in points), max(v for _, v in points)) if points else [0, 1]
+    xs = nice_ticks(min(steps), max(steps), count=5, integer=True)
+    ys = nice_ticks(min(v for _, v in points), max(v for _, v in points), count=5) if points else [0, 1]
     if key == "overlap":
         ys = [0, 0.25, 0.5, 0.75, 1.0]
 
@@ -85,24 +64,21 @@ def panel(rows, key, top, epoch_starts):
     def sy(y):
         return y0 - (y - ys[0]) / ((ys[-1] - ys[0]) or 1) * (y0 - y1)
 
-    e = [f'<text x="{x0}" y="{top - 8}" font-size="14" font-weight="bold">{escape(TITLES[key])}</text>',
-         f'<rect x="{x0}" y="{y1}" width="{x1 - x0}" height="{y0 - y1}" fill="none" stroke="#888"/>']
+    svg.text(x0, top - 8, TITLES[key], size=14, font_weight="bold")
+    svg.add("rect", x=x0, y=y1, width=x1 - x0, height=y0 - y1, fill="none", stroke="#888")
     for t in ys:
-        e.append(f'<line x1="{x0}" y1="{sy(t):.1f}" x2="{x1}" y2="{sy(t):.1f}" stroke="#eee"/>')
-        e.append(f'<text x="{x0 - 6}" y="{sy(t) + 4:.1f}" font-size="11" text-anchor="end">{fmt(t)}</text>')
+        svg.line(x0, sy(t), x1, sy(t), stroke="#eee")
+        svg.text(x0 - 6, sy(t) + 4, tick_label(t), anchor="end")
     for t in xs:
-        e.append(f'<text x="{sx(t):.1f}" y="{y0 + 16}" font-size="11" text-anchor="middle">{fmt(t)}</text>')
+        svg.text(sx(t), y0 + 16, tick_label(t), anchor="middle")
     for s in epoch_starts:
-        e.append(f'<line x1="{sx(s):.1f}" y1="{y1}" x2="{sx(s):.1f}" y2="{y0}" stroke="#aaa" '
-                 'stroke-dasharray="4,3"/>')
+        svg.line(sx(s), y1, sx(s), y0, stroke="#aaa", stroke_dasharray="4,3")
     if points:
-        path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in points)
-        e.append(f'<polyline points="{path}" fill="none" stroke="{COLORS[key]}" stroke-width="1.5"/>')
+        svg.add("polyline", points=" ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in points), fill="none",
+                stroke=COLORS[key], stroke_width=1.5)
         if len(points) == 1:
-            x, y = points[0]
-            e.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3" fill="{COLORS[key]}"/>')
-    e.append(f'<text x="{(x0 + x1) / 2}" y="{y0 + 32}" font-size="11" text-anchor="middle">step</text>')
-    return e
+            svg.add("circle", cx=round(sx(points[0][0]), 1), cy=round(sy(points[0][1]), 1), r=3, fill=COLORS[key])
+    svg.text((x0 + x1) / 2, y0 + 32, "step", anchor="middle")
 
 
 def render(rows, title):
@@ -112,15 +88,11 @@ def render(rows, title):
         keys.append("overlap")
     epoch_starts = [b["step"] for a, b in zip(rows, rows[1:]) if a.get("epoch") != b.get("epoch")]
     height = len(keys) * (PANEL_HEIGHT + MARGIN_TOP + MARGIN_BOTTOM) + 30
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
-           f'viewBox="0 0 {WIDTH} {height}" font-family="sans-serif">',
-           f'<rect width="{WIDTH}" height="{height}" fill="white"/>',
-           f'<text x="{WIDTH / 2}" y="20" font-size="15" text-anchor="middle">{escape(title)}</text>']
+    svg = Svg(WIDTH, height, title)
+    svg.text(WIDTH / 2, 20, title, size=15, anchor="middle")
     for i, key in enumerate(keys):
-        top = 30 + MARGIN_TOP + i * (PANEL_HEIGHT + MARGIN_TOP + MARGIN_BOTTOM)
-        out += panel(rows, key, top, epoch_starts)
-    out.append("</svg>")
-    return "\n".join(out) + "\n"
+        panel(svg, rows, key, 30 + MARGIN_TOP + i * (PANEL_HEIGHT + MARGIN_TOP + MARGIN_BOTTOM), epoch_starts)
+    return str(svg)
 
 
 def main():

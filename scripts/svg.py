@@ -84,11 +84,14 @@ def _open(tag, attrs):
     return "<" + " ".join(out)
 
 
-def nice_ticks(lo, hi, count=6):
-    """Round tick values (1, 2 or 5 times a power of ten apart), the first <= lo, the last >= hi."""
+def nice_ticks(lo, hi, count=6, integer=False):
+    """Round tick values (1, 2 or 5 times a power of ten apart), the first <= lo, the last >= hi;
+    whole numbers only with `integer` (steps of a training run)."""
     if hi <= lo:
         hi = lo + 1
     raw = (hi - lo) / max(count, 1)
+    if integer:
+        raw = max(raw, 1.0)
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
     first, last = math.floor(lo / step + 1e-9), math.ceil(hi / step - 1e-9)

@@ -37,36 +37,37 @@ std::vector<double> service_times(const IterationTimeline& t) {
   return s;
 }
 
-}  // namespace
-
-BucketCapPrediction predict_backward(const IterationTimeline& t, int64_t first_bucket_bytes, int64_t cap_bytes,
-                                     double alpha_ms, double beta_ms_per_byte) {
+// Steps 2-4 for one cap, over the gradients already in ready order (step 1).
+BucketCapPrediction predict(const std::vector<std::pair<double, int64_t>>& gradients, double compute_end_ms,
+                            int64_t first_bucket_bytes, int64_t cap_bytes, double alpha_ms, double beta_ms_per_byte) {
   BucketCapPrediction p;
   p.cap_bytes = cap_bytes;
-  double comm_free = 0, end = t.compute_end_ms;
+  double comm_free = 0, ready = 0;
   int64_t filled = 0;
-  double ready = 0;
   auto close_bucket = [&] {  // steps 2-3
     const double start = std::max(ready, comm_free);
     comm_free = start + alpha_ms + beta_ms_per_byte * static_cast<double>(filled);
     ++p.buckets;
     filled = 0;
   };
-  for (const auto& [ready_ms, bytes] : gradients_in_ready_order(t)) {
+  for (const auto& [ready_ms, bytes] : gradients) {
     filled += bytes;
     ready = ready_ms;
     if (filled >= (p.buckets == 0 ? first_bucket_bytes : cap_bytes)) close_bucket();
   }
   if (filled > 0) close_bucket();
-  p.backward_ms = std::max(end, comm_free);  // step 4
+  p.backward_ms = std::max(compute_end_ms, comm_free);  // step 4
   return p;
 }
+
+}  // namespace
 
 BucketCapAdvice advise_bucket_cap(const IterationTimeline& t, int64_t first_bucket_bytes, int64_t current_cap_bytes) {
   BucketCapAdvice a;
   const std::vector<double> s = service_times(t);
   const int64_t total_bytes = std::accumulate(t.bucket_bytes.begin(), t.bucket_bytes.end(), int64_t{0});
-  if (s.empty() || total_bytes <= 0 || gradients_in_ready_order(t).empty()) return a;
+  const std::vector<std::pair<double, int64_t>> gradients = gradients_in_ready_order(t);
+  if (s.empty() || total_bytes <= 0 || gradients.empty()) return a;
   a.valid = true;
   a.fitted_buckets = static_cast<int64_t>(s.size());
   // Least squares of s = alpha + beta * bytes.
@@ -91,7 +92,7 @@ BucketCapAdvice advise_bucket_cap(const IterationTimeline& t, int64_t first_buck
   if (std::find(caps.begin(), caps.end(), current_cap_bytes) == caps.end()) caps.push_back(current_cap_bytes);
   std::sort(caps.begin(), caps.end());
   for (int64_t cap : caps) {
-    a.candidates.push_back(predict_backward(t, first_bucket_bytes, cap, alpha, beta));
+    a.candidates.push_back(predict(gradients, t.compute_end_ms, first_bucket_bytes, cap, alpha, beta));
     if (cap == current_cap_bytes) a.current = a.candidates.back();
   }
   // The smallest prediction; ties go to the larger cap (fewer collectives, same time).
@@ -105,7 +106,7 @@ BucketCapAdvice advise_bucket_cap(const IterationTimeline& t, int64_t first_buck
   for (const BucketCapPrediction& c : a.candidates) all_same = all_same && c.buckets == a.current.buckets;
   // What the first bucket leaves: the gradients after it closes (at first_bucket_bytes or more).
   int64_t first_fill = 0, after_first = 0;
-  for (const auto& [ready_ms, bytes] : gradients_in_ready_order(t)) {
+  for (const auto& [ready_ms, bytes] : gradients) {
     (first_fill < first_bucket_bytes ? first_fill : after_first) += bytes;
   }
   if (all_same && after_first <= static_cast<int64_t>(0.25 * kMB)) {

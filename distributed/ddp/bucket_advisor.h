@@ -47,8 +47,4 @@ struct BucketCapAdvice {
 BucketCapAdvice advise_bucket_cap(const IterationTimeline& timeline, int64_t first_bucket_bytes,
                                   int64_t current_cap_bytes);
 
-// The model's steps 1-4 for one cap: the predicted backward and its bucket count.
-BucketCapPrediction predict_backward(const IterationTimeline& timeline, int64_t first_bucket_bytes,
-                                     int64_t cap_bytes, double alpha_ms, double beta_ms_per_byte);
-
 }  // namespace ember::distributed

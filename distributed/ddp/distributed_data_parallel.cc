@@ -91,7 +91,7 @@ void DistributedDataParallel::on_iteration_finalized() {
   first_iteration_report_ = format_first_iteration_report(facts);
   first_snapshot_.reset();
   const int rank = process_group_->rank();
-  const std::vector<size_t> unused = parameters_without_gradient(facts.first, param_names_);
+  const std::vector<size_t> unused = parameters_without_gradient(facts.first);
   if (rank == 0) {
     std::fputs(first_iteration_report_.c_str(), stderr);
   } else if (!unused.empty()) {

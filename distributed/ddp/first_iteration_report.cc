@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <numeric>
 #include <sstream>
 
@@ -26,7 +25,7 @@ std::string prefix_lines(const std::string& text, int rank) {
 
 std::string unused_line(const FirstIterationFacts& f) {
   const DDPLoggingData& d = f.first.data;
-  const std::vector<size_t> unused = parameters_without_gradient(f.first, f.param_names);
+  const std::vector<size_t> unused = parameters_without_gradient(f.first);
   if (unused.empty()) return "parameters that got no gradient in iteration 1: none\n";
   std::string out = fmt::format("parameters that got no gradient in iteration 1: {}", unused.size());
   if (d.find_unused_parameters || d.static_graph) {
@@ -85,17 +84,10 @@ std::string advisor_lines(const FirstIterationFacts& f) {
 
 }  // namespace
 
-std::vector<size_t> parameters_without_gradient(const IterationSnapshot& snapshot,
-                                                const std::vector<std::string>& param_names) {
+std::vector<size_t> parameters_without_gradient(const IterationSnapshot& snapshot) {
   const DDPLoggingData& d = snapshot.data;
   std::vector<size_t> out;
-  if (d.find_unused_parameters || d.static_graph) {
-    for (const std::string& name : d.unused_parameter_names) {
-      auto it = std::find(param_names.begin(), param_names.end(), name);
-      if (it != param_names.end()) out.push_back(static_cast<size_t>(it - param_names.begin()));
-    }
-    return out;
-  }
+  if (d.find_unused_parameters || d.static_graph) return d.unused_parameter_indices;
   for (size_t i = 0; i < snapshot.timeline.param_ready_ms.size(); ++i) {
     if (snapshot.timeline.param_ready_ms[i] < 0) out.push_back(i);
   }

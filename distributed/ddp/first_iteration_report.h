@@ -30,7 +30,6 @@ std::string format_first_iteration_report(const FirstIterationFacts& facts);
 
 // The parameters of `snapshot`'s iteration that got no gradient on this rank, by index: those
 // find_unused_parameters found, or else those whose autograd hook did not fire.
-std::vector<size_t> parameters_without_gradient(const IterationSnapshot& snapshot,
-                                                const std::vector<std::string>& param_names);
+std::vector<size_t> parameters_without_gradient(const IterationSnapshot& snapshot);
 
 }  // namespace ember::distributed

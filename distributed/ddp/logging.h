@@ -83,6 +83,7 @@ struct DDPLoggingData {
   int64_t num_iterations = 0;                      // forwards that synchronised gradients
   int64_t unused_parameter_count = 0;               // in the last iteration
   std::vector<std::string> unused_parameter_names;
+  std::vector<size_t> unused_parameter_indices;     // the same, by parameter index
   IterationStats last;
   StragglerReport straggler;  // DDPOptions::straggler_check_every
 };

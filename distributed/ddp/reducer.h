@@ -83,8 +83,10 @@ class Reducer {
   DDPLoggingData logging_data() const;
   // The last synchronising iteration's timings (logging_data().last without the copying).
   const IterationStats& last_iteration_stats() const { return last_stats_; }
-  // The last synchronising iteration's gradient-ready and bucket times.
-  const IterationTimeline& last_iteration_timeline() const { return last_timeline_; }
+  // The last synchronising iteration's gradient-ready and bucket times, built on demand from what
+  // the iteration recorded: valid from its finalize_backward until the next forward (the iteration
+  // observer's window), so nothing is copied in iterations nobody asks about.
+  IterationTimeline last_iteration_timeline() const;
   // Whether the next forward will rebuild the buckets (step 13 has not happened yet).
   bool will_rebuild_buckets() const { return should_rebuild_buckets(); }
   bool static_graph_first_iteration() const { return options_.static_graph && num_iterations_ == 1; }
@@ -144,7 +146,6 @@ class Reducer {
                            bool global_unused);
   void reset_after_iteration();
   void record_iteration_stats(double compute_end_us);
-  void record_iteration_timeline(double compute_end_us);
   void delay_all_reduce_locked();
   // Errors users hit.
   void ensure_prior_reduction_finished();
@@ -214,8 +215,8 @@ class Reducer {
   double backward_start_us_ = 0, last_hook_us_ = 0;
   double unused_search_ms_ = 0;
   std::vector<double> hook_us_;  // by parameter index, this iteration (0: not fired)
+  double compute_end_us_ = 0;    // finalize_backward began in the last iteration
   IterationStats last_stats_;
-  IterationTimeline last_timeline_;
   std::function<void()> iteration_observer_;
 };
 

@@ -29,7 +29,7 @@ void Reducer::prepare_for_backward(const std::vector<Tensor>& outputs) {
   std::fill(ready_this_iteration_.begin(), ready_this_iteration_.end(), false);
   has_marked_unused_parameters_ = false;
   backward_start_us_ = 0;
-  hook_us_.assign(params_.size(), 0.0);
+  std::fill(hook_us_.begin(), hook_us_.end(), 0.0);
   unused_search_ms_ = 0;
   // Under static_graph the unused set is found once, from the first iteration's hook counts
   // (delay_all_reduce), and kept.
@@ -261,27 +261,25 @@ void Reducer::record_iteration_stats(double compute_end_us) {
   last_stats_.first_launch_us = buckets_.empty() ? 0.0 : buckets_[0].launch_us;
   last_stats_.last_hook_us = last_hook_us_;
   last_stats_.unused_search_ms = unused_search_ms_;
-  record_iteration_timeline(compute_end_us);
+  compute_end_us_ = compute_end_us;
 }
 
-void Reducer::record_iteration_timeline(double compute_end_us) {
+IterationTimeline Reducer::last_iteration_timeline() const {
   // static_graph's first iteration fires no counted hook: its times start at finalize.
-  const double origin = backward_start_us_ > 0 ? backward_start_us_ : compute_end_us;
+  const double origin = backward_start_us_ > 0 ? backward_start_us_ : compute_end_us_;
   auto ms = [origin](double us) { return (us - origin) / 1000.0; };
-  IterationTimeline& t = last_timeline_;
-  t = IterationTimeline{};
+  IterationTimeline t;
   for (size_t i = 0; i < params_.size(); ++i) {
-    const bool fired = i < hook_us_.size() && hook_us_[i] > 0;
-    t.param_ready_ms.push_back(fired ? ms(hook_us_[i]) : -1.0);
+    t.param_ready_ms.push_back(hook_us_[i] > 0 ? ms(hook_us_[i]) : -1.0);
     t.param_bytes.push_back(static_cast<int64_t>(params_[i].nbytes()));
   }
-  const std::vector<int64_t> sizes = bucket_sizes_in_bytes(bucket_indices_);
-  for (size_t b = 0; b < buckets_.size(); ++b) {
-    t.bucket_launch_ms.push_back(ms(buckets_[b].launch_us));
-    t.bucket_done_ms.push_back(ms(*buckets_[b].done_us > 0 ? *buckets_[b].done_us : compute_end_us));
-    t.bucket_bytes.push_back(b < sizes.size() ? sizes[b] : 0);
+  t.bucket_bytes = bucket_sizes_in_bytes(bucket_indices_);
+  for (const Bucket& b : buckets_) {
+    t.bucket_launch_ms.push_back(ms(b.launch_us));
+    t.bucket_done_ms.push_back(ms(*b.done_us > 0 ? *b.done_us : compute_end_us_));
   }
-  t.compute_end_ms = ms(compute_end_us);
+  t.compute_end_ms = ms(compute_end_us_);
+  return t;
 }
 
 void Reducer::notify_iteration_observer() {
@@ -440,6 +438,7 @@ DDPLoggingData Reducer::logging_data() const {
   d.has_rebuilt_buckets = has_rebuilt_bucket_;
   d.num_iterations = num_iterations_;
   d.unused_parameter_count = static_cast<int64_t>(unused_parameters_.size());
+  d.unused_parameter_indices = unused_parameters_;
   for (size_t i : unused_parameters_) d.unused_parameter_names.push_back(param_name(i));
   d.last = last_stats_;
   return d;

@@ -1,7 +1,6 @@
 #include "examples/common/flags.h"
 
 #include <cctype>
-#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 
@@ -36,23 +35,6 @@ Parsed parse(CLI::App& app, int argc, char** argv, bool print_help) {
     EMBER_THROW(e.what(), " (see --help)");
   }
 }
-
-namespace {
-
-// "" when `text` is a whole base-10 integer in int64's range (*value set), else why not.
-std::string whole_integer(const std::string& text, int64_t* value) {
-  errno = 0;
-  char* end = nullptr;
-  const long long v = text.empty() ? 0 : std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || end != text.c_str() + text.size() || std::isspace(static_cast<unsigned char>(text[0]))) {
-    return "'" + text + "' is not an integer";
-  }
-  if (errno == ERANGE) return "'" + text + "' is out of range";
-  *value = v;
-  return "";
-}
-
-}  // namespace
 
 CLI::Validator integer_where(std::function<bool(int64_t)> ok, const std::string& what) {
   return CLI::Validator(

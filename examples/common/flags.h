@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "examples/common/whole_number.h"
+
 namespace ember::flags {
 
 // Gives `app` ember's conventions: the last of a repeated flag wins, --help shows every default.

@@ -3,12 +3,11 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <stdexcept>
 
+#include "examples/common/whole_number.h"
 #include "nn/checkpoint.h"
 #include "tensor/all.h"
 #include "tensor/cpu/capability.h"
@@ -16,38 +15,6 @@
 #include "tensor/parallel.h"
 
 namespace ember::examples {
-
-namespace {
-
-// `parse` (std::stoll, std::stod) over the whole of `text`; `what` names the kind in the error.
-template <typename T, typename Parse>
-T parse_whole(const std::string& text, Parse parse, const char* what) {
-  size_t used = 0;
-  T v{};
-  try {
-    v = parse(text, &used);
-  } catch (const std::out_of_range&) {
-    EMBER_THROW("out of range");
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  EMBER_CHECK(!text.empty() && used == text.size(), "not ", what);
-  return v;
-}
-
-}  // namespace
-
-int64_t parse_int64(const std::string& text) {
-  return parse_whole<int64_t>(text, [](const std::string& t, size_t* used) { return std::stoll(t, used); },
-                              "an integer");
-}
-
-double parse_double(const std::string& text) {
-  const double v = parse_whole<double>(
-      text, [](const std::string& t, size_t* used) { return std::stod(t, used); }, "a finite number");
-  EMBER_CHECK(std::isfinite(v), "not a finite number");
-  return v;
-}
 
 Device training_device(const TrainConfig& cfg, int local_rank) {
   if (cfg.device == "cpu") return kCPU;
@@ -204,11 +171,11 @@ EpochStats train_epoch(nn::Module& model, data::DataLoader& loader, optim::Optim
 void maybe_kill_at_step(int64_t global_step, int rank) {
   static const int64_t kill_at = [] {
     const char* v = std::getenv("EMBER_FAULT_KILL_AT_STEP");
-    return v ? parse_int64(v) : -1;
+    return v ? flags::parse_int64(v) : -1;
   }();
   static const int64_t kill_rank = [] {
     const char* v = std::getenv("EMBER_FAULT_KILL_RANK");
-    return v ? parse_int64(v) : -1;
+    return v ? flags::parse_int64(v) : -1;
   }();
   if (global_step == kill_at && (kill_rank < 0 || kill_rank == rank)) {
     std::fprintf(stderr, "[rank %d] EMBER_FAULT_KILL_AT_STEP=%lld: sending myself SIGKILL\n", rank,

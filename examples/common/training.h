@@ -51,9 +51,9 @@ void add_train_flags(CLI::App& app, TrainConfig* cfg);
 void check_train_config(const TrainConfig& cfg);
 
 // A trainer's command line: TrainConfig's flags plus the program's own, added by `extra`. --help
-// prints the generated usage (when `print_help`: rank 0 of a job) and sets *help. Throws ember::Error, one line naming the flag and
-// value, on an unknown flag, a malformed value ("--batch=abc", "--batch=12x") or one out of range
-// ("--epochs=-1", "--depth=10").
+// prints the generated usage (when `print_help`: rank 0 of a job) and sets *help. Throws
+// ember::Error, one line naming the flag and value, on an unknown flag, a malformed value
+// ("--batch=abc", "--batch=12x") or one out of range ("--epochs=-1", "--depth=10").
 TrainConfig parse_flags(int argc, char** argv, const std::string& program, bool* help,
                         const std::function<void(CLI::App&)>& extra = {}, bool print_help = true);
 
@@ -81,10 +81,6 @@ double evaluate(nn::Module& model, const std::shared_ptr<data::TensorDataset>& d
 // on the device of the model's parameters.
 int64_t count_correct(nn::Module& model, const std::shared_ptr<data::TensorDataset>& dataset,
                       int64_t begin, int64_t end);
-
-// Whole-string numbers (environment variables): "12x", "" and out-of-range values throw.
-int64_t parse_int64(const std::string& text);
-double parse_double(const std::string& text);
 
 struct EpochStats {
   int64_t steps = 0;
