@@ -9,7 +9,9 @@
 #   4. bazel test --config=tsan    ThreadSanitizer on the suites whose threads are ember's own
 #                                  (tag "tsan": Work/Future, DataLoader, stall inspector) and on
 #                                  the mpirun suites (one world size each)
-# The cluster test (tag "cluster": network namespaces, scripts/cluster.sh) runs in step 1 only.
+# The cluster test (tag "cluster": network namespaces, scripts/cluster.sh) runs in step 1 only, as
+# do tests tagged "sanitizer_slow": long trainings, Python drawing, or benchmark binaries whose C++
+# paths other suites already run under the sanitizers (each BUILD entry says why).
 # Suppressions: only Open MPI's own libraries, in tests/sanitizers/{lsan,tsan}.supp (each says why).
 # Installs missing Debian packages first (scripts/bootstrap.sh). EMBER_SKIP_CUDASIM=1 skips step 2,
 # EMBER_SKIP_ASAN=1 step 3, EMBER_SKIP_TSAN=1 step 4.
