@@ -15,6 +15,12 @@ struct EigenBaselines {
   // out(n) [O, S*S] = w [O, C*9] x cols.
   void (*conv3x3_f32)(const float* x, const float* w, float* cols, float* out, int64_t N, int64_t C,
                       int64_t O, int64_t S);
+  // Its gradients by the same lowering: grad_x(n) = col2im(w^T x grad_out(n)) with cols as the
+  // [C*9, S*S] buffer; grad_w [O, C*9] = sum over n of grad_out(n) x im2col(x(n))^T.
+  void (*conv3x3_input_grad_f32)(const float* w, const float* grad_out, float* cols, float* grad_x,
+                                 int64_t N, int64_t C, int64_t O, int64_t S);
+  void (*conv3x3_weight_grad_f32)(const float* x, const float* grad_out, float* cols,
+                                  float* grad_w, int64_t N, int64_t C, int64_t O, int64_t S);
 };
 
 // The baselines of cpu_capability_level().

@@ -1,7 +1,9 @@
 // conv2d forward and backward CPU kernels: image by image, im2col into a per-thread buffer and one
 // GEMM per group straight into NCHW. Backward recomputes the columns rather than keeping them alive
-// between forward and backward. Stride-1 float convolutions on wide enough maps (ResNet's 3x3
-// layers: forward, input gradient and weight gradient) skip im2col: tensor/cpu/direct_conv.h.
+// between forward and backward. Float 3x3 stride-1 convolutions (ResNet's 3x3 layers: forward and
+// input gradient) run Winograd F(2x2, 3x3) (tensor/cpu/winograd_conv.h); other stride-1 float
+// convolutions on wide enough maps, and the 3x3 layers' weight gradients, skip im2col with the
+// direct kernel (tensor/cpu/direct_conv.h).
 // Threads split the images (forward, input gradient) and fixed chunks of images (weight gradient;
 // Note [Deterministic parallel kernels]). Checks and output allocation are the op's (tensor/conv.cc).
 #include <type_traits>
@@ -12,6 +14,7 @@
 #include "tensor/cpu/direct_conv.h"
 #include "tensor/cpu/im2col.h"
 #include "tensor/cpu/kernels_cpu.h"
+#include "tensor/cpu/winograd_conv.h"
 #include "tensor/factories.h"
 #include "tensor/ops.h"
 #include "tensor/parallel.h"
@@ -80,6 +83,22 @@ void conv_forward_images(const T* in, const T* w, const T* b, const ConvGeometry
   }
 }
 
+// Images [begin, end) by Winograd F(2x2, 3x3) from the transformed weights u.
+void winograd_forward_images(const float* in, const float* u, const float* b, const ConvGeometry& g,
+                             int64_t O, float* o, int64_t begin, int64_t end) {
+  const int64_t P = g.Ho * g.Wo;
+  Tensor buffer = scratch<float>(winograd_conv_scratch_size(g, O));
+  for (int64_t n = begin; n < end; ++n) {
+    float* out = o + n * O * P;
+    winograd_conv(in + n * g.C * g.H * g.W, u, g, O, out, buffer.data_ptr<float>());
+    if (b) {
+      for (int64_t c = 0; c < O; ++c) {
+        for (int64_t i = 0; i < P; ++i) out[c * P + i] += b[c];
+      }
+    }
+  }
+}
+
 template <typename T>
 void conv_forward_impl(const Tensor& out, const Tensor& input, const Tensor& weight,
                        const Tensor& bias, const ConvGeometry& g, int64_t G) {
@@ -88,6 +107,17 @@ void conv_forward_impl(const Tensor& out, const Tensor& input, const Tensor& wei
   const T* b = bias.defined() ? bias.data_ptr<T>() : nullptr;
   T* o = out.data_ptr<T>();
   const int64_t O = weight.size(0);
+  if constexpr (std::is_same_v<T, float>) {
+    if (G == 1 && winograd_conv_applies(g, O)) {
+      Tensor u = scratch<float>(winograd_weight_size(g, O));  // shared by every image and thread
+      winograd_transform_weight(w, g, O, u.data_ptr<float>());
+      const float* uw = u.data_ptr<float>();
+      parallel_for(0, g.N, 1, [&](int64_t begin, int64_t end) {
+        winograd_forward_images(in, uw, b, g, O, o, begin, end);
+      });
+      return;
+    }
+  }
   parallel_for(0, g.N, 1, [&](int64_t begin, int64_t end) {
     conv_forward_images<T>(in, w, b, g, O, G, o, begin, end);
   });

@@ -1,6 +1,9 @@
 // Forward values of the nn primitives against direct reference loops written here (gradients are
 // covered by tests/autograd/gradcheck_test.cc).
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -92,6 +95,60 @@ TEST(Conv2d, DirectFloatPathMatchesReference) {
     EXPECT_TRUE(allclose(gw.to(kFloat64), gw64, 1e-4, 1e-3)) << name;
     EXPECT_TRUE(allclose(gb.to(kFloat64), gb64, 1e-4, 1e-3)) << name;
   }
+}
+
+// The largest |got - want| over the largest |want|.
+double relative_max_error(const Tensor& got, const Tensor& want) {
+  Tensor g = got.to(kFloat64).contiguous(), w = want.to(kFloat64).contiguous();
+  double err = 0, scale = 0;
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    err = std::max(err, std::abs(g.data_ptr<double>()[i] - w.data_ptr<double>()[i]));
+    scale = std::max(scale, std::abs(w.data_ptr<double>()[i]));
+  }
+  return scale > 0 ? err / scale : err;
+}
+
+TEST(Conv2d, WinogradMatchesFloat64) {
+  // Float32 3x3 stride-1 convolutions with >= 4 input and a multiple of 4 output channels run
+  // Winograd F(2x2, 3x3) (tensor/cpu/winograd_conv.cc), forward and input gradient. Odd sizes
+  // leave half tiles; tile counts below, at and past one, two and three vectors of 4, 8 and 16
+  // lanes; padding 0, 1 and 2 (the input gradient of padding 0 pads by 2); 1x1 and 2x2 maps.
+  // Bound: max |error| <= 2e-6 of the largest output (float32's epsilon is 1.2e-7; F(2x2, 3x3)
+  // adds a few roundings to each product's sum, and ResNet's layers measure ~3e-7 here).
+  std::vector<ConvCase> cases = {
+      {{2, 16, 28, 28}, {16, 16, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},  // ResNet-20's three stages
+      {{2, 32, 14, 14}, {32, 32, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},
+      {{2, 64, 7, 7}, {64, 64, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},
+      {{1, 4, 1, 1}, {4, 4, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},       // one output, one tile
+      {{3, 5, 2, 2}, {8, 5, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},
+      {{1, 7, 9, 13}, {12, 7, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},     // odd both ways, 35 tiles
+      {{2, 6, 11, 5}, {4, 6, 3, 3}, {{1, 1}, {0, 0}, {1, 1}, 1}},      // no padding: 9 x 3 out
+      {{1, 9, 6, 10}, {20, 9, 3, 3}, {{1, 1}, {2, 2}, {1, 1}, 1}},     // padding 2: 8 x 12 out
+      {{1, 4, 8, 17}, {4, 4, 3, 3}, {{1, 1}, {1, 0}, {1, 1}, 1}},      // asymmetric padding
+      {{1, 17, 32, 32}, {8, 17, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},   // 256 tiles
+  };
+  Generator gen(7);
+  double worst = 0;
+  for (const auto& c : cases) {
+    const std::string name = "x " + shape_to_string(c.x) + " w " + shape_to_string(c.w) +
+                             " padding " + std::to_string(c.p.padding[0]) + "," +
+                             std::to_string(c.p.padding[1]);
+    Tensor x = randn(c.x, &gen), w = randn(c.w, &gen), b = randn({c.w[0]}, &gen);
+    Tensor got = conv2d(x, w, b, c.p);
+    Tensor want = reference_conv(x, w, b, c.p);
+    ASSERT_EQ(got.sizes(), want.sizes()) << name;
+    const double forward_error = relative_max_error(got, want);
+    EXPECT_LE(forward_error, 2e-6) << name;
+    Tensor go = randn(got.sizes(), &gen);
+    Tensor gi = std::get<0>(conv2d_backward(go, x, w, c.p, {true, false, false}));
+    Tensor gi64 = std::get<0>(
+        conv2d_backward(go.to(kFloat64), x.to(kFloat64), w.to(kFloat64), c.p, {true, false, false}));
+    const double input_grad_error = relative_max_error(gi, gi64);
+    EXPECT_LE(input_grad_error, 2e-6) << name;
+    worst = std::max({worst, forward_error, input_grad_error});
+  }
+  RecordProperty("worst_relative_error", std::to_string(worst));
+  std::printf("Winograd F(2x2, 3x3): worst max|error| / max|output| = %.3g\n", worst);
 }
 
 TEST(Conv2d, ErrorsNameShapes) {

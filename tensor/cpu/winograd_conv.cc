@@ -1,0 +1,287 @@
+#include "tensor/cpu/winograd_conv.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <immintrin.h>
+
+// Note [Winograd F(2x2, 3x3)]
+// Lavin & Gray's minimal filtering: a 2x2 block of outputs of a 3x3 convolution is
+// Y = A^T [ (G g G^T) (.) (B^T d B) ] A, summed over input channels, where d is the 4x4 input tile
+// under the block and (.) multiplies elementwise. Per channel pair that is 16 multiplications for
+// 4 outputs instead of 36: with the sum over channels taken inside, the 16 products become 16
+// independent GEMMs M[x] [O, T] = U[x] [O, C] x V[x] [C, T] over the T tiles of the image,
+// x = 4 i + j indexing the 4x4 transformed tile:
+//   B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1],
+//   A^T = [1 1 1 0; 0 1 -1 -1].
+// The transforms only add and subtract (G's halves are exact), and U is rounded once from double,
+// so the result differs from the direct sum by a few float roundings: tests/tensor/nn_ops_test's
+// Conv2d.WinogradMatchesFloat64 states the bound.
+// Layout: tile (ty, tx) of output rows 2ty..2ty+1 reads padded rows 2ty..2ty+3. Each padded row
+// is split into its even and odd columns once, so every transform below is a loop over tx with
+// unit stride that the compiler vectorises at the level's width; the GEMMs use explicit vectors of
+// that width (16 floats with AVX-512, 8 with AVX2, 4 at baseline).
+
+namespace ember::cpu::CPU_CAPABILITY {
+namespace {
+
+#if defined(__AVX512F__)
+using Vec = __m512;
+constexpr int64_t kLanes = 16;
+inline Vec vzero() { return _mm512_setzero_ps(); }
+inline Vec vload(const float* p) { return _mm512_loadu_ps(p); }
+inline void vstore(float* p, Vec v) { _mm512_storeu_ps(p, v); }
+inline Vec vfmadd(float a, Vec b, Vec c) { return _mm512_fmadd_ps(_mm512_set1_ps(a), b, c); }
+#elif defined(__AVX2__) && defined(__FMA__)
+using Vec = __m256;
+constexpr int64_t kLanes = 8;
+inline Vec vzero() { return _mm256_setzero_ps(); }
+inline Vec vload(const float* p) { return _mm256_loadu_ps(p); }
+inline void vstore(float* p, Vec v) { _mm256_storeu_ps(p, v); }
+inline Vec vfmadd(float a, Vec b, Vec c) { return _mm256_fmadd_ps(_mm256_set1_ps(a), b, c); }
+#else
+using Vec = __m128;
+constexpr int64_t kLanes = 4;
+inline Vec vzero() { return _mm_setzero_ps(); }
+inline Vec vload(const float* p) { return _mm_loadu_ps(p); }
+inline void vstore(float* p, Vec v) { _mm_storeu_ps(p, v); }
+inline Vec vfmadd(float a, Vec b, Vec c) { return _mm_add_ps(_mm_mul_ps(_mm_set1_ps(a), b), c); }
+#endif
+
+constexpr int64_t kRows = 4;    // output channels per GEMM tile
+constexpr int64_t kVectors = 3;  // vectors of tiles per GEMM tile
+
+struct Tiling {
+  int64_t th, tw, T, Tpad;  // tile rows, tile columns, tiles, tiles rounded up to whole vectors
+  int64_t Hq;               // padded rows read: 2 th + 2
+};
+
+Tiling tiling(const ConvGeometry& g) {
+  Tiling t;
+  t.th = (g.Ho + 1) / 2;
+  t.tw = (g.Wo + 1) / 2;
+  t.T = t.th * t.tw;
+  t.Tpad = (t.T + kLanes - 1) / kLanes * kLanes;
+  t.Hq = 2 * t.th + 2;
+  return t;
+}
+
+// The transforms' inner loops, with __restrict parameters (which GCC honours, unlike restrict
+// locals) so that they vectorise.
+void row_transform(const float* __restrict e, const float* __restrict od, float* __restrict h0,
+                   float* __restrict h1, float* __restrict h2, float* __restrict h3, int64_t n) {
+  for (int64_t x = 0; x < n; ++x) {
+    h0[x] = e[x] - e[x + 1];
+    h1[x] = od[x] + e[x + 1];
+    h2[x] = e[x + 1] - od[x];
+    h3[x] = od[x] - od[x + 1];
+  }
+}
+
+// dst[k] = src[2 k] for k < n.
+void every_other(const float* __restrict src, float* __restrict dst, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) dst[k] = src[2 * k];
+}
+
+void column_transform(const float* __restrict ev, const float* __restrict ov, int64_t tw,
+                      float* __restrict v0, float* __restrict v1, float* __restrict v2,
+                      float* __restrict v3, int64_t n) {
+  for (int64_t q = 0; q < n; ++q) {
+    v0[q] = ev[q] - ev[q + tw];
+    v1[q] = ov[q] + ev[q + tw];
+    v2[q] = ev[q + tw] - ov[q];
+    v3[q] = ov[q] - ov[q + tw];
+  }
+}
+
+// a_i = M_i0 + M_i1 + M_i2 and b_i = M_i1 - M_i2 - M_i3 for one row i of the 4x4 tile.
+void output_rows(const float* __restrict m0, const float* __restrict m1, const float* __restrict m2,
+                 const float* __restrict m3, float* __restrict a, float* __restrict b, int64_t n) {
+  for (int64_t q = 0; q < n; ++q) {
+    a[q] = m0[q] + m1[q] + m2[q];
+    b[q] = m1[q] - m2[q] - m3[q];
+  }
+}
+
+// y0 = r0 + r1 + r2, y1 = r1 - r2 - r3 (A^T down the column of row results).
+void output_columns(const float* __restrict r0, const float* __restrict r1,
+                    const float* __restrict r2, const float* __restrict r3, float* __restrict y0,
+                    float* __restrict y1, int64_t n) {
+  for (int64_t q = 0; q < n; ++q) {
+    y0[q] = r0[q] + r1[q] + r2[q];
+    y1[q] = r1[q] - r2[q] - r3[q];
+  }
+}
+
+void interleave(const float* __restrict left, const float* __restrict right, float* __restrict row,
+                int64_t pairs) {
+  for (int64_t x = 0; x < pairs; ++x) {
+    row[2 * x] = left[x];
+    row[2 * x + 1] = right[x];
+  }
+}
+
+// V [16, C, Tpad] = B^T d B for every channel and tile of one image. `rows` holds
+// 8 (th + 1) tw floats, `even` and `odd` tw + 1 each.
+void transform_input(const float* in, const ConvGeometry& g, const Tiling& t, float* v,
+                     float* rows, float* even, float* odd) {
+  const int64_t tw = t.tw, T = t.T, half = (t.th + 1) * tw;
+  for (int64_t c = 0; c < g.C; ++c) {
+    const float* plane = in + c * g.H * g.W;
+    // d B along each padded row r, d_k = row[2 tx + k] = even/odd[tx + k / 2], into
+    // rows [4 (j), 2 (r % 2), th + 1 (r / 2), tw]: tile row ty then reads its four padded rows
+    // 2ty..2ty+3 at flat offsets t and t + tw of the two parities, t = ty tw + tx.
+    for (int64_t r = 0; r < t.Hq; ++r) {
+      std::memset(even, 0, sizeof(float) * static_cast<size_t>(tw + 1));
+      std::memset(odd, 0, sizeof(float) * static_cast<size_t>(tw + 1));
+      const int64_t ih = r - g.ph;
+      if (ih >= 0 && ih < g.H) {
+        const float* src = plane + ih * g.W;
+        const int64_t wmax = std::min(g.W, 2 * tw + 2 - g.pw);  // columns a tile reads
+        // Padded column s = iw + pw goes to (s even ? even : odd)[s / 2].
+        const int64_t first_even = g.pw % 2, first_odd = 1 - g.pw % 2;
+        every_other(src + first_even, even + (first_even + g.pw) / 2, (wmax - first_even + 1) / 2);
+        every_other(src + first_odd, odd + (first_odd + g.pw) / 2, (wmax - first_odd + 1) / 2);
+      }
+      float* h = rows + (r % 2) * half + (r / 2) * tw;
+      row_transform(even, odd, h, h + 2 * half, h + 4 * half, h + 6 * half, tw);
+    }
+    // B^T down the columns, every tile at once.
+    for (int64_t j = 0; j < 4; ++j) {
+      // Padded rows 2ty and 2ty + 1 at flat offset t; + tw: rows 2ty + 2 and 2ty + 3.
+      const float* ev = rows + (j * 2) * half;
+      const float* ov = rows + (j * 2 + 1) * half;
+      float* vj = v + (j * g.C + c) * t.Tpad;  // x = 4 i + j: i steps by 4 C Tpad
+      const int64_t step = 4 * g.C * t.Tpad;
+      column_transform(ev, ov, tw, vj, vj + step, vj + 2 * step, vj + 3 * step, T);
+    }
+  }
+  // The columns past the last tile are read by the last GEMM vector: zeros, never garbage.
+  if (t.Tpad > T) {
+    for (int64_t row = 0; row < 16 * g.C; ++row) {
+      std::memset(v + row * t.Tpad + T, 0, sizeof(float) * static_cast<size_t>(t.Tpad - T));
+    }
+  }
+}
+
+// m [4 rows of Tpad] (NV vectors of tiles) = u [4 rows of C] x v [C rows of Tpad].
+template <int NV>
+void gemm_tile(const float* u, int64_t C, const float* v, int64_t Tpad, float* m) {
+  Vec acc[kRows][NV];
+  for (int r = 0; r < kRows; ++r) {
+    for (int k = 0; k < NV; ++k) acc[r][k] = vzero();
+  }
+  for (int64_t c = 0; c < C; ++c) {
+    Vec x[NV];
+    for (int k = 0; k < NV; ++k) x[k] = vload(v + c * Tpad + k * kLanes);
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) {
+      const float w = u[r * C + c];
+#pragma GCC unroll 3
+      for (int k = 0; k < NV; ++k) acc[r][k] = vfmadd(w, x[k], acc[r][k]);
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    for (int k = 0; k < NV; ++k) vstore(m + r * Tpad + k * kLanes, acc[r][k]);
+  }
+}
+
+// M [16, O, Tpad] = U [16, O, C] x V [16, C, Tpad], one GEMM per transformed position.
+void multiply(const float* u, const float* v, int64_t C, int64_t O, const Tiling& t, float* m) {
+  for (int64_t x = 0; x < 16; ++x) {
+    const float* ux = u + x * O * C;
+    const float* vx = v + x * C * t.Tpad;
+    float* mx = m + x * O * t.Tpad;
+    // A block of tiles' C rows stay in L1 while the output channels pass over them.
+    int64_t q = 0;
+    for (; q + kVectors * kLanes <= t.Tpad; q += kVectors * kLanes) {
+      for (int64_t o = 0; o < O; o += kRows) gemm_tile<kVectors>(ux + o * C, C, vx + q, t.Tpad, mx + o * t.Tpad + q);
+    }
+    if (t.Tpad - q == 2 * kLanes) {
+      for (int64_t o = 0; o < O; o += kRows) gemm_tile<2>(ux + o * C, C, vx + q, t.Tpad, mx + o * t.Tpad + q);
+    } else if (t.Tpad - q == kLanes) {
+      for (int64_t o = 0; o < O; o += kRows) gemm_tile<1>(ux + o * C, C, vx + q, t.Tpad, mx + o * t.Tpad + q);
+    }
+  }
+}
+
+// out [O, Ho, Wo] = A^T M A for every output channel and tile; y holds 12 T floats.
+void transform_output(const float* m, const ConvGeometry& g, int64_t O, const Tiling& t, float* out,
+                      float* y) {
+  const int64_t tw = t.tw, T = t.T, pairs = g.Wo / 2;
+  float* a = y + 4 * T;  // a_i, b_i of the four rows: 8 T floats
+  for (int64_t o = 0; o < O; ++o) {
+    const float* mo = m + o * t.Tpad;
+    const int64_t step = O * t.Tpad;  // from M[x] to M[x + 1]
+    for (int i = 0; i < 4; ++i) {
+      output_rows(mo + (4 * i) * step, mo + (4 * i + 1) * step, mo + (4 * i + 2) * step,
+                  mo + (4 * i + 3) * step, a + (2 * i) * T, a + (2 * i + 1) * T, T);
+    }
+    float *y00 = y, *y01 = y + T, *y10 = y + 2 * T, *y11 = y + 3 * T;
+    output_columns(a, a + 2 * T, a + 4 * T, a + 6 * T, y00, y10, T);
+    output_columns(a + T, a + 3 * T, a + 5 * T, a + 7 * T, y01, y11, T);
+    for (int64_t ty = 0; ty < t.th; ++ty) {
+      for (int64_t dy = 0; dy < 2 && 2 * ty + dy < g.Ho; ++dy) {
+        float* row = out + (o * g.Ho + 2 * ty + dy) * g.Wo;
+        const float* left = (dy == 0 ? y00 : y10) + ty * tw;
+        const float* right = (dy == 0 ? y01 : y11) + ty * tw;
+        interleave(left, right, row, pairs);
+        if (g.Wo % 2 == 1) row[g.Wo - 1] = left[tw - 1];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool winograd_conv_applies(const ConvGeometry& g, int64_t O) {
+  // Fewer than 4 input channels (the stem) leave the transforms costing more than they save.
+  return g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 &&
+         g.ph <= 2 && g.pw <= 2 && g.Ho > 0 && g.Wo > 0 && g.C >= 4 && O % kRows == 0;
+}
+
+int64_t winograd_weight_size(const ConvGeometry& g, int64_t O) { return 16 * O * g.C; }
+
+void winograd_transform_weight(const float* weight, const ConvGeometry& g, int64_t O, float* u) {
+  const int64_t C = g.C;
+  for (int64_t o = 0; o < O; ++o) {
+    for (int64_t c = 0; c < C; ++c) {
+      const float* k = weight + (o * C + c) * 9;
+      // G k (4 x 3), then (G k) G^T (4 x 4), in double: U is rounded to float once.
+      double gk[4][3];
+      for (int j = 0; j < 3; ++j) {
+        const double k0 = k[j], k1 = k[3 + j], k2 = k[6 + j];
+        gk[0][j] = k0;
+        gk[1][j] = 0.5 * (k0 + k1 + k2);
+        gk[2][j] = 0.5 * (k0 - k1 + k2);
+        gk[3][j] = k2;
+      }
+      for (int i = 0; i < 4; ++i) {
+        const double r0 = gk[i][0], r1 = gk[i][1], r2 = gk[i][2];
+        const double row[4] = {r0, 0.5 * (r0 + r1 + r2), 0.5 * (r0 - r1 + r2), r2};
+        for (int j = 0; j < 4; ++j) u[((i * 4 + j) * O + o) * C + c] = static_cast<float>(row[j]);
+      }
+    }
+  }
+}
+
+int64_t winograd_conv_scratch_size(const ConvGeometry& g, int64_t O) {
+  const Tiling t = tiling(g);
+  return 16 * (g.C + O) * t.Tpad + 8 * (t.th + 1) * t.tw + 2 * (t.tw + 1) + 12 * t.T;
+}
+
+void winograd_conv(const float* in, const float* u, const ConvGeometry& g, int64_t O, float* out,
+                   float* scratch) {
+  const Tiling t = tiling(g);
+  float* v = scratch;
+  float* m = v + 16 * g.C * t.Tpad;
+  float* rows = m + 16 * O * t.Tpad;
+  float* even = rows + 8 * (t.th + 1) * t.tw;
+  float* odd = even + t.tw + 1;
+  float* y = odd + t.tw + 1;
+  transform_input(in, g, t, v, rows, even, odd);
+  multiply(u, v, g.C, O, t, m);
+  transform_output(m, g, O, t, out, y);
+}
+
+}  // namespace ember::cpu::CPU_CAPABILITY

@@ -1,0 +1,31 @@
+// Winograd F(2x2, 3x3) float convolution for 3x3, stride-1, undilated, ungrouped layers (ResNet's
+// 3x3 layers and, through the flipped kernel, their input gradients). Internal to tensor/
+// (conv_kernels.cc). Note [Winograd F(2x2, 3x3)] in winograd_conv.cc.
+#pragma once
+
+#include <cstdint>
+
+#include "tensor/cpu/capability_namespace.h"
+#include "tensor/cpu/conv_geometry.h"
+
+namespace ember::cpu {
+namespace CPU_CAPABILITY {  // Note [CPU capability namespaces]
+
+// Whether winograd_conv handles this geometry with O output channels (otherwise: the direct kernel
+// or im2col + GEMM).
+bool winograd_conv_applies(const ConvGeometry& g, int64_t O);
+
+// The transformed weights U [16, O, C] of weight [O, C, 3, 3]: computed once per call and shared
+// by every image. `u` holds winograd_weight_size floats.
+int64_t winograd_weight_size(const ConvGeometry& g, int64_t O);
+void winograd_transform_weight(const float* weight, const ConvGeometry& g, int64_t O, float* u);
+
+// One image: out [O, Ho, Wo] = conv(in [C, H, W], weight) from the transformed weights `u`;
+// `scratch` holds winograd_conv_scratch_size floats (any contents).
+int64_t winograd_conv_scratch_size(const ConvGeometry& g, int64_t O);
+void winograd_conv(const float* in, const float* u, const ConvGeometry& g, int64_t O, float* out,
+                   float* scratch);
+
+}  // namespace CPU_CAPABILITY
+using namespace CPU_CAPABILITY;
+}  // namespace ember::cpu
