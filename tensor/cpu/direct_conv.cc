@@ -9,11 +9,15 @@
 #define EMBER_DIRECT_CONV 1
 #endif
 
+#include "tensor/cpu/vec.h"
+
 namespace ember::cpu::CPU_CAPABILITY {
 namespace {
 
 constexpr int64_t kColumns = 24;  // output positions per block: three 8-float vectors
 constexpr int64_t kRows = 4;      // output channels per block
+// The grid is padded to whole blocks of the forward kernel and whole vectors of the level's width.
+constexpr int64_t kGridQuantum = vec::kLanes == 16 ? 2 * kColumns : kColumns;
 
 struct Layout {
   int64_t Hp, Wp, plane;  // padded input
@@ -27,7 +31,7 @@ Layout layout(const ConvGeometry& g) {
   l.Wp = g.W + 2 * g.pw;
   l.plane = l.Hp * l.Wp;
   l.Q = g.Ho * l.Wp;
-  l.Qpad = (l.Q + kColumns - 1) / kColumns * kColumns;
+  l.Qpad = (l.Q + kGridQuantum - 1) / kGridQuantum * kGridQuantum;
   // The last block's taps read up to Qpad - Q + kw - 2 floats past the padded planes.
   l.padded_size = g.C * l.plane + (l.Qpad - l.Q) + kColumns + g.kw;
   return l;
@@ -55,39 +59,36 @@ const int64_t* prepare_image(const float* in, const ConvGeometry& g, const Layou
   return taps;
 }
 
-float horizontal_sum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
 // gw[o + r, k + t] += sum over q of grid[o + r, q] * padded[taps[k + t] + q], for r < 4, t < Taps:
-// 4 x Taps accumulators of 8 positions each, folded once at the end.
+// 4 x Taps accumulators of one vector of positions each (16 with AVX-512), folded once at the end.
 template <int Taps>
 void weight_grad_tile(const float* grid, int64_t Qpad, const float* padded, const int64_t* taps,
                       int64_t K, float* gw) {
-  __m256 acc[4][Taps];
+  using vec::Vec;
+  Vec acc[4][Taps];
   for (int r = 0; r < 4; ++r) {
-    for (int t = 0; t < Taps; ++t) acc[r][t] = _mm256_setzero_ps();
+    for (int t = 0; t < Taps; ++t) acc[r][t] = vec::zero();
   }
   const float* x[Taps];
   for (int t = 0; t < Taps; ++t) x[t] = padded + taps[t];
-  for (int64_t q = 0; q < Qpad; q += 8) {
-    __m256 xs[Taps];
-#pragma GCC unroll 3
-    for (int t = 0; t < Taps; ++t) xs[t] = _mm256_loadu_ps(x[t] + q);
+  for (int64_t q = 0; q < Qpad; q += vec::kLanes) {
+    Vec xs[Taps];
+#pragma GCC unroll 6
+    for (int t = 0; t < Taps; ++t) xs[t] = vec::load(x[t] + q);
 #pragma GCC unroll 4
     for (int r = 0; r < 4; ++r) {
-      const __m256 gv = _mm256_loadu_ps(grid + r * Qpad + q);
-#pragma GCC unroll 3
-      for (int t = 0; t < Taps; ++t) acc[r][t] = _mm256_fmadd_ps(gv, xs[t], acc[r][t]);
+      const Vec gv = vec::load(grid + r * Qpad + q);
+#pragma GCC unroll 6
+      for (int t = 0; t < Taps; ++t) acc[r][t] = vec::fmadd(gv, xs[t], acc[r][t]);
     }
   }
   for (int r = 0; r < 4; ++r) {
-    for (int t = 0; t < Taps; ++t) gw[r * K + t] += horizontal_sum(acc[r][t]);
+    for (int t = 0; t < Taps; ++t) gw[r * K + t] += vec::sum(acc[r][t]);
   }
 }
+
+// Taps per weight-gradient tile: four rows of accumulators fill the level's registers.
+constexpr int kWeightGradTaps = vec::kAccumulators / 4;
 #endif
 
 }  // namespace
@@ -187,6 +188,9 @@ void direct_conv_weight_grad(const float* in, const float* grad_out, const ConvG
   for (int64_t o = 0; o < O; o += 4) {
     const float* rows = grid + o * l.Qpad;
     int64_t k = 0;
+    for (; k + kWeightGradTaps <= K; k += kWeightGradTaps) {
+      weight_grad_tile<kWeightGradTaps>(rows, l.Qpad, padded, taps + k, K, gw + o * K + k);
+    }
     for (; k + 3 <= K; k += 3) weight_grad_tile<3>(rows, l.Qpad, padded, taps + k, K, gw + o * K + k);
     for (; k < K; ++k) weight_grad_tile<1>(rows, l.Qpad, padded, taps + k, K, gw + o * K + k);
   }

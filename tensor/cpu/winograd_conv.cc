@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include <immintrin.h>
+#include "tensor/cpu/vec.h"
 
 // Note [Winograd F(2x2, 3x3)]
 // Lavin & Gray's minimal filtering: a 2x2 block of outputs of a 3x3 convolution is
@@ -25,31 +25,11 @@
 namespace ember::cpu::CPU_CAPABILITY {
 namespace {
 
-#if defined(__AVX512F__)
-using Vec = __m512;
-constexpr int64_t kLanes = 16;
-inline Vec vzero() { return _mm512_setzero_ps(); }
-inline Vec vload(const float* p) { return _mm512_loadu_ps(p); }
-inline void vstore(float* p, Vec v) { _mm512_storeu_ps(p, v); }
-inline Vec vfmadd(float a, Vec b, Vec c) { return _mm512_fmadd_ps(_mm512_set1_ps(a), b, c); }
-#elif defined(__AVX2__) && defined(__FMA__)
-using Vec = __m256;
-constexpr int64_t kLanes = 8;
-inline Vec vzero() { return _mm256_setzero_ps(); }
-inline Vec vload(const float* p) { return _mm256_loadu_ps(p); }
-inline void vstore(float* p, Vec v) { _mm256_storeu_ps(p, v); }
-inline Vec vfmadd(float a, Vec b, Vec c) { return _mm256_fmadd_ps(_mm256_set1_ps(a), b, c); }
-#else
-using Vec = __m128;
-constexpr int64_t kLanes = 4;
-inline Vec vzero() { return _mm_setzero_ps(); }
-inline Vec vload(const float* p) { return _mm_loadu_ps(p); }
-inline void vstore(float* p, Vec v) { _mm_storeu_ps(p, v); }
-inline Vec vfmadd(float a, Vec b, Vec c) { return _mm_add_ps(_mm_mul_ps(_mm_set1_ps(a), b), c); }
-#endif
+using vec::kLanes;
+using vec::Vec;
 
-constexpr int64_t kRows = 4;    // output channels per GEMM tile
-constexpr int64_t kVectors = 3;  // vectors of tiles per GEMM tile
+constexpr int64_t kRows = 4;    // output channels per GEMM tile: O is a multiple of it
+constexpr int64_t kVectors = 3;  // vectors of tiles per GEMM tile, at most
 
 struct Tiling {
   int64_t th, tw, T, Tpad;  // tile rows, tile columns, tiles, tiles rounded up to whole vectors
@@ -164,26 +144,40 @@ void transform_input(const float* in, const ConvGeometry& g, const Tiling& t, fl
   }
 }
 
-// m [4 rows of Tpad] (NV vectors of tiles) = u [4 rows of C] x v [C rows of Tpad].
-template <int NV>
+// m [R rows of Tpad] (NV vectors of tiles) = u [R rows of C] x v [C rows of Tpad].
+template <int R, int NV>
 void gemm_tile(const float* u, int64_t C, const float* v, int64_t Tpad, float* m) {
-  Vec acc[kRows][NV];
-  for (int r = 0; r < kRows; ++r) {
-    for (int k = 0; k < NV; ++k) acc[r][k] = vzero();
+  Vec acc[R][NV];
+  for (int r = 0; r < R; ++r) {
+    for (int k = 0; k < NV; ++k) acc[r][k] = vec::zero();
   }
   for (int64_t c = 0; c < C; ++c) {
     Vec x[NV];
-    for (int k = 0; k < NV; ++k) x[k] = vload(v + c * Tpad + k * kLanes);
-#pragma GCC unroll 4
-    for (int r = 0; r < kRows; ++r) {
+    for (int k = 0; k < NV; ++k) x[k] = vec::load(v + c * Tpad + k * kLanes);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
       const float w = u[r * C + c];
 #pragma GCC unroll 3
-      for (int k = 0; k < NV; ++k) acc[r][k] = vfmadd(w, x[k], acc[r][k]);
+      for (int k = 0; k < NV; ++k) acc[r][k] = vec::fmadd(w, x[k], acc[r][k]);
     }
   }
-  for (int r = 0; r < kRows; ++r) {
-    for (int k = 0; k < NV; ++k) vstore(m + r * Tpad + k * kLanes, acc[r][k]);
+  for (int r = 0; r < R; ++r) {
+    for (int k = 0; k < NV; ++k) vec::store(m + r * Tpad + k * kLanes, acc[r][k]);
   }
+}
+
+// Output channels per tile for NV vectors of tiles: as many as the accumulator registers allow
+// (a small map has one or two vectors of tiles, and then more rows keep the FMAs busy).
+constexpr int rows_for(int nv) { return std::min(16, vec::kAccumulators / nv / 4 * 4); }
+
+// Every output channel for NV vectors of tiles starting at column q.
+template <int NV>
+void gemm_columns(const float* u, const float* v, int64_t C, int64_t O, int64_t Tpad, int64_t q,
+                  float* m) {
+  constexpr int R = rows_for(NV);
+  int64_t o = 0;
+  for (; o + R <= O; o += R) gemm_tile<R, NV>(u + o * C, C, v + q, Tpad, m + o * Tpad + q);
+  for (; o < O; o += kRows) gemm_tile<kRows, NV>(u + o * C, C, v + q, Tpad, m + o * Tpad + q);
 }
 
 // M [16, O, Tpad] = U [16, O, C] x V [16, C, Tpad], one GEMM per transformed position.
@@ -195,12 +189,12 @@ void multiply(const float* u, const float* v, int64_t C, int64_t O, const Tiling
     // A block of tiles' C rows stay in L1 while the output channels pass over them.
     int64_t q = 0;
     for (; q + kVectors * kLanes <= t.Tpad; q += kVectors * kLanes) {
-      for (int64_t o = 0; o < O; o += kRows) gemm_tile<kVectors>(ux + o * C, C, vx + q, t.Tpad, mx + o * t.Tpad + q);
+      gemm_columns<kVectors>(ux, vx, C, O, t.Tpad, q, mx);
     }
     if (t.Tpad - q == 2 * kLanes) {
-      for (int64_t o = 0; o < O; o += kRows) gemm_tile<2>(ux + o * C, C, vx + q, t.Tpad, mx + o * t.Tpad + q);
+      gemm_columns<2>(ux, vx, C, O, t.Tpad, q, mx);
     } else if (t.Tpad - q == kLanes) {
-      for (int64_t o = 0; o < O; o += kRows) gemm_tile<1>(ux + o * C, C, vx + q, t.Tpad, mx + o * t.Tpad + q);
+      gemm_columns<1>(ux, vx, C, O, t.Tpad, q, mx);
     }
   }
 }
