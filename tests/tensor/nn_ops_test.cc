@@ -69,8 +69,10 @@ TEST(Conv2d, MatchesDirectConvolution) {
 TEST(Conv2d, DirectFloatPathMatchesReference) {
   // Stride 1, no dilation, one group, >= 4 input and a multiple of 4 output channels, float32,
   // maps wide enough that the padded-width grid wastes <= 25%: the direct kernel
-  // (tensor/cpu/direct_conv.cc) runs the forward and the input gradient. Widths whose grid is not
-  // a whole number of 24-column blocks leave a partial last block; big padding reads only zeros.
+  // (tensor/cpu/direct_conv.cc) runs the weight gradient, and the forward and input gradient where
+  // Winograd does not apply (not 3x3). Widths whose grid is not a whole number of 24-column blocks
+  // leave a partial last block; tap counts not a multiple of the weight-gradient tile (6 taps at
+  // AVX-512, 3 at AVX2) leave partial tiles; big padding reads only zeros.
   std::vector<ConvCase> cases = {
       {{2, 16, 28, 28}, {16, 16, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},  // ResNet layer 1
       {{2, 32, 14, 14}, {32, 32, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},  // layer 2 (input grad too)
