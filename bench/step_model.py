@@ -59,10 +59,18 @@ def compute_profile(trace_path, skip=2):
         raise SystemExit(f"step_model: {trace_path} has fewer than {skip + 2} DDP forwards")
     params = sorted((statistics.median(v), sizes[i]) for i, v in ready.items())
     # At world 1 a bucket's "allreduce" moves nothing: its span is what the hook computes (fp16's
-    # casts, PowerSGD's matrices) and the backend's queue, per byte of bucket.
-    spans = [e for e in events if e["name"].startswith("allreduce bucket ") and e["ts"] >= starts[skip]]
-    span_bytes = sum(e["args"].get("bytes", 0) for e in spans)
-    hook_ms_per_byte = sum(e["dur"] for e in spans) / 1000.0 / span_bytes if span_bytes else 0.0
+    # casts, PowerSGD's matrices) and the backend's queue, per byte of bucket -- per step, then the
+    # median over the steps like the figures above (a step whose comm thread waited for a core on a
+    # shared machine would otherwise set the rate).
+    spans = [e for e in events if e["name"].startswith("allreduce bucket ")]
+    rates = []
+    for k in range(skip, len(starts) - 1):
+        t0, t1 = starts[k], starts[k + 1]
+        in_step = [e for e in spans if t0 <= e["ts"] < t1]
+        step_bytes = sum(e["args"].get("bytes", 0) for e in in_step)
+        if step_bytes:
+            rates.append(sum(e["dur"] for e in in_step) / 1000.0 / step_bytes)
+    hook_ms_per_byte = statistics.median(rates) if rates else 0.0
     return {"step_ms": statistics.median(steps), "backward_end_ms": statistics.median(ends), "params": params,
             "hook_ms_per_byte": hook_ms_per_byte}
 
