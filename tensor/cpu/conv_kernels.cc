@@ -54,6 +54,15 @@ const T* image_columns(const T* image, const ConvGeometry& g, T* buffer) {
   return buffer;
 }
 
+// out [O, P] of one image += b [O], channel by channel.
+template <typename T>
+void add_bias(T* out, const T* b, int64_t O, int64_t P) {
+  for (int64_t c = 0; c < O; ++c) {
+    T* row = out + c * P;
+    for (int64_t i = 0; i < P; ++i) row[i] += b[c];
+  }
+}
+
 // Images [begin, end): the column matrix of one image stays in cache, the product lands directly
 // in NCHW layout, and nothing is permuted afterwards.
 template <typename T>
@@ -74,12 +83,7 @@ void conv_forward_images(const T* in, const T* w, const T* b, const ConvGeometry
         dst.noalias() = ConstMapMatrix<T>(w + gi * Og * K, Og, K) * ConstMapMatrix<T>(cols + gi * K * P, K, P);
       }
     }
-    if (b) {
-      for (int64_t c = 0; c < O; ++c) {
-        T* row = o + (n * O + c) * P;
-        for (int64_t i = 0; i < P; ++i) row[i] += b[c];
-      }
-    }
+    if (b) add_bias(o + n * O * P, b, O, P);
   }
 }
 
@@ -91,11 +95,7 @@ void winograd_forward_images(const float* in, const float* u, const float* b, co
   for (int64_t n = begin; n < end; ++n) {
     float* out = o + n * O * P;
     winograd_conv(in + n * g.C * g.H * g.W, u, g, O, out, buffer.data_ptr<float>());
-    if (b) {
-      for (int64_t c = 0; c < O; ++c) {
-        for (int64_t i = 0; i < P; ++i) out[c * P + i] += b[c];
-      }
-    }
+    if (b) add_bias(out, b, O, P);
   }
 }
 
