@@ -17,10 +17,17 @@
 // The transforms only add and subtract (G's halves are exact), and U is rounded once from double,
 // so the result differs from the direct sum by a few float roundings: tests/tensor/nn_ops_test's
 // Conv2d.WinogradMatchesFloat64 states the bound.
-// Layout: tile (ty, tx) of output rows 2ty..2ty+1 reads padded rows 2ty..2ty+3. Each padded row
-// is split into its even and odd columns once, so every transform below is a loop over tx with
-// unit stride that the compiler vectorises at the level's width; the GEMMs use explicit vectors of
-// that width (16 floats with AVX-512, 8 with AVX2, 4 at baseline).
+//
+// Note [Winograd flat tiles]
+// Every transform is one loop over a whole plane, so that it runs at the level's vector width
+// however narrow the map. The padded input is kept as two planes, its even rows and its odd rows,
+// each row Wp = 2 tq floats wide; tile t = ty tq + tx then reads row 2ty + i of the padded input
+// at flat offset 2 t + k of plane i % 2 (+ Wp for i >= 2), an affine index in t. tq is tw + 1 (one
+// junk tile per row, computed and never read) unless the last tile's columns 2 tw and 2 tw + 1 may
+// wrap onto the next row's columns 0 and 1: with an odd Wo and left padding, column 2 tw is padding
+// (zero, as column 0 is) and column 2 tw + 1 feeds only the discarded output column Wo; then
+// tq = tw. The GEMMs use explicit vectors of the level's width (16 floats with AVX-512, 8 with
+// AVX2, 4 at baseline).
 
 namespace ember::cpu::CPU_CAPABILITY {
 namespace {
@@ -32,45 +39,50 @@ constexpr int64_t kRows = 4;    // output channels per GEMM tile: O is a multipl
 constexpr int64_t kVectors = 3;  // vectors of tiles per GEMM tile, at most
 
 struct Tiling {
-  int64_t th, tw, T, Tpad;  // tile rows, tile columns, tiles, tiles rounded up to whole vectors
-  int64_t Hq;               // padded rows read: 2 th + 2
+  int64_t th, tw;  // tile rows and columns that hold outputs
+  int64_t tq;      // tiles per row as computed: tw, or tw + 1 with a junk tile
+  int64_t T;       // tiles as computed (th tq): GEMM columns
+  int64_t Tpad;    // T rounded up to whole vectors
+  int64_t S;       // positions per parity plane the row pass computes: Tpad + tq
+  int64_t plane;   // floats per parity plane: rows of 2 tq, then a zero tail the last reads reach
 };
 
 Tiling tiling(const ConvGeometry& g) {
   Tiling t;
   t.th = (g.Ho + 1) / 2;
   t.tw = (g.Wo + 1) / 2;
-  t.T = t.th * t.tw;
+  // Note [Winograd flat tiles]: no junk tile when the last one may wrap onto the next row.
+  t.tq = (g.Wo % 2 == 1 && g.pw >= 1) ? t.tw : t.tw + 1;
+  t.T = t.th * t.tq;
   t.Tpad = (t.T + kLanes - 1) / kLanes * kLanes;
-  t.Hq = 2 * t.th + 2;
+  t.S = t.Tpad + t.tq;
+  t.plane = 2 * t.S + 2;
   return t;
 }
 
 // The transforms' inner loops, with __restrict parameters (which GCC honours, unlike restrict
 // locals) so that they vectorise.
-void row_transform(const float* __restrict e, const float* __restrict od, float* __restrict h0,
-                   float* __restrict h1, float* __restrict h2, float* __restrict h3, int64_t n) {
-  for (int64_t x = 0; x < n; ++x) {
-    h0[x] = e[x] - e[x + 1];
-    h1[x] = od[x] + e[x + 1];
-    h2[x] = e[x + 1] - od[x];
-    h3[x] = od[x] - od[x + 1];
+
+// d B along rows: d_k = p[2 s + k] is column 2 tx + k of the tile's row at position s.
+void row_transform(const float* __restrict p, float* __restrict h0, float* __restrict h1,
+                   float* __restrict h2, float* __restrict h3, int64_t n) {
+  for (int64_t s = 0; s < n; ++s) {
+    const float d0 = p[2 * s], d1 = p[2 * s + 1], d2 = p[2 * s + 2], d3 = p[2 * s + 3];
+    h0[s] = d0 - d2;
+    h1[s] = d1 + d2;
+    h2[s] = d2 - d1;
+    h3[s] = d1 - d3;
   }
 }
 
-// dst[k] = src[2 k] for k < n.
-void every_other(const float* __restrict src, float* __restrict dst, int64_t n) {
-  for (int64_t k = 0; k < n; ++k) dst[k] = src[2 * k];
-}
-
-void column_transform(const float* __restrict ev, const float* __restrict ov, int64_t tw,
+void column_transform(const float* __restrict ev, const float* __restrict ov, int64_t tq,
                       float* __restrict v0, float* __restrict v1, float* __restrict v2,
                       float* __restrict v3, int64_t n) {
   for (int64_t q = 0; q < n; ++q) {
-    v0[q] = ev[q] - ev[q + tw];
-    v1[q] = ov[q] + ev[q + tw];
-    v2[q] = ev[q + tw] - ov[q];
-    v3[q] = ov[q] - ov[q + tw];
+    v0[q] = ev[q] - ev[q + tq];
+    v1[q] = ov[q] + ev[q + tq];
+    v2[q] = ev[q + tq] - ov[q];
+    v3[q] = ov[q] - ov[q + tq];
   }
 }
 
@@ -101,45 +113,35 @@ void interleave(const float* __restrict left, const float* __restrict right, flo
   }
 }
 
-// V [16, C, Tpad] = B^T d B for every channel and tile of one image. `rows` holds
-// 8 (th + 1) tw floats, `even` and `odd` tw + 1 each.
+// V [16, C, Tpad] = B^T d B for every channel and tile of one image. `planes` holds 2 t.plane
+// floats, `h` 8 t.S.
 void transform_input(const float* in, const ConvGeometry& g, const Tiling& t, float* v,
-                     float* rows, float* even, float* odd) {
-  const int64_t tw = t.tw, T = t.T, half = (t.th + 1) * tw;
+                     float* planes, float* h) {
+  const int64_t Wp = 2 * t.tq, Hq = 2 * t.th + 2;
+  // Padding, junk columns and the tails are zero; only the input rows are rewritten per channel.
+  std::memset(planes, 0, sizeof(float) * static_cast<size_t>(2 * t.plane));
+  const int64_t rows_copied = std::min(g.H, Hq - g.ph);
   for (int64_t c = 0; c < g.C; ++c) {
     const float* plane = in + c * g.H * g.W;
-    // d B along each padded row r, d_k = row[2 tx + k] = even/odd[tx + k / 2], into
-    // rows [4 (j), 2 (r % 2), th + 1 (r / 2), tw]: tile row ty then reads its four padded rows
-    // 2ty..2ty+3 at flat offsets t and t + tw of the two parities, t = ty tw + tx.
-    for (int64_t r = 0; r < t.Hq; ++r) {
-      std::memset(even, 0, sizeof(float) * static_cast<size_t>(tw + 1));
-      std::memset(odd, 0, sizeof(float) * static_cast<size_t>(tw + 1));
-      const int64_t ih = r - g.ph;
-      if (ih >= 0 && ih < g.H) {
-        const float* src = plane + ih * g.W;
-        const int64_t wmax = std::min(g.W, 2 * tw + 2 - g.pw);  // columns a tile reads
-        // Padded column s = iw + pw goes to (s even ? even : odd)[s / 2].
-        const int64_t first_even = g.pw % 2, first_odd = 1 - g.pw % 2;
-        every_other(src + first_even, even + (first_even + g.pw) / 2, (wmax - first_even + 1) / 2);
-        every_other(src + first_odd, odd + (first_odd + g.pw) / 2, (wmax - first_odd + 1) / 2);
-      }
-      float* h = rows + (r % 2) * half + (r / 2) * tw;
-      row_transform(even, odd, h, h + 2 * half, h + 4 * half, h + 6 * half, tw);
+    for (int64_t ih = 0; ih < rows_copied; ++ih) {
+      const int64_t r = ih + g.ph;
+      std::memcpy(planes + (r % 2) * t.plane + (r / 2) * Wp + g.pw, plane + ih * g.W,
+                  sizeof(float) * static_cast<size_t>(g.W));
     }
-    // B^T down the columns, every tile at once.
+    // h [4 (j), 2 (parity), S]: tile row ty reads padded rows 2ty + i at position t (+ tq for
+    // i >= 2) of parity i % 2.
+    for (int64_t parity = 0; parity < 2; ++parity) {
+      float* hp = h + parity * t.S;
+      row_transform(planes + parity * t.plane, hp, hp + 2 * t.S, hp + 4 * t.S, hp + 6 * t.S, t.S);
+    }
+    // B^T down the columns, every tile at once. Columns T..Tpad hold finite junk from the last
+    // padded rows: the GEMM keeps columns apart and the output transform never reads them.
     for (int64_t j = 0; j < 4; ++j) {
-      // Padded rows 2ty and 2ty + 1 at flat offset t; + tw: rows 2ty + 2 and 2ty + 3.
-      const float* ev = rows + (j * 2) * half;
-      const float* ov = rows + (j * 2 + 1) * half;
+      const float* ev = h + (j * 2) * t.S;
+      const float* ov = ev + t.S;
       float* vj = v + (j * g.C + c) * t.Tpad;  // x = 4 i + j: i steps by 4 C Tpad
       const int64_t step = 4 * g.C * t.Tpad;
-      column_transform(ev, ov, tw, vj, vj + step, vj + 2 * step, vj + 3 * step, T);
-    }
-  }
-  // The columns past the last tile are read by the last GEMM vector: zeros, never garbage.
-  if (t.Tpad > T) {
-    for (int64_t row = 0; row < 16 * g.C; ++row) {
-      std::memset(v + row * t.Tpad + T, 0, sizeof(float) * static_cast<size_t>(t.Tpad - T));
+      column_transform(ev, ov, t.tq, vj, vj + step, vj + 2 * step, vj + 3 * step, t.Tpad);
     }
   }
 }
@@ -202,7 +204,7 @@ void multiply(const float* u, const float* v, int64_t C, int64_t O, const Tiling
 // out [O, Ho, Wo] = A^T M A for every output channel and tile; y holds 12 T floats.
 void transform_output(const float* m, const ConvGeometry& g, int64_t O, const Tiling& t, float* out,
                       float* y) {
-  const int64_t tw = t.tw, T = t.T, pairs = g.Wo / 2;
+  const int64_t T = t.T, pairs = g.Wo / 2;
   float* a = y + 4 * T;  // a_i, b_i of the four rows: 8 T floats
   for (int64_t o = 0; o < O; ++o) {
     const float* mo = m + o * t.Tpad;
@@ -217,10 +219,10 @@ void transform_output(const float* m, const ConvGeometry& g, int64_t O, const Ti
     for (int64_t ty = 0; ty < t.th; ++ty) {
       for (int64_t dy = 0; dy < 2 && 2 * ty + dy < g.Ho; ++dy) {
         float* row = out + (o * g.Ho + 2 * ty + dy) * g.Wo;
-        const float* left = (dy == 0 ? y00 : y10) + ty * tw;
-        const float* right = (dy == 0 ? y01 : y11) + ty * tw;
+        const float* left = (dy == 0 ? y00 : y10) + ty * t.tq;
+        const float* right = (dy == 0 ? y01 : y11) + ty * t.tq;
         interleave(left, right, row, pairs);
-        if (g.Wo % 2 == 1) row[g.Wo - 1] = left[tw - 1];
+        if (g.Wo % 2 == 1) row[g.Wo - 1] = left[t.tw - 1];
       }
     }
   }
@@ -261,7 +263,7 @@ void winograd_transform_weight(const float* weight, const ConvGeometry& g, int64
 
 int64_t winograd_conv_scratch_size(const ConvGeometry& g, int64_t O) {
   const Tiling t = tiling(g);
-  return 16 * (g.C + O) * t.Tpad + 8 * (t.th + 1) * t.tw + 2 * (t.tw + 1) + 12 * t.T;
+  return 16 * (g.C + O) * t.Tpad + 2 * t.plane + 8 * t.S + 12 * t.T;
 }
 
 void winograd_conv(const float* in, const float* u, const ConvGeometry& g, int64_t O, float* out,
@@ -269,11 +271,10 @@ void winograd_conv(const float* in, const float* u, const ConvGeometry& g, int64
   const Tiling t = tiling(g);
   float* v = scratch;
   float* m = v + 16 * g.C * t.Tpad;
-  float* rows = m + 16 * O * t.Tpad;
-  float* even = rows + 8 * (t.th + 1) * t.tw;
-  float* odd = even + t.tw + 1;
-  float* y = odd + t.tw + 1;
-  transform_input(in, g, t, v, rows, even, odd);
+  float* planes = m + 16 * O * t.Tpad;
+  float* h = planes + 2 * t.plane;
+  float* y = h + 8 * t.S;
+  transform_input(in, g, t, v, planes, h);
   multiply(u, v, g.C, O, t, m);
   transform_output(m, g, O, t, out, y);
 }

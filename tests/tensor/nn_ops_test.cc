@@ -114,7 +114,9 @@ TEST(Conv2d, WinogradMatchesFloat64) {
   // Float32 3x3 stride-1 convolutions with >= 4 input and a multiple of 4 output channels run
   // Winograd F(2x2, 3x3) (tensor/cpu/winograd_conv.cc), forward and input gradient. Odd sizes
   // leave half tiles; tile counts below, at and past one, two and three vectors of 4, 8 and 16
-  // lanes; padding 0, 1 and 2 (the input gradient of padding 0 pads by 2); 1x1 and 2x2 maps.
+  // lanes; padding 0, 1 and 2 (the input gradient of padding 0 pads by 2); 1x1 and 2x2 maps; odd
+  // widths with left padding, where the last tile wraps onto the next row (Note [Winograd flat
+  // tiles]).
   // Bound: max |error| <= 2e-6 of the largest output (float32's epsilon is 1.2e-7; F(2x2, 3x3)
   // adds a few roundings to each product's sum, and ResNet's layers measure ~3e-7 here).
   std::vector<ConvCase> cases = {
@@ -127,6 +129,7 @@ TEST(Conv2d, WinogradMatchesFloat64) {
       {{2, 6, 11, 5}, {4, 6, 3, 3}, {{1, 1}, {0, 0}, {1, 1}, 1}},      // no padding: 9 x 3 out
       {{1, 9, 6, 10}, {20, 9, 3, 3}, {{1, 1}, {2, 2}, {1, 1}, 1}},     // padding 2: 8 x 12 out
       {{1, 4, 8, 17}, {4, 4, 3, 3}, {{1, 1}, {1, 0}, {1, 1}, 1}},      // asymmetric padding
+      {{1, 4, 5, 9}, {4, 4, 3, 3}, {{1, 1}, {0, 2}, {1, 1}, 1}},       // odd width 11, padding 2
       {{1, 17, 32, 32}, {8, 17, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},   // 256 tiles
   };
   Generator gen(7);
