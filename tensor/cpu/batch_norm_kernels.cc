@@ -6,13 +6,14 @@
 #include <cmath>
 
 #include "tensor/cpu/kernels_cpu.h"
+#include "tensor/cpu/vec.h"
 #include "tensor/parallel.h"
 
 namespace ember::cpu::CPU_CAPABILITY {
 namespace {
 
-// Sum of a and of a*(b - shift) over one row, with eight independent partial sums in the
-// element type (vectorisable) folded into double once per row.
+// Sum of a and of a*(b - shift) over one row, with independent partial sums in the element type
+// (vectorisable) folded into double once per row.
 template <typename T>
 void row_sums(const T* a, const T* b, T shift, int64_t n, double& sa, double& sab) {
   T pa[8] = {0, 0, 0, 0, 0, 0, 0, 0}, pb[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -31,6 +32,38 @@ void row_sums(const T* a, const T* b, T shift, int64_t n, double& sa, double& sa
   for (int k = 0; k < 8; ++k) {
     ra += pa[k];
     rb += pb[k];
+  }
+  sa += ra;
+  sab += rb;
+}
+
+// float rows in explicit vectors of the level's width, two of each sum in flight: GCC's own
+// vectorisation of the loop above spills and shuffles (perf: stats and backward_reduce were 9% of
+// a ResNet-20 step).
+template <>
+void row_sums<float>(const float* a, const float* b, float shift, int64_t n, double& sa,
+                     double& sab) {
+  using namespace vec;
+  const Vec s = broadcast(shift);
+  Vec pa0 = zero(), pa1 = zero(), pb0 = zero(), pb1 = zero();
+  int64_t i = 0;
+  for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
+    const Vec a0 = load(a + i), a1 = load(a + i + kLanes);
+    pa0 = add(pa0, a0);
+    pa1 = add(pa1, a1);
+    pb0 = fmadd(a0, sub(load(b + i), s), pb0);
+    pb1 = fmadd(a1, sub(load(b + i + kLanes), s), pb1);
+  }
+  if (i + kLanes <= n) {
+    const Vec a0 = load(a + i);
+    pa0 = add(pa0, a0);
+    pb0 = fmadd(a0, sub(load(b + i), s), pb0);
+    i += kLanes;
+  }
+  double ra = sum(add(pa0, pa1)), rb = sum(add(pb0, pb1));
+  for (; i < n; ++i) {
+    ra += a[i];
+    rb += double(a[i]) * (b[i] - shift);
   }
   sa += ra;
   sab += rb;
