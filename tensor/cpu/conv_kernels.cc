@@ -1,9 +1,9 @@
 // conv2d forward and backward CPU kernels: image by image, im2col into a per-thread buffer and one
 // GEMM per group straight into NCHW. Backward recomputes the columns rather than keeping them alive
-// between forward and backward. Float 3x3 stride-1 convolutions (ResNet's 3x3 layers: forward and
-// input gradient) run Winograd F(2x2, 3x3) (tensor/cpu/winograd_conv.h); other stride-1 float
-// convolutions on wide enough maps, and the 3x3 layers' weight gradients, skip im2col with the
-// direct kernel (tensor/cpu/direct_conv.h).
+// between forward and backward. Float 3x3 stride-1 convolutions (ResNet's 3x3 layers: forward,
+// input gradient, and the weight gradient on maps of 32 tiles or more) run Winograd F(2x2, 3x3)
+// (tensor/cpu/winograd_conv.h); other stride-1 float convolutions on wide enough maps skip im2col
+// with the direct kernel (tensor/cpu/direct_conv.h).
 // Threads split the images (forward, input gradient) and fixed chunks of images (weight gradient;
 // Note [Deterministic parallel kernels]). Checks and output allocation are the op's (tensor/conv.cc).
 #include <type_traits>
@@ -155,6 +155,11 @@ void weight_grad_images(const T* in, const T* go, const ConvGeometry& g, int64_t
                         T* gw, int64_t begin, int64_t end, T* buffer) {
   const int64_t Og = O / G, Cg = g.C / G, K = Cg * g.kh * g.kw, P = g.Ho * g.Wo;
   if constexpr (std::is_same_v<T, float>) {
+    if (G == 1 && winograd_weight_grad_applies(g, O)) {
+      winograd_weight_grad(in + begin * g.C * g.H * g.W, go + begin * O * P, g, O, end - begin, gw,
+                           buffer);
+      return;
+    }
     if (G == 1 && direct_conv_applies(g, O)) {
       for (int64_t n = begin; n < end; ++n) {
         direct_conv_weight_grad(in + n * g.C * g.H * g.W, go + n * O * P, g, O, gw, buffer);
@@ -176,9 +181,13 @@ template <typename T>
 void weight_grad(const T* in, const T* go, const ConvGeometry& g, int64_t O, int64_t G, T* gw) {
   const int64_t size = O * (g.C / G) * g.kh * g.kw, P = g.Ho * g.Wo;
   const int64_t chunks = (g.N + kImagesPerWeightChunk - 1) / kImagesPerWeightChunk;
+  const bool winograd = std::is_same_v<T, float> && G == 1 && winograd_weight_grad_applies(g, O);
   const bool direct = std::is_same_v<T, float> && G == 1 && direct_conv_applies(g, O);
-  const int64_t cols_size = direct ? direct_conv_weight_grad_scratch_size(g, O)
-                            : is_pointwise(g) ? 0 : g.C * g.kh * g.kw * P;
+  const int64_t cols_size =
+      winograd ? winograd_weight_grad_scratch_size(g, O, std::min(g.N, kImagesPerWeightChunk))
+      : direct ? direct_conv_weight_grad_scratch_size(g, O)
+      : is_pointwise(g) ? 0
+                        : g.C * g.kh * g.kw * P;
   // Chunk 0 accumulates into gw itself; the others into partials added afterwards in order.
   Tensor partials = scratch<T>((chunks - 1) * size);
   parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {

@@ -25,6 +25,24 @@ inline Vec broadcast(float a) { return _mm512_set1_ps(a); }
 inline Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
 inline Vec sub(Vec a, Vec b) { return _mm512_sub_ps(a, b); }
 inline float sum(Vec v) { return _mm512_reduce_add_ps(v); }
+// Lane i of the result is the sum of v[i]'s lanes, for kLanes vectors: a transposing tree of
+// adds, about 3 instructions per sum instead of a reduction each.
+inline Vec sums(const Vec* v) {
+  Vec b[4];
+  for (int i = 0; i < 4; ++i) {
+    const Vec a0 = _mm512_add_ps(_mm512_unpacklo_ps(v[4 * i], v[4 * i + 1]),
+                                 _mm512_unpackhi_ps(v[4 * i], v[4 * i + 1]));
+    const Vec a1 = _mm512_add_ps(_mm512_unpacklo_ps(v[4 * i + 2], v[4 * i + 3]),
+                                 _mm512_unpackhi_ps(v[4 * i + 2], v[4 * i + 3]));
+    // Each 128-bit block k: the block's partial sums of v[4i], ..., v[4i + 3].
+    b[i] = _mm512_add_ps(_mm512_shuffle_ps(a0, a1, 0x44), _mm512_shuffle_ps(a0, a1, 0xEE));
+  }
+  const Vec c0 = _mm512_add_ps(_mm512_shuffle_f32x4(b[0], b[1], 0x88),
+                               _mm512_shuffle_f32x4(b[0], b[1], 0xDD));
+  const Vec c1 = _mm512_add_ps(_mm512_shuffle_f32x4(b[2], b[3], 0x88),
+                               _mm512_shuffle_f32x4(b[2], b[3], 0xDD));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(c0, c1, 0x88), _mm512_shuffle_f32x4(c0, c1, 0xDD));
+}
 #elif defined(__AVX2__) && defined(__FMA__)
 using Vec = __m256;
 constexpr int64_t kLanes = 8;
@@ -43,6 +61,18 @@ inline float sum(Vec v) {
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
 }
+inline Vec sums(const Vec* v) {
+  Vec b[2];
+  for (int i = 0; i < 2; ++i) {
+    const Vec a0 = _mm256_add_ps(_mm256_unpacklo_ps(v[4 * i], v[4 * i + 1]),
+                                 _mm256_unpackhi_ps(v[4 * i], v[4 * i + 1]));
+    const Vec a1 = _mm256_add_ps(_mm256_unpacklo_ps(v[4 * i + 2], v[4 * i + 3]),
+                                 _mm256_unpackhi_ps(v[4 * i + 2], v[4 * i + 3]));
+    b[i] = _mm256_add_ps(_mm256_shuffle_ps(a0, a1, 0x44), _mm256_shuffle_ps(a0, a1, 0xEE));
+  }
+  return _mm256_add_ps(_mm256_permute2f128_ps(b[0], b[1], 0x20),
+                       _mm256_permute2f128_ps(b[0], b[1], 0x31));
+}
 #else
 using Vec = __m128;
 constexpr int64_t kLanes = 4;
@@ -59,6 +89,11 @@ inline float sum(Vec v) {
   __m128 s = _mm_add_ps(v, _mm_movehl_ps(v, v));
   s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
   return _mm_cvtss_f32(s);
+}
+inline Vec sums(const Vec* v) {
+  const Vec a0 = _mm_add_ps(_mm_unpacklo_ps(v[0], v[1]), _mm_unpackhi_ps(v[0], v[1]));
+  const Vec a1 = _mm_add_ps(_mm_unpacklo_ps(v[2], v[3]), _mm_unpackhi_ps(v[2], v[3]));
+  return _mm_add_ps(_mm_shuffle_ps(a0, a1, 0x44), _mm_shuffle_ps(a0, a1, 0xEE));
 }
 #endif
 

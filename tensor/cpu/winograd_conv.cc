@@ -113,9 +113,9 @@ void interleave(const float* __restrict left, const float* __restrict right, flo
   }
 }
 
-// V [16, C, Tpad] = B^T d B for every channel and tile of one image. `planes` holds 2 t.plane
-// floats, `h` 8 t.S.
-void transform_input(const float* in, const ConvGeometry& g, const Tiling& t, float* v,
+// V [16, C, ld] (this image's Tpad columns) = B^T d B for every channel and tile of one image.
+// `planes` holds 2 t.plane floats, `h` 8 t.S.
+void transform_input(const float* in, const ConvGeometry& g, const Tiling& t, float* v, int64_t ld,
                      float* planes, float* h) {
   const int64_t Wp = 2 * t.tq, Hq = 2 * t.th + 2;
   // Padding, junk columns and the tails are zero; only the input rows are rewritten per channel.
@@ -139,8 +139,8 @@ void transform_input(const float* in, const ConvGeometry& g, const Tiling& t, fl
     for (int64_t j = 0; j < 4; ++j) {
       const float* ev = h + (j * 2) * t.S;
       const float* ov = ev + t.S;
-      float* vj = v + (j * g.C + c) * t.Tpad;  // x = 4 i + j: i steps by 4 C Tpad
-      const int64_t step = 4 * g.C * t.Tpad;
+      float* vj = v + (j * g.C + c) * ld;  // x = 4 i + j: i steps by 4 C ld
+      const int64_t step = 4 * g.C * ld;
       column_transform(ev, ov, t.tq, vj, vj + step, vj + 2 * step, vj + 3 * step, t.Tpad);
     }
   }
@@ -228,6 +228,93 @@ void transform_output(const float* m, const ConvGeometry& g, int64_t O, const Ti
   }
 }
 
+// Note [Winograd weight gradient]
+// The gradient of M[x] = U[x] V[x] is dU[x] [O, C] = dM[x] [O, T] V[x]^T summed over images, with
+// dM = A dY A^T per tile (dY the tile's 2x2 output gradient) and then dg = G^T dU G per channel
+// pair: 16 products of length T per pair instead of 9 of length 4 T. Junk and padding tiles have
+// dY = 0, so their V columns (finite junk) add nothing.
+
+// Row i of A dY, r = ca dY_0 + cb dY_1, then its four columns times A^T, for every tile:
+// dY_ab = p_a[2 t + b].
+void output_grad_rows(const float* __restrict p0, const float* __restrict p1, float ca, float cb,
+                      float* __restrict d0, float* __restrict d1, float* __restrict d2,
+                      float* __restrict d3, int64_t n) {
+  for (int64_t q = 0; q < n; ++q) {
+    const float r0 = ca * p0[2 * q] + cb * p1[2 * q];
+    const float r1 = ca * p0[2 * q + 1] + cb * p1[2 * q + 1];
+    d0[q] = r0;
+    d1[q] = r0 + r1;
+    d2[q] = r0 - r1;
+    d3[q] = -r1;
+  }
+}
+
+// dM [16, O, ld] (this image's Tpad columns) = A dY A^T for every output channel and tile of one
+// image; `planes` holds 2 (2 Tpad) floats: the output gradient's even and odd rows, 2 tq wide.
+void transform_output_grad(const float* go, const ConvGeometry& g, int64_t O, const Tiling& t,
+                           float* dm, int64_t ld, float* planes) {
+  const int64_t Wp = 2 * t.tq, len = 2 * t.Tpad;
+  // Columns past Wo, rows past Ho and tiles past T stay zero: no gradient there.
+  std::memset(planes, 0, sizeof(float) * static_cast<size_t>(2 * len));
+  constexpr float kRowCoefficients[4][2] = {{1, 0}, {1, 1}, {1, -1}, {0, -1}};  // A's rows
+  for (int64_t o = 0; o < O; ++o) {
+    for (int64_t oh = 0; oh < g.Ho; ++oh) {
+      std::memcpy(planes + (oh % 2) * len + (oh / 2) * Wp, go + (o * g.Ho + oh) * g.Wo,
+                  sizeof(float) * static_cast<size_t>(g.Wo));
+    }
+    const int64_t step = O * ld;  // from dM[x] to dM[x + 1]
+    for (int i = 0; i < 4; ++i) {
+      float* d = dm + (4 * i * O + o) * ld;
+      output_grad_rows(planes, planes + len, kRowCoefficients[i][0], kRowCoefficients[i][1], d,
+                       d + step, d + 2 * step, d + 3 * step, t.Tpad);
+    }
+  }
+}
+
+// du [R, CB] (row stride C) += m [R rows] . v [CB rows]^T over L columns, rows ld apart.
+template <int R, int CB>
+void dot_tile(const float* m, const float* v, int64_t ld, int64_t L, float* du, int64_t C) {
+  Vec acc[R * CB];
+  for (int i = 0; i < R * CB; ++i) acc[i] = vec::zero();
+  for (int64_t q = 0; q < L; q += kLanes) {
+    Vec a[R];
+    for (int r = 0; r < R; ++r) a[r] = vec::load(m + r * ld + q);
+    for (int k = 0; k < CB; ++k) {
+      const Vec b = vec::load(v + k * ld + q);
+      for (int r = 0; r < R; ++r) acc[r * CB + k] = vec::fmadd(a[r], b, acc[r * CB + k]);
+    }
+  }
+  float total[R * CB];
+  if constexpr (R * CB % kLanes == 0) {
+    for (int i = 0; i < R * CB; i += kLanes) vec::store(total + i, vec::sums(acc + i));
+  } else {
+    for (int i = 0; i < R * CB; ++i) total[i] = vec::sum(acc[i]);
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int k = 0; k < CB; ++k) du[r * C + k] += total[r * CB + k];
+  }
+}
+
+// Input channels per dot tile: 4 x 4 accumulators where 32 registers allow, 4 x 2 with 16.
+constexpr int kDotColumns = vec::kAccumulators >= 24 ? 4 : 2;
+
+// dU [16, O, C] += dM [16, O, ld] . V [16, C, ld]^T over L columns.
+void multiply_transposed(const float* dm, const float* v, int64_t C, int64_t O, int64_t ld,
+                         int64_t L, float* du) {
+  for (int64_t x = 0; x < 16; ++x) {
+    for (int64_t o = 0; o < O; o += kRows) {
+      // Four output channels' rows stay in L1 while the input channels stream past.
+      const float* m = dm + (x * O + o) * ld;
+      float* d = du + (x * O + o) * C;
+      int64_t c = 0;
+      for (; c + kDotColumns <= C; c += kDotColumns) {
+        dot_tile<kRows, kDotColumns>(m, v + (x * C + c) * ld, ld, L, d + c, C);
+      }
+      for (; c < C; ++c) dot_tile<kRows, 1>(m, v + (x * C + c) * ld, ld, L, d + c, C);
+    }
+  }
+}
+
 }  // namespace
 
 bool winograd_conv_applies(const ConvGeometry& g, int64_t O) {
@@ -274,9 +361,69 @@ void winograd_conv(const float* in, const float* u, const ConvGeometry& g, int64
   float* planes = m + 16 * O * t.Tpad;
   float* h = planes + 2 * t.plane;
   float* y = h + 8 * t.S;
-  transform_input(in, g, t, v, planes, h);
+  transform_input(in, g, t, v, t.Tpad, planes, h);
   multiply(u, v, g.C, O, t, m);
   transform_output(m, g, O, t, out, y);
+}
+
+// Images transformed per pass of the weight gradient: their V and dM (16 (C + O) Tpad floats
+// each) stay within about 512 KB, in L2 for the products.
+int64_t images_per_pass(const ConvGeometry& g, int64_t O, const Tiling& t, int64_t images) {
+  constexpr int64_t kPassFloats = 128 * 1024;
+  return std::clamp<int64_t>(kPassFloats / (16 * (g.C + O) * t.Tpad), 1, images);
+}
+
+bool winograd_weight_grad_applies(const ConvGeometry& g, int64_t O) {
+  // Smaller maps (7x7: 16 tiles) make each channel pair's product so short that the per-pair sums
+  // and transforms outweigh the multiplications saved (conv_bench 7x7 at avx512: 94 GFLOP/s
+  // against 129 for im2col + GEMM).
+  return winograd_conv_applies(g, O) && tiling(g).T >= 32;
+}
+
+int64_t winograd_weight_grad_scratch_size(const ConvGeometry& g, int64_t O, int64_t images) {
+  const Tiling t = tiling(g);
+  const int64_t L = images_per_pass(g, O, t, images) * t.Tpad;
+  return 16 * (g.C + O) * L + 16 * O * g.C + 2 * t.plane + 8 * t.S;  // planes: both transforms
+}
+
+void winograd_weight_grad(const float* in, const float* grad_out, const ConvGeometry& g, int64_t O,
+                          int64_t images, float* gw, float* scratch) {
+  const Tiling t = tiling(g);
+  const int64_t pass = images_per_pass(g, O, t, images);
+  float* v = scratch;
+  float* dm = v + 16 * g.C * pass * t.Tpad;
+  float* du = dm + 16 * O * pass * t.Tpad;
+  float* planes = du + 16 * O * g.C;
+  float* h = planes + 2 * t.plane;
+  std::memset(du, 0, sizeof(float) * static_cast<size_t>(16 * O * g.C));
+  for (int64_t first = 0; first < images; first += pass) {
+    // The pass's images' tiles side by side: one long product per channel pair.
+    const int64_t count = std::min(pass, images - first), L = count * t.Tpad;
+    for (int64_t n = 0; n < count; ++n) {
+      transform_input(in + (first + n) * g.C * g.H * g.W, g, t, v + n * t.Tpad, L, planes, h);
+      transform_output_grad(grad_out + (first + n) * O * g.Ho * g.Wo, g, O, t, dm + n * t.Tpad, L,
+                            planes);
+    }
+    multiply_transposed(dm, v, g.C, O, L, L, du);
+  }
+  // gw [o, c] += G^T dU G, in double.
+  const int64_t pairs = O * g.C;
+  for (int64_t pair = 0; pair < pairs; ++pair) {
+    double d[4][4];
+    for (int x = 0; x < 16; ++x) d[x / 4][x % 4] = du[x * pairs + pair];
+    double r[3][4];  // G^T dU
+    for (int j = 0; j < 4; ++j) {
+      r[0][j] = d[0][j] + 0.5 * (d[1][j] + d[2][j]);
+      r[1][j] = 0.5 * (d[1][j] - d[2][j]);
+      r[2][j] = 0.5 * (d[1][j] + d[2][j]) + d[3][j];
+    }
+    float* k = gw + pair * 9;
+    for (int a = 0; a < 3; ++a) {
+      k[a * 3] += static_cast<float>(r[a][0] + 0.5 * (r[a][1] + r[a][2]));
+      k[a * 3 + 1] += static_cast<float>(0.5 * (r[a][1] - r[a][2]));
+      k[a * 3 + 2] += static_cast<float>(0.5 * (r[a][1] + r[a][2]) + r[a][3]);
+    }
+  }
 }
 
 }  // namespace ember::cpu::CPU_CAPABILITY

@@ -1,5 +1,5 @@
 // Winograd F(2x2, 3x3) float convolution for 3x3, stride-1, undilated, ungrouped layers (ResNet's
-// 3x3 layers and, through the flipped kernel, their input gradients). Internal to tensor/
+// 3x3 layers and, through the flipped kernel, their input gradients), and its weight gradient. Internal to tensor/
 // (conv_kernels.cc). Note [Winograd F(2x2, 3x3)] in winograd_conv.cc.
 #pragma once
 
@@ -25,6 +25,15 @@ void winograd_transform_weight(const float* weight, const ConvGeometry& g, int64
 int64_t winograd_conv_scratch_size(const ConvGeometry& g, int64_t O);
 void winograd_conv(const float* in, const float* u, const ConvGeometry& g, int64_t O, float* out,
                    float* scratch);
+
+// Whether winograd_weight_grad handles this geometry: winograd_conv's, on maps of at least 32 tiles.
+bool winograd_weight_grad_applies(const ConvGeometry& g, int64_t O);
+// The weight gradient of `images` consecutive images (Note [Winograd weight gradient]):
+// gw [O, C, 3, 3] += their sum, in one pass over the images' tiles side by side; `scratch` holds
+// winograd_weight_grad_scratch_size floats (any contents).
+int64_t winograd_weight_grad_scratch_size(const ConvGeometry& g, int64_t O, int64_t images);
+void winograd_weight_grad(const float* in, const float* grad_out, const ConvGeometry& g, int64_t O,
+                          int64_t images, float* gw, float* scratch);
 
 }  // namespace CPU_CAPABILITY
 using namespace CPU_CAPABILITY;

@@ -112,8 +112,10 @@ double relative_max_error(const Tensor& got, const Tensor& want) {
 
 TEST(Conv2d, WinogradMatchesFloat64) {
   // Float32 3x3 stride-1 convolutions with >= 4 input and a multiple of 4 output channels run
-  // Winograd F(2x2, 3x3) (tensor/cpu/winograd_conv.cc), forward and input gradient. Odd sizes
-  // leave half tiles; tile counts below, at and past one, two and three vectors of 4, 8 and 16
+  // Winograd F(2x2, 3x3) (tensor/cpu/winograd_conv.cc): forward, input and weight gradients (the
+  // weight gradient on maps of 32 tiles or more: 28x28, 14x14, 9x13, 8x17, 9x9 padded by 2 and
+  // 32x32 below; it sums chunks of 4 images, so cases of 1-3 images are one partial chunk). Odd
+  // sizes leave half tiles; tile counts below, at and past one, two and three vectors of 4, 8 and 16
   // lanes; padding 0, 1 and 2 (the input gradient of padding 0 pads by 2); 1x1 and 2x2 maps; odd
   // widths with left padding, where the last tile wraps onto the next row (Note [Winograd flat
   // tiles]).
@@ -130,10 +132,11 @@ TEST(Conv2d, WinogradMatchesFloat64) {
       {{1, 9, 6, 10}, {20, 9, 3, 3}, {{1, 1}, {2, 2}, {1, 1}, 1}},     // padding 2: 8 x 12 out
       {{1, 4, 8, 17}, {4, 4, 3, 3}, {{1, 1}, {1, 0}, {1, 1}, 1}},      // asymmetric padding
       {{1, 4, 5, 9}, {4, 4, 3, 3}, {{1, 1}, {0, 2}, {1, 1}, 1}},       // odd width 11, padding 2
+      {{2, 4, 9, 9}, {8, 4, 3, 3}, {{1, 1}, {2, 2}, {1, 1}, 1}},       // 11x11 out, 36 tiles
       {{1, 17, 32, 32}, {8, 17, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},   // 256 tiles
   };
   Generator gen(7);
-  double worst = 0;
+  double worst = 0, worst_weight_grad = 0;
   for (const auto& c : cases) {
     const std::string name = "x " + shape_to_string(c.x) + " w " + shape_to_string(c.w) +
                              " padding " + std::to_string(c.p.padding[0]) + "," +
@@ -145,15 +148,19 @@ TEST(Conv2d, WinogradMatchesFloat64) {
     const double forward_error = relative_max_error(got, want);
     EXPECT_LE(forward_error, 2e-6) << name;
     Tensor go = randn(got.sizes(), &gen);
-    Tensor gi = std::get<0>(conv2d_backward(go, x, w, c.p, {true, false, false}));
-    Tensor gi64 = std::get<0>(
-        conv2d_backward(go.to(kFloat64), x.to(kFloat64), w.to(kFloat64), c.p, {true, false, false}));
-    const double input_grad_error = relative_max_error(gi, gi64);
+    auto grads = conv2d_backward(go, x, w, c.p, {true, true, false});
+    auto grads64 =
+        conv2d_backward(go.to(kFloat64), x.to(kFloat64), w.to(kFloat64), c.p, {true, true, false});
+    const double input_grad_error = relative_max_error(std::get<0>(grads), std::get<0>(grads64));
     EXPECT_LE(input_grad_error, 2e-6) << name;
-    worst = std::max({worst, forward_error, input_grad_error});
+    const double weight_grad_error = relative_max_error(std::get<1>(grads), std::get<1>(grads64));
+    EXPECT_LE(weight_grad_error, 2e-6) << name;
+    worst = std::max({worst, forward_error, input_grad_error, weight_grad_error});
+    worst_weight_grad = std::max(worst_weight_grad, weight_grad_error);
   }
   RecordProperty("worst_relative_error", std::to_string(worst));
-  std::printf("Winograd F(2x2, 3x3): worst max|error| / max|output| = %.3g\n", worst);
+  std::printf("Winograd F(2x2, 3x3): worst max|error| / max|output| = %.3g (weight gradient %.3g)\n",
+              worst, worst_weight_grad);
 }
 
 TEST(Conv2d, ErrorsNameShapes) {
