@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "tensor/cpu/vec.h"
+#include "tensor/parallel.h"
 
 // Note [Winograd F(2x2, 3x3)]
 // Lavin & Gray's minimal filtering: a 2x2 block of outputs of a 3x3 convolution is
@@ -327,25 +328,28 @@ int64_t winograd_weight_size(const ConvGeometry& g, int64_t O) { return 16 * O *
 
 void winograd_transform_weight(const float* weight, const ConvGeometry& g, int64_t O, float* u) {
   const int64_t C = g.C;
-  for (int64_t o = 0; o < O; ++o) {
-    for (int64_t c = 0; c < C; ++c) {
-      const float* k = weight + (o * C + c) * 9;
-      // G k (4 x 3), then (G k) G^T (4 x 4), in double: U is rounded to float once.
-      double gk[4][3];
-      for (int j = 0; j < 3; ++j) {
-        const double k0 = k[j], k1 = k[3 + j], k2 = k[6 + j];
-        gk[0][j] = k0;
-        gk[1][j] = 0.5 * (k0 + k1 + k2);
-        gk[2][j] = 0.5 * (k0 - k1 + k2);
-        gk[3][j] = k2;
-      }
-      for (int i = 0; i < 4; ++i) {
-        const double r0 = gk[i][0], r1 = gk[i][1], r2 = gk[i][2];
-        const double row[4] = {r0, 0.5 * (r0 + r1 + r2), 0.5 * (r0 - r1 + r2), r2};
-        for (int j = 0; j < 4; ++j) u[((i * 4 + j) * O + o) * C + c] = static_cast<float>(row[j]);
+  // Split over output channels: on one thread it was 1.3% of a 2-thread ResNet-20 step.
+  parallel_for(0, O, 4, [&](int64_t o_begin, int64_t o_end) {
+    for (int64_t o = o_begin; o < o_end; ++o) {
+      for (int64_t c = 0; c < C; ++c) {
+        const float* k = weight + (o * C + c) * 9;
+        // G k (4 x 3), then (G k) G^T (4 x 4), in double: U is rounded to float once.
+        double gk[4][3];
+        for (int j = 0; j < 3; ++j) {
+          const double k0 = k[j], k1 = k[3 + j], k2 = k[6 + j];
+          gk[0][j] = k0;
+          gk[1][j] = 0.5 * (k0 + k1 + k2);
+          gk[2][j] = 0.5 * (k0 - k1 + k2);
+          gk[3][j] = k2;
+        }
+        for (int i = 0; i < 4; ++i) {
+          const double r0 = gk[i][0], r1 = gk[i][1], r2 = gk[i][2];
+          const double row[4] = {r0, 0.5 * (r0 + r1 + r2), 0.5 * (r0 - r1 + r2), r2};
+          for (int j = 0; j < 4; ++j) u[((i * 4 + j) * O + o) * C + c] = static_cast<float>(row[j]);
+        }
       }
     }
-  }
+  });
 }
 
 int64_t winograd_conv_scratch_size(const ConvGeometry& g, int64_t O) {
