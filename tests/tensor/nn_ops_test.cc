@@ -69,8 +69,9 @@ TEST(Conv2d, MatchesDirectConvolution) {
 TEST(Conv2d, DirectFloatPathMatchesReference) {
   // Stride 1, no dilation, one group, >= 4 input and a multiple of 4 output channels, float32,
   // maps wide enough that the padded-width grid wastes <= 25%: the direct kernel
-  // (tensor/cpu/direct_conv.cc) runs the weight gradient, and the forward and input gradient where
-  // Winograd does not apply (not 3x3). Widths whose grid is not a whole number of 24-column blocks
+  // (tensor/cpu/direct_conv.cc) runs where Winograd does not apply (not 3x3, padding beyond 2; for
+  // the weight gradient also maps under 32 tiles), so ResNet's layers 1 and 2 below check the
+  // Winograd paths against float64 too. Widths whose grid is not a whole number of 24-column blocks
   // leave a partial last block; tap counts not a multiple of the weight-gradient tile (6 taps at
   // AVX-512, 3 at AVX2) leave partial tiles; big padding reads only zeros.
   std::vector<ConvCase> cases = {
