@@ -38,6 +38,7 @@ using vec::Vec;
 
 constexpr int64_t kRows = 4;    // output channels per GEMM tile: O is a multiple of it
 constexpr int64_t kVectors = 3;  // vectors of tiles per GEMM tile, at most
+constexpr int64_t kColumnsPerCall = 64;  // GEMM columns winograd_conv aims for: images x Tpad
 
 struct Tiling {
   int64_t th, tw;  // tile rows and columns that hold outputs
@@ -183,33 +184,34 @@ void gemm_columns(const float* u, const float* v, int64_t C, int64_t O, int64_t 
   for (; o < O; o += kRows) gemm_tile<kRows, NV>(u + o * C, C, v + q, Tpad, m + o * Tpad + q);
 }
 
-// M [16, O, Tpad] = U [16, O, C] x V [16, C, Tpad], one GEMM per transformed position.
-void multiply(const float* u, const float* v, int64_t C, int64_t O, const Tiling& t, float* m) {
+// M [16, O, L] = U [16, O, C] x V [16, C, L], one GEMM per transformed position.
+void multiply(const float* u, const float* v, int64_t C, int64_t O, int64_t L, float* m) {
   for (int64_t x = 0; x < 16; ++x) {
     const float* ux = u + x * O * C;
-    const float* vx = v + x * C * t.Tpad;
-    float* mx = m + x * O * t.Tpad;
+    const float* vx = v + x * C * L;
+    float* mx = m + x * O * L;
     // A block of tiles' C rows stay in L1 while the output channels pass over them.
     int64_t q = 0;
-    for (; q + kVectors * kLanes <= t.Tpad; q += kVectors * kLanes) {
-      gemm_columns<kVectors>(ux, vx, C, O, t.Tpad, q, mx);
+    for (; q + kVectors * kLanes <= L; q += kVectors * kLanes) {
+      gemm_columns<kVectors>(ux, vx, C, O, L, q, mx);
     }
-    if (t.Tpad - q == 2 * kLanes) {
-      gemm_columns<2>(ux, vx, C, O, t.Tpad, q, mx);
-    } else if (t.Tpad - q == kLanes) {
-      gemm_columns<1>(ux, vx, C, O, t.Tpad, q, mx);
+    if (L - q == 2 * kLanes) {
+      gemm_columns<2>(ux, vx, C, O, L, q, mx);
+    } else if (L - q == kLanes) {
+      gemm_columns<1>(ux, vx, C, O, L, q, mx);
     }
   }
 }
 
-// out [O, Ho, Wo] = A^T M A for every output channel and tile; y holds 12 T floats.
-void transform_output(const float* m, const ConvGeometry& g, int64_t O, const Tiling& t, float* out,
-                      float* y) {
+// out [O, Ho, Wo] = A^T M A for every output channel and tile of one image whose Tpad columns of
+// M [16, O, ld] start at m; y holds 12 T floats.
+void transform_output(const float* m, int64_t ld, const ConvGeometry& g, int64_t O, const Tiling& t,
+                      float* out, float* y) {
   const int64_t T = t.T, pairs = g.Wo / 2;
   float* a = y + 4 * T;  // a_i, b_i of the four rows: 8 T floats
   for (int64_t o = 0; o < O; ++o) {
-    const float* mo = m + o * t.Tpad;
-    const int64_t step = O * t.Tpad;  // from M[x] to M[x + 1]
+    const float* mo = m + o * ld;
+    const int64_t step = O * ld;  // from M[x] to M[x + 1]
     for (int i = 0; i < 4; ++i) {
       output_rows(mo + (4 * i) * step, mo + (4 * i + 1) * step, mo + (4 * i + 2) * step,
                   mo + (4 * i + 3) * step, a + (2 * i) * T, a + (2 * i + 1) * T, T);
@@ -352,22 +354,33 @@ void winograd_transform_weight(const float* weight, const ConvGeometry& g, int64
   });
 }
 
-int64_t winograd_conv_scratch_size(const ConvGeometry& g, int64_t O) {
-  const Tiling t = tiling(g);
-  return 16 * (g.C + O) * t.Tpad + 2 * t.plane + 8 * t.S + 12 * t.T;
+int64_t winograd_images_per_call(const ConvGeometry& g) {
+  // Small maps (7x7: one vector of 16 tiles) get several images' tiles side by side, so that the
+  // GEMMs have whole tiles of columns and U is read once for them.
+  return std::clamp<int64_t>(kColumnsPerCall / tiling(g).Tpad, 1, 4);
 }
 
-void winograd_conv(const float* in, const float* u, const ConvGeometry& g, int64_t O, float* out,
-                   float* scratch) {
+int64_t winograd_conv_scratch_size(const ConvGeometry& g, int64_t O, int64_t images) {
   const Tiling t = tiling(g);
+  return 16 * (g.C + O) * images * t.Tpad + 2 * t.plane + 8 * t.S + 12 * t.T;
+}
+
+void winograd_conv(const float* in, const float* u, const ConvGeometry& g, int64_t O,
+                   int64_t images, float* out, float* scratch) {
+  const Tiling t = tiling(g);
+  const int64_t L = images * t.Tpad;
   float* v = scratch;
-  float* m = v + 16 * g.C * t.Tpad;
-  float* planes = m + 16 * O * t.Tpad;
+  float* m = v + 16 * g.C * L;
+  float* planes = m + 16 * O * L;
   float* h = planes + 2 * t.plane;
   float* y = h + 8 * t.S;
-  transform_input(in, g, t, v, t.Tpad, planes, h);
-  multiply(u, v, g.C, O, t, m);
-  transform_output(m, g, O, t, out, y);
+  for (int64_t n = 0; n < images; ++n) {
+    transform_input(in + n * g.C * g.H * g.W, g, t, v + n * t.Tpad, L, planes, h);
+  }
+  multiply(u, v, g.C, O, L, m);
+  for (int64_t n = 0; n < images; ++n) {
+    transform_output(m + n * t.Tpad, L, g, O, t, out + n * O * g.Ho * g.Wo, y);
+  }
 }
 
 // Images transformed per pass of the weight gradient: their V and dM (16 (C + O) Tpad floats

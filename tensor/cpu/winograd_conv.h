@@ -20,11 +20,14 @@ bool winograd_conv_applies(const ConvGeometry& g, int64_t O);
 int64_t winograd_weight_size(const ConvGeometry& g, int64_t O);
 void winograd_transform_weight(const float* weight, const ConvGeometry& g, int64_t O, float* u);
 
-// One image: out [O, Ho, Wo] = conv(in [C, H, W], weight) from the transformed weights `u`;
-// `scratch` holds winograd_conv_scratch_size floats (any contents).
-int64_t winograd_conv_scratch_size(const ConvGeometry& g, int64_t O);
-void winograd_conv(const float* in, const float* u, const ConvGeometry& g, int64_t O, float* out,
-                   float* scratch);
+// `images` consecutive images: out [images, O, Ho, Wo] = conv(in [images, C, H, W], weight) from
+// the transformed weights `u`, their tiles side by side in one GEMM per transformed position;
+// `scratch` holds winograd_conv_scratch_size floats (any contents). Each output is computed the
+// same way whatever `images` is. winograd_images_per_call: the count that fills the GEMMs' tiles.
+int64_t winograd_images_per_call(const ConvGeometry& g);
+int64_t winograd_conv_scratch_size(const ConvGeometry& g, int64_t O, int64_t images);
+void winograd_conv(const float* in, const float* u, const ConvGeometry& g, int64_t O,
+                   int64_t images, float* out, float* scratch);
 
 // Whether winograd_weight_grad handles this geometry: winograd_conv's, on maps of at least 32 tiles.
 bool winograd_weight_grad_applies(const ConvGeometry& g, int64_t O);
