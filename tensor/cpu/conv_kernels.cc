@@ -96,7 +96,9 @@ void winograd_forward_images(const float* in, const float* u, const float* b, co
     const int64_t images = std::min(per_call, end - n);
     winograd_conv(in + n * g.C * g.H * g.W, u, g, O, images, o + n * O * P,
                   buffer.data_ptr<float>());
-    for (int64_t k = n; b && k < n + images; ++k) add_bias(o + k * O * P, b, O, P);
+    if (b) {
+      for (int64_t k = n; k < n + images; ++k) add_bias(o + k * O * P, b, O, P);
+    }
   }
 }
 

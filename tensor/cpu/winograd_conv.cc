@@ -274,16 +274,16 @@ void transform_output_grad(const float* go, const ConvGeometry& g, int64_t O, co
   }
 }
 
-// du [R, CB] (row stride C) += m [R rows] . v [CB rows]^T over L columns, rows ld apart.
+// du [R, CB] (row stride C) += m [R rows of L] . v [CB rows of L]^T.
 template <int R, int CB>
-void dot_tile(const float* m, const float* v, int64_t ld, int64_t L, float* du, int64_t C) {
+void dot_tile(const float* m, const float* v, int64_t L, float* du, int64_t C) {
   Vec acc[R * CB];
   for (int i = 0; i < R * CB; ++i) acc[i] = vec::zero();
   for (int64_t q = 0; q < L; q += kLanes) {
     Vec a[R];
-    for (int r = 0; r < R; ++r) a[r] = vec::load(m + r * ld + q);
+    for (int r = 0; r < R; ++r) a[r] = vec::load(m + r * L + q);
     for (int k = 0; k < CB; ++k) {
-      const Vec b = vec::load(v + k * ld + q);
+      const Vec b = vec::load(v + k * L + q);
       for (int r = 0; r < R; ++r) acc[r * CB + k] = vec::fmadd(a[r], b, acc[r * CB + k]);
     }
   }
@@ -301,19 +301,19 @@ void dot_tile(const float* m, const float* v, int64_t ld, int64_t L, float* du, 
 // Input channels per dot tile: 4 x 4 accumulators where 32 registers allow, 4 x 2 with 16.
 constexpr int kDotColumns = vec::kAccumulators >= 24 ? 4 : 2;
 
-// dU [16, O, C] += dM [16, O, ld] . V [16, C, ld]^T over L columns.
-void multiply_transposed(const float* dm, const float* v, int64_t C, int64_t O, int64_t ld,
-                         int64_t L, float* du) {
+// dU [16, O, C] += dM [16, O, L] . V [16, C, L]^T.
+void multiply_transposed(const float* dm, const float* v, int64_t C, int64_t O, int64_t L,
+                         float* du) {
   for (int64_t x = 0; x < 16; ++x) {
     for (int64_t o = 0; o < O; o += kRows) {
       // Four output channels' rows stay in L1 while the input channels stream past.
-      const float* m = dm + (x * O + o) * ld;
+      const float* m = dm + (x * O + o) * L;
       float* d = du + (x * O + o) * C;
       int64_t c = 0;
       for (; c + kDotColumns <= C; c += kDotColumns) {
-        dot_tile<kRows, kDotColumns>(m, v + (x * C + c) * ld, ld, L, d + c, C);
+        dot_tile<kRows, kDotColumns>(m, v + (x * C + c) * L, L, d + c, C);
       }
-      for (; c < C; ++c) dot_tile<kRows, 1>(m, v + (x * C + c) * ld, ld, L, d + c, C);
+      for (; c < C; ++c) dot_tile<kRows, 1>(m, v + (x * C + c) * L, L, d + c, C);
     }
   }
 }
@@ -421,7 +421,7 @@ void winograd_weight_grad(const float* in, const float* grad_out, const ConvGeom
       transform_output_grad(grad_out + (first + n) * O * g.Ho * g.Wo, g, O, t, dm + n * t.Tpad, L,
                             planes);
     }
-    multiply_transposed(dm, v, g.C, O, L, L, du);
+    multiply_transposed(dm, v, g.C, O, L, du);
   }
   // gw [o, c] += G^T dU G, in double.
   const int64_t pairs = O * g.C;
