@@ -68,6 +68,14 @@ void orthogonalize(const Tensor& matrix, double epsilon) {
   EMBER_CHECK(matrix.dim() == 2 && matrix.stride(1) == 1, "orthogonalize: expected a row-major 2-d matrix, got ",
               matrix.describe());
   const int64_t n = matrix.size(0), r = matrix.size(1), rs = matrix.stride(0);
+  if (!matrix.is_cpu()) {
+    // Gram-Schmidt is sequential over r <= rank columns of an n x r matrix: staged through host
+    // memory (the simulator's device memory is host memory, a GPU's is not).
+    Tensor host = matrix.cpu().contiguous();
+    orthogonalize(host, epsilon);
+    copy_(matrix, host);
+    return;
+  }
   if (matrix.dtype() == kFloat16 || matrix.dtype() == kBFloat16) {
     // Under fp16/bf16_compress_wrapper: Gram-Schmidt in float, rounded once on the way back.
     Tensor wide = matrix.to(kFloat32, /*copy=*/true);
