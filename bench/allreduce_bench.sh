@@ -10,9 +10,9 @@ bin=$(bench_binary bench:allreduce_bench)
 echo "== ember vs raw MPI (mpirun -np 2)"
 OMPI_MCA_btl=self,vader mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 \
   "$bin" --rounds="$rounds"
-if /usr/bin/python3 -c "import torch.distributed" 2>/dev/null; then
+if "$py" -c "import torch.distributed" 2>/dev/null; then
   echo "== torch.distributed gloo (2 processes)"
-  /usr/bin/python3 bench/allreduce_bench_gloo.py "$rounds"
+  "$py" bench/allreduce_bench_gloo.py "$rounds"
 else
-  echo "== torch.distributed not importable from /usr/bin/python3: gloo comparison skipped"
+  echo "== torch.distributed not importable from $py: gloo comparison skipped"
 fi

@@ -29,7 +29,6 @@ esac
 links="${LINKS:-$def_links}" hosts_list="${HOSTS:-$def_hosts}" torch="${TORCH:-1}" model="${MODEL:-$def_model}"
 model_flags=(--model "$model")
 [[ "$model" == wide_mlp ]] && model_flags=(--model mlp --mlp_sizes 784,4096,4096,10)
-py=/usr/bin/python3
 if ! "$py" -c "import torch.distributed" 2>/dev/null; then torch=0; fi
 bin=$(bench_binary bench:ddp_bench)
 cores=$(nproc)

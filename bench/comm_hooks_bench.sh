@@ -20,9 +20,8 @@ steps="${1:-10}"
 warmup="${2:-3}"
 hooks="${HOOKS:-none allreduce fp16 bf16 powersgd:1 powersgd:4 batched_powersgd:1 noop}"
 torch="${TORCH:-1}"
-py=/usr/bin/python3
-if ! "$py" -c "import torch.distributed" 2>/dev/null; then torch=0; fi
 source bench/lib.sh
+if ! "$py" -c "import torch.distributed" 2>/dev/null; then torch=0; fi
 bin="${BIN:-$(bench_binary bench:ddp_bench)}"
 model=(--model=mlp --mlp_sizes=784,4096,4096,10 --batch=32 --steps="$steps" --warmup="$warmup")
 if [[ -n "${BUCKET_MB:-}" ]]; then model+=(--bucket_cap_mb="$BUCKET_MB" --first_bucket_mb="$BUCKET_MB"); fi

@@ -35,10 +35,8 @@ torch="${TORCH:-1}"
 buckets="${BUCKETS:-0.1 0.5 1 5 10 25 50 100}"
 models="${MODELS:-mlp resnet20}"
 first_bucket="${FIRST_BUCKET:-cap}"
-py=/usr/bin/python3
-if ! "$py" -c "import torch.distributed" 2>/dev/null; then torch=0; fi
-
 source bench/lib.sh
+if ! "$py" -c "import torch.distributed" 2>/dev/null; then torch=0; fi
 bin=$(bench_binary bench:ddp_bench)  # NO_BUILD=1: use it as built
 export OMPI_MCA_btl=self,vader
 mpi() {  # mpi NP ARGS...

@@ -24,7 +24,7 @@ machine() {
     echo "   GPU: none visible (no nvidia-smi)"
   fi
 }
-torch_cuda() { /usr/bin/python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; }
+torch_cuda() { "$py" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; }
 
 if [[ "${1:-}" == ddp ]]; then
   shift
@@ -46,11 +46,11 @@ if [[ "${1:-}" == ddp ]]; then
   echo "$nccl_out"
   torch_out=""
   if torch_cuda; then
-    torch_out=$(/usr/bin/python3 bench/ddp_bench_torch.py --world 1 --device cuda --backend nccl --batch "$batch" \
+    torch_out=$("$py" bench/ddp_bench_torch.py --world 1 --device cuda --backend nccl --batch "$batch" \
       --steps "$steps")
     echo "$torch_out"
   else
-    echo "== PyTorch with CUDA not importable from /usr/bin/python3: torch comparison skipped"
+    echo "== PyTorch with CUDA not importable from $py: torch comparison skipped"
   fi
   echo "== summary"
   e=$(grep "RESULT impl=ember" <<<"$ember_out" || true)
@@ -76,10 +76,10 @@ ember_out=$("$BIN" "$@")
 echo "$ember_out"
 torch_out=""
 if torch_cuda; then
-  torch_out=$(/usr/bin/python3 bench/gpu_bench_torch.py "$@")
+  torch_out=$("$py" bench/gpu_bench_torch.py "$@")
   echo "$torch_out"
 else
-  echo "== PyTorch with CUDA not importable from /usr/bin/python3: torch comparison skipped"
+  echo "== PyTorch with CUDA not importable from $py: torch comparison skipped"
 fi
 echo "== summary"
 while read -r line; do

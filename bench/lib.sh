@@ -1,5 +1,9 @@
 # Helpers shared by the bench/*.sh scripts (sourced, not run; they cd to the repository root first).
 
+# The Python that holds PyTorch: Debian's by default; PYTHON=... for another (the GPU machine's
+# PyTorch lives in its own virtual environment).
+py="${PYTHON:-/usr/bin/python3}"
+
 # field NAME LINE -> the value of NAME=... in a RESULT line, "-" when the line has none.
 field() {
   local v

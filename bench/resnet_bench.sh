@@ -15,7 +15,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
 bin=$(bench_binary bench:resnet_train_bench)  # NO_BUILD=1: use it as built
-py=/usr/bin/python3
 
 if [[ "${1:-}" == "profile" ]]; then
   steps="${2:-2}"
