@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Packs the GPU suites and benchmarks for a machine that has a GPU but no Bazel, no Debian
+# libraries and no Debian OpenMPI (the H100/H200 machines lent to some sessions): the
+# --config=cuda binaries of every test tagged "cuda" and of the GPU and CPU benchmarks, the shared
+# libraries they load besides glibc, libstdc++ and CUDA's own (cudart, cuBLAS, NCCL: the GPU
+# machine has those), and OpenMPI with its plugins under a prefix of its own (OPAL_PREFIX).
+#   scripts/gpu_bundle.sh            -> .gpu/bundle.tar.xz (about 22 MB)
+# Then, there, from the repository root: scripts/gpu_check.sh (see its header).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=.gpu
+stage="$out/stage"
+bin=bazel-out/k8-fastbuild/bin  # the CUDA config shares the default output tree (.bazelrc)
+mapfile -t tests < <(bazel query 'attr(tags, "cuda", tests(//...))' 2>/dev/null)
+benches=(//bench:gpu_bench //bench:ddp_bench //bench:nccl_allreduce_bench //bench:resnet_train_bench
+  //bench:gemm_bench //bench:conv_bench)
+bazel build --config=cuda "${tests[@]}" "${benches[@]}"
+
+rm -rf "$stage"
+mkdir -p "$stage/tests" "$stage/bench" "$stage/lib" "$stage/ompi"
+built=()
+for t in "${tests[@]}"; do
+  path="${t#//}"; path="${path/://}"
+  # An mpi_test's sh_tests (NAME_npN) run NAME_bin; the trainers' tests and the bench smoke tests
+  # are scripts around binaries that gpu_check.sh runs itself.
+  [[ "$path" =~ _np[0-9]+$ ]] && path="${path%_np*}_bin"
+  [[ -f "$bin/$path" && ! "$path" =~ (device_test|smoke_test|rank_death) ]] || continue
+  [[ -e "$stage/tests/$(basename "$path")" ]] && continue
+  cp "$bin/$path" "$stage/tests/"
+  built+=("$bin/$path")
+done
+for b in "${benches[@]}"; do
+  cp "$bin/bench/${b#//bench:}" "$stage/bench/"
+  built+=("$bin/bench/${b#//bench:}")
+done
+strip --strip-debug "$stage"/tests/* "$stage"/bench/*
+
+# Libraries from Debian and Bazel's _solib (fastbuild links tests against per-target .so files),
+# resolved from the binaries where they were built.
+system='/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s|ld-linux-x86-64)\.so|/usr/local/cuda|/libcuda\.so|/libnccl\.so|/libcublas|/libcudart'
+copy_libs() { awk '/=> \//{print $3}' | sort -u | grep -v -E "$system" |
+  while read -r l; do [[ -e "$stage/lib/$(basename "$l")" ]] || cp -L "$l" "$stage/lib/"; done; }
+ldd "${built[@]}" | copy_libs
+
+# OpenMPI (Debian's layout under OPAL_PREFIX) and PMIx's plugins.
+o="$stage/ompi"
+mkdir -p "$o/bin" "$o/lib/x86_64-linux-gnu/openmpi/lib" "$o/share" "$o/pmix"
+cp /usr/bin/orterun /usr/bin/orted "$o/bin/"
+ln -s orterun "$o/bin/mpirun"
+cp -a /usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3 "$o/lib/x86_64-linux-gnu/openmpi/lib/"
+cp -a /usr/share/openmpi "$o/share/"
+cp -a /usr/lib/x86_64-linux-gnu/pmix2/lib /usr/lib/x86_64-linux-gnu/pmix2/share "$o/pmix/"
+rm -f "$o/pmix/lib/libpmix.a"
+{ ldd "$o"/bin/orterun "$o"/bin/orted "$o"/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/*.so \
+    "$o"/pmix/lib/pmix/*.so 2>/dev/null || true; } | copy_libs
+
+tar -C "$stage" -cf - . | xz -T2 -6 >"$out/bundle.tar.xz"
+rm -rf "$stage"
+echo "$out/bundle.tar.xz: $(du -h "$out/bundle.tar.xz" | cut -f1), ${#built[@]} binaries"
