@@ -94,6 +94,7 @@ cublasStatus_t gemm(const GemmArgs& g, const T* alpha, const T* A, const T* B, c
       return reject(CUBLAS_STATUS_EXECUTION_FAILED, name + ": illegal address in " + op.what);
     }
   }
+  ember::cudasim::DeviceAccess access;
   for (int b = 0; b < g.batch; ++b) {
     const T* a = A + b * g.stride_a;
     const T* bm = B + b * g.stride_b;

@@ -1,5 +1,6 @@
 // The CUDA simulator's runtime API: errors, devices, "device" memory (host memory the simulator
-// tracks, so a copy in the wrong direction or past an allocation's end fails as it would on a GPU),
+// tracks, so a copy in the wrong direction or past an allocation's end fails as it would on a GPU,
+// and that host code cannot touch: device_memory.cc),
 // and streams and events, which are synchronous: every call has finished when it returns.
 #include <algorithm>
 #include <chrono>
@@ -53,6 +54,10 @@ size_t device_capacity() {
     return env ? static_cast<size_t>(std::strtoull(env, nullptr, 10)) : size_t{16} << 30;
   }();
   return capacity;
+}
+
+size_t rounded_size(size_t bytes) {
+  return (bytes + kDeviceAlignment - 1) / kDeviceAlignment * kDeviceAlignment;
 }
 
 bool in_device_range_locked(Registry& r, const void* ptr, size_t bytes) {
@@ -206,9 +211,8 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
                       " of " + std::to_string(device_capacity()) + " simulated bytes in use");
     }
   }
-  const size_t rounded = (size + kDeviceAlignment - 1) / kDeviceAlignment * kDeviceAlignment;
-  void* p = std::aligned_alloc(kDeviceAlignment, rounded);
-  if (p == nullptr) return fail(cudaErrorMemoryAllocation, "cudaMalloc: host allocation failed");
+  void* p = device_allocate(rounded_size(size), device_capacity());
+  if (p == nullptr) return fail(cudaErrorMemoryAllocation, "cudaMalloc: the simulated device's arena is full");
   std::lock_guard<std::mutex> lock(r.mutex);
   r.device[reinterpret_cast<uintptr_t>(p)] = size;
   r.device_bytes += size;
@@ -228,9 +232,9 @@ cudaError_t cudaFree(void* ptr) {
                   "cudaFree(" + pointer_str(ptr) + "): not the start of a live device allocation");
     }
     r.device_bytes -= it->second;
+    device_free(ptr, rounded_size(it->second));
     r.device.erase(it);
   }
-  std::free(ptr);
   return cudaSuccess;
 }
 
@@ -293,6 +297,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind 
   e = src_device ? check_device_range("cudaMemcpy", "source", src, count)
                  : check_host_pointer("cudaMemcpy", "source", src);
   if (e != cudaSuccess) return e;
+  DeviceAccess access;
   std::memmove(dst, src, count);
   return cudaSuccess;
 }
@@ -316,7 +321,9 @@ cudaError_t cudaMemcpyPeer(void* dst, int dst_device, const void* src, int src_d
 cudaError_t cudaMemset(void* ptr, int value, size_t count) {
   const cudaError_t e = ember::cudasim::check_device_range("cudaMemset", "pointer", ptr, count);
   if (e != cudaSuccess) return e;
-  if (count) std::memset(ptr, value, count);
+  if (count == 0) return cudaSuccess;
+  ember::cudasim::DeviceAccess access;
+  std::memset(ptr, value, count);
   return cudaSuccess;
 }
 

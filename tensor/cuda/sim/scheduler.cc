@@ -343,6 +343,7 @@ void run_kernel(const char* kernel_name, const LaunchConfig& config,
              " from inside a kernel (dynamic parallelism) is not simulated");
     return;
   }
+  DeviceAccess access;
   BlockRun run;
   run.kernel_name = kernel_name;
   run.body = &thread_body;

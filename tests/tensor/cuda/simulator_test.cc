@@ -161,6 +161,25 @@ TEST_F(SimulatorTest, LaunchesAfterAFailureStartClean) {
   EXPECT_EQ(atomic_count(counter.get(), 1), cudaSuccess);
   EXPECT_EQ(counter.download()[0], 256.0f);
 }
+
+// On a device, host code that dereferences device memory faults (Note [Simulated device memory is
+// not host memory]); the simulator's must too, and say why. Copies and kernels still reach it.
+using SimulatorDeathTest = SimulatorTest;
+TEST_F(SimulatorDeathTest, HostCodeTouchingDeviceMemoryDies) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  DeviceBuffer<float> d(std::vector<float>{1.0f, 2.0f});
+  EXPECT_DEATH(
+      {
+        volatile float x = d.get()[1];
+        (void)x;
+      },
+      "cudasim: host code touched device memory");
+  EXPECT_DEATH(d.get()[0] = 3.0f, "cudasim: host code touched device memory");
+  EXPECT_EQ(d.download(), (std::vector<float>{1.0f, 2.0f}));
+  DeviceBuffer<float> counter(std::vector<float>{0.0f});
+  EXPECT_EQ(atomic_count(counter.get(), 1), cudaSuccess);
+  EXPECT_EQ(counter.download()[0], 256.0f);
+}
 #endif
 
 }  // namespace

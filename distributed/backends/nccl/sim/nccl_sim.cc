@@ -149,6 +149,8 @@ thread_local std::vector<Op> t_group_ops;
 
 // Posts every op, polls until all completed or one communicator was aborted, then finishes them.
 ncclResult_t run(std::vector<Op> ops) {
+  // MPI reads and writes the device buffers while the requests are in flight.
+  ember::cudasim::DeviceAccess access;
   for (Op& op : ops) op.comm->in_flight.fetch_add(1);
   auto leave = [&] {
     for (Op& op : ops) op.comm->in_flight.fetch_sub(1);

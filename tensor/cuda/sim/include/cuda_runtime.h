@@ -148,6 +148,17 @@ unsigned warp_ballot(unsigned mask, bool predicate);
 int lane_id();
 void* dynamic_shared_memory();
 
+// While one is alive, host code may touch device memory: the simulator's own work on it (launches,
+// copies, cuBLAS, simulated NCCL) runs inside one; outside, a host access faults and is named
+// (Note [Simulated device memory is not host memory], device_memory.cc).
+class DeviceAccess {
+ public:
+  DeviceAccess();
+  ~DeviceAccess();
+  DeviceAccess(const DeviceAccess&) = delete;
+  DeviceAccess& operator=(const DeviceAccess&) = delete;
+};
+
 // Whether [ptr, ptr + bytes) lies inside one live cudaMalloc allocation (cuBLAS checks its operands).
 bool is_device_range(const void* ptr, size_t bytes);
 // The detail of the last failed launch or call on this host thread ("" when none).
