@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <numeric>
+#include <thread>
 
 #include "distributed/backends/mpi/mpi_types.h"
 #include "distributed/fault_injection.h"
@@ -68,6 +69,10 @@ void finalize_mpi_at_exit() {
                  "[ember.distributed] a collective timed out in this process: aborting the job (MPI_Abort) "
                  "rather than waiting in MPI_Finalize for the ranks that did not arrive\n");
     std::fflush(stderr);
+    // Peers that timed out on the same fault may still be inspecting it (at most the inspector's
+    // budget) and MPI_Abort kills them: wait that long, so every rank's diagnosis gets printed.
+    // PyTorch waits likewise before tearing a timed-out job down (TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC).
+    std::this_thread::sleep_for(StallInspector::kDefaultBudget + std::chrono::milliseconds(500));
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   mpi::free_mpi_types();
@@ -304,6 +309,7 @@ void ProcessGroupMPI::wait_requests(std::vector<MPI_Request>& requests, Entry& e
   const auto begin = std::chrono::steady_clock::now();
   const auto deadline = begin + entry.timeout;
   std::vector<MPI_Status> statuses(requests.size());
+  bool backing_off = false;
   for (uint64_t iteration = 0;; ++iteration) {
     int done = 0;
     int rc;
@@ -323,7 +329,7 @@ void ProcessGroupMPI::wait_requests(std::vector<MPI_Request>& requests, Entry& e
     if (done) return;
     // OpenMPI progresses shared-memory transfers only inside MPI_Test, so keep polling; yield so
     // an oversubscribed rank's peers still run, and back off only once the wait is clearly long.
-    if (iteration % 64 == 63) {
+    if (iteration % 64 == 63 || backing_off) {
       const auto now = std::chrono::steady_clock::now();
       if (now >= deadline) {
         // Sockets only, bounded by the inspector's budget: comm_ may be broken now.
@@ -340,6 +346,9 @@ void ProcessGroupMPI::wait_requests(std::vector<MPI_Request>& requests, Entry& e
         throw TimeoutError(std::move(message), std::move(report));
       }
       if (now - begin > std::chrono::seconds(1)) {
+        // From here every poll reads the clock: a rank notices its timeout within a millisecond,
+        // so of two ranks stuck on one fault the one that began waiting first reports first.
+        backing_off = true;
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
     }
