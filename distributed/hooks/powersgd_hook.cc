@@ -70,7 +70,7 @@ void orthogonalize(const Tensor& matrix, double epsilon) {
   const int64_t n = matrix.size(0), r = matrix.size(1), rs = matrix.stride(0);
   if (!matrix.is_cpu()) {
     // Gram-Schmidt is sequential over r <= rank columns of an n x r matrix: staged through host
-    // memory (the simulator's device memory is host memory, a GPU's is not).
+    // memory, since host code cannot read a GPU's (Note [Simulated device memory is not host memory]).
     Tensor host = matrix.cpu().contiguous();
     orthogonalize(host, epsilon);
     copy_(matrix, host);
