@@ -241,9 +241,7 @@ cudaError_t cudaFree(void* ptr) {
 cudaError_t cudaMallocHost(void** ptr, size_t size) {
   using namespace ember::cudasim;
   if (ptr == nullptr) return fail(cudaErrorInvalidValue, "cudaMallocHost: null result pointer");
-  *ptr = size == 0 ? nullptr : std::aligned_alloc(kDeviceAlignment,
-                                                  (size + kDeviceAlignment - 1) / kDeviceAlignment *
-                                                      kDeviceAlignment);
+  *ptr = size == 0 ? nullptr : std::aligned_alloc(kDeviceAlignment, rounded_size(size));
   if (size != 0 && *ptr == nullptr) return fail(cudaErrorMemoryAllocation, "cudaMallocHost");
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
