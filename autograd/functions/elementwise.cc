@@ -150,7 +150,11 @@ void register_elementwise_formulas(AutogradKernels& k) {
   };
   k.relu = [](const Tensor& t) {
     return unary("ReluBackward", t, relu, true, [](const Tensor& g, const Tensor& out) {
-      return mul(g, as_float_mask(gt(out, 0), g));
+      // Note [ReLU backward]: PyTorch's threshold_backward(grad, result, 0): zero where the result
+      // is <= 0, the gradient itself elsewhere (so a NaN result passes its gradient on, and an
+      // infinite gradient under a zero result gives 0, not 0 * inf). Two passes (compare, select)
+      // instead of compare, cast to a float mask and multiply.
+      return where(le(out, 0), scalar_tensor(0, TensorOptions(g.dtype(), g.device())), g);
     });
   };
   k.sigmoid = [](const Tensor& t) {

@@ -48,6 +48,25 @@ TEST(GradcheckSelfTest, DetectsAWrongGradient) {
   EXPECT_NE(r.message.find("analytic"), std::string::npos);
 }
 
+// Where gradcheck cannot look (a kink, a NaN, an infinite gradient), ReLU's gradient is PyTorch's
+// threshold_backward(grad, result, 0) (Note [ReLU backward]): zero where the result is <= 0, the
+// incoming gradient elsewhere. Expected values are torch.relu's on the same inputs, float32 and
+// float64.
+TEST(GradientEdgeCases, ReluBackwardIsThresholdBackward) {
+  for (ScalarType dtype : {kFloat32, kFloat64}) {
+    Tensor x = from_vector<double>({-1.0, 0.0, 2.0, NAN, -0.0, 3.0}).to(dtype);
+    x.set_requires_grad(true);
+    Tensor grad = from_vector<double>({INFINITY, INFINITY, 3.0, 4.0, NAN, -INFINITY}).to(dtype);
+    relu(x).backward(grad);
+    const std::vector<double> expected = {0.0, 0.0, 3.0, 4.0, 0.0, -INFINITY};
+    const Tensor g = x.grad().to(kFloat64);
+    ASSERT_EQ(g.numel(), 6);
+    for (int64_t i = 0; i < 6; ++i) {
+      EXPECT_EQ(g.data_ptr<double>()[i], expected[i]) << dtype << " element " << i;
+    }
+  }
+}
+
 // Every slot the tensor library exposes to autograd is filled (no op silently loses its graph).
 TEST(GradcheckCoverage, EveryAutogradSlotIsRegistered) {
   const std::vector<bool> filled = autograd_slots_filled(autograd_kernels());

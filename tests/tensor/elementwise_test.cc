@@ -2,6 +2,8 @@
 // PyTorch's type promotion; in-place forms; every error path with its message.
 #include <cmath>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "tests/tensor/test_util.h"
 
@@ -228,6 +230,27 @@ TEST(ElementwiseTest, Where) {
   EXPECT_TENSOR(where(c2, iota({3}), iota({2, 3}).t().t().neg()), (Shape{2, 3}),
                 ({0, 1, 2, -3, -4, -5}));
   EXPECT_EMBER_ERROR(where(zeros({3}), f32({1}), f32({2})), "where", "bool", "float32[3]");
+}
+
+// Every dense / broadcast-scalar combination of where's value operands (each a loop of its own in
+// the CPU kernel), and a transposed one, against the element-by-element definition; large enough
+// to be split when threads are set (tests/tensor/parallel_test.cc checks the bits do not change).
+TEST(ElementwiseTest, WhereOverDenseAndScalarOperands) {
+  Generator gen(3);
+  const Shape shape{7, 100003};
+  Tensor cond = gt(randn(shape, &gen), 0.0);
+  Tensor a = randn(shape, &gen), b = randn(shape, &gen);
+  Tensor s1 = scalar_tensor(1.5), s2 = scalar_tensor(-2.5);
+  Tensor bt = randn({shape[1], shape[0]}, &gen).t();
+  for (const auto& [x, y] : std::vector<std::pair<Tensor, Tensor>>{{a, b}, {a, s2}, {s1, b}, {s1, s2}, {a, bt}}) {
+    Tensor out = where(cond, x, y);
+    Tensor xe = x.expand(shape).contiguous(), ye = y.expand(shape).contiguous();
+    const bool* c = cond.data_ptr<bool>();
+    const float *xp = xe.data_ptr<float>(), *yp = ye.data_ptr<float>(), *o = out.contiguous().data_ptr<float>();
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < out.numel(); ++i) wrong += o[i] != (c[i] ? xp[i] : yp[i]);
+    EXPECT_EQ(wrong, 0) << x.describe() << " / " << y.describe();
+  }
 }
 
 TEST(ElementwiseTest, InPlace) {

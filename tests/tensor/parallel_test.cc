@@ -113,7 +113,8 @@ TEST_F(ParallelTest, ElementwiseAndConversionsAreThreadCountInvariant) {
   Tensor strided = randn({41, 33, 70}, &gen).permute({2, 1, 0});  // not contiguous
   expect_thread_count_invariant([&] {
     return std::vector<Tensor>{a + row, a * strided, (a * 0.1).exp(), a.relu(), strided.to(kFloat16),
-                               strided.sigmoid()};
+                               strided.sigmoid(), where(gt(a, 0.0), scalar_tensor(0.0), strided),
+                               where(gt(strided, 0.0), a, row)};
   });
 }
 
