@@ -25,6 +25,7 @@ using T1 = Tensor (*)(const Tensor&);
 using InplaceTTS = const Tensor& (*)(const Tensor&, const Tensor&, const Scalar&);
 using InplaceTT = const Tensor& (*)(const Tensor&, const Tensor&);
 using InplaceTS = const Tensor& (*)(const Tensor&, const Scalar&);
+using InplaceT1 = const Tensor& (*)(const Tensor&);
 using Where = Tensor (*)(const Tensor&, const Tensor&, const Tensor&);
 using Clamp = Tensor (*)(const Tensor&, std::optional<Scalar>, std::optional<Scalar>);
 using Sum = Tensor (*)(const Tensor&, const Shape&, bool);
@@ -60,7 +61,7 @@ using Embedding = Tensor (*)(const Tensor&, const Tensor&, bool);
   /* in place */                                                                                \
   _(add_, InplaceTTS) _(sub_, InplaceTTS) _(mul_, InplaceTT) _(div_, InplaceTT)                 \
   _(copy_, InplaceTT) _(add_scalar_, InplaceTS) _(mul_scalar_, InplaceTS)                       \
-  _(div_scalar_, InplaceTS) _(fill_, InplaceTS)                                                 \
+  _(div_scalar_, InplaceTS) _(fill_, InplaceTS) _(relu_, InplaceT1)                             \
   /* reductions */                                                                              \
   _(sum, Sum) _(max, T1) _(min, T1)                                                             \
   /* linear algebra */                                                                          \

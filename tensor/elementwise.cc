@@ -267,6 +267,14 @@ Tensor relu(const Tensor& t) {
   if (auto f = autograd_kernel(&AutogradKernels::relu, {&t})) return f(t);
   return unary(UnaryOp::Relu, t, false);
 }
+const Tensor& relu_(const Tensor& t) {
+  if (auto f = autograd_kernel(&AutogradKernels::relu_, {&t})) return f(t);
+  EMBER_CHECK(t.defined(), "relu_: undefined tensor");
+  // Each element is read before it is written, so the kernel may run on its own output.
+  kernel_for(&KernelTable::unary, "relu_", {&t})(UnaryOp::Relu, t, t);
+  t.bump_version();
+  return t;
+}
 Tensor sign(const Tensor& t) {
   if (auto f = autograd_kernel(&AutogradKernels::sign, {&t})) return f(t);
   return unary(UnaryOp::Sign, t, false);

@@ -103,6 +103,8 @@ Tensor sqrt(const Tensor& t);
 Tensor rsqrt(const Tensor& t);
 Tensor abs(const Tensor& t);
 Tensor relu(const Tensor& t);
+// In place, as torch.relu_ / nn.ReLU(inplace=True): autograd saves the result, not the input.
+const Tensor& relu_(const Tensor& t);
 Tensor sigmoid(const Tensor& t);
 Tensor tanh(const Tensor& t);
 Tensor sign(const Tensor& t);

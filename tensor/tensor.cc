@@ -153,6 +153,7 @@ Tensor Tensor::sqrt() const { return ember::sqrt(*this); }
 Tensor Tensor::rsqrt() const { return ember::rsqrt(*this); }
 Tensor Tensor::abs() const { return ember::abs(*this); }
 Tensor Tensor::relu() const { return ember::relu(*this); }
+const Tensor& Tensor::relu_() const { return ember::relu_(*this); }
 Tensor Tensor::sigmoid() const { return ember::sigmoid(*this); }
 Tensor Tensor::tanh() const { return ember::tanh(*this); }
 Tensor Tensor::clamp(const Scalar& lo, const Scalar& hi) const { return ember::clamp(*this, lo, hi); }

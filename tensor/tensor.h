@@ -138,6 +138,7 @@ class Tensor {
   Tensor rsqrt() const;
   Tensor abs() const;
   Tensor relu() const;
+  const Tensor& relu_() const;
   Tensor sigmoid() const;
   Tensor tanh() const;
   Tensor clamp(const Scalar& min, const Scalar& max) const;

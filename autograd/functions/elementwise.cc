@@ -13,6 +13,14 @@ Tensor scaled(const Tensor& g, const Scalar& alpha) {
 }
 Tensor as_float_mask(const Tensor& mask, const Tensor& like) { return mask.to(like.dtype()); }
 
+// Note [ReLU backward]: PyTorch's threshold_backward(grad, result, 0): zero where the result is
+// <= 0, the gradient itself elsewhere (so a NaN result passes its gradient on, and an infinite
+// gradient under a zero result gives 0, not 0 * inf). Two passes (compare, select) instead of
+// compare, cast to a float mask and multiply. Reads only the result, so relu_ can share it.
+Tensor relu_backward(const Tensor& g, const Tensor& result) {
+  return where(le(result, 0), scalar_tensor(0, TensorOptions(g.dtype(), g.device())), g);
+}
+
 // Unary op whose gradient is grad * f(saved); `save_output` picks input or output as saved[0].
 Tensor unary(const char* name, const Tensor& t, Tensor (*op)(const Tensor&), bool save_output,
              Tensor (*dfn)(const Tensor& g, const Tensor& saved)) {
@@ -149,13 +157,7 @@ void register_elementwise_formulas(AutogradKernels& k) {
     return unary("AbsBackward", t, abs, false, [](const Tensor& g, const Tensor& x) { return mul(g, sign(x)); });
   };
   k.relu = [](const Tensor& t) {
-    return unary("ReluBackward", t, relu, true, [](const Tensor& g, const Tensor& out) {
-      // Note [ReLU backward]: PyTorch's threshold_backward(grad, result, 0): zero where the result
-      // is <= 0, the gradient itself elsewhere (so a NaN result passes its gradient on, and an
-      // infinite gradient under a zero result gives 0, not 0 * inf). Two passes (compare, select)
-      // instead of compare, cast to a float mask and multiply.
-      return where(le(out, 0), scalar_tensor(0, TensorOptions(g.dtype(), g.device())), g);
-    });
+    return unary("ReluBackward", t, relu, true, relu_backward);
   };
   k.sigmoid = [](const Tensor& t) {
     return unary("SigmoidBackward", t, sigmoid, true, [](const Tensor& g, const Tensor& out) {
@@ -182,58 +184,74 @@ void register_elementwise_formulas(AutogradKernels& k) {
 
   // ---- in place -------------------------------------------------------------------------------
   k.add_ = [](const Tensor& s, const Tensor& o, const Scalar& alpha) -> const Tensor& {
-    return record_inplace({"AddBackward", {s, o}}, [&] { add_(s, o, alpha); },
-                          [alpha](const Tensor& g, const variable_list&, const Needs&) -> variable_list {
-                            return {g, scaled(g, alpha)};
-                          });
+    record_inplace({"AddBackward", {s, o}}, [&] { add_(s, o, alpha); },
+                   [alpha](const Tensor& g, const variable_list&, const Needs&) -> variable_list {
+                     return {g, scaled(g, alpha)};
+                   });
+    return s;
   };
   k.sub_ = [](const Tensor& s, const Tensor& o, const Scalar& alpha) -> const Tensor& {
-    return record_inplace({"SubBackward", {s, o}}, [&] { sub_(s, o, alpha); },
-                          [alpha](const Tensor& g, const variable_list&, const Needs&) -> variable_list {
-                            return {g, neg(scaled(g, alpha))};
-                          });
+    record_inplace({"SubBackward", {s, o}}, [&] { sub_(s, o, alpha); },
+                   [alpha](const Tensor& g, const variable_list&, const Needs&) -> variable_list {
+                     return {g, neg(scaled(g, alpha))};
+                   });
+    return s;
   };
   k.mul_ = [](const Tensor& s, const Tensor& o) -> const Tensor& {
     // The gradient for `o` needs self's value from before the multiplication.
     Tensor before = o.requires_grad() ? s.detach().clone() : Tensor();
-    return record_inplace({"MulBackward", {s, o}, {o, before}}, [&] { mul_(s, o); },
-                          [](const Tensor& g, const variable_list& v, const Needs& n) -> variable_list {
-                            return {mul(g, v[0]), n[1] ? mul(g, v[1]) : Tensor()};
-                          });
+    record_inplace({"MulBackward", {s, o}, {o, before}}, [&] { mul_(s, o); },
+                   [](const Tensor& g, const variable_list& v, const Needs& n) -> variable_list {
+                     return {mul(g, v[0]), n[1] ? mul(g, v[1]) : Tensor()};
+                   });
+    return s;
   };
   k.div_ = [](const Tensor& s, const Tensor& o) -> const Tensor& {
-    return record_inplace({"DivBackward", {s, o}, {o}, true}, [&] { div_(s, o); },
-                          [](const Tensor& g, const variable_list& v, const Needs& n) -> variable_list {
-                            return {div(g, v[0]), n[1] ? neg(div(mul(g, v[1]), v[0])) : Tensor()};
-                          });
+    record_inplace({"DivBackward", {s, o}, {o}, true}, [&] { div_(s, o); },
+                   [](const Tensor& g, const variable_list& v, const Needs& n) -> variable_list {
+                     return {div(g, v[0]), n[1] ? neg(div(mul(g, v[1]), v[0])) : Tensor()};
+                   });
+    return s;
   };
   k.add_scalar_ = [](const Tensor& s, const Scalar& v) -> const Tensor& {
-    return record_inplace({"AddBackward", {s}}, [&] { add_(s, v); },
-                          [](const Tensor& g, const variable_list&, const Needs&) -> variable_list { return {g}; });
+    record_inplace({"AddBackward", {s}}, [&] { add_(s, v); },
+                   [](const Tensor& g, const variable_list&, const Needs&) -> variable_list { return {g}; });
+    return s;
   };
   k.mul_scalar_ = [](const Tensor& s, const Scalar& v) -> const Tensor& {
-    return record_inplace({"MulBackward", {s}}, [&] { mul_(s, v); },
-                          [v](const Tensor& g, const variable_list&, const Needs&) -> variable_list {
-                            return {mul(g, v)};
-                          });
+    record_inplace({"MulBackward", {s}}, [&] { mul_(s, v); },
+                   [v](const Tensor& g, const variable_list&, const Needs&) -> variable_list {
+                     return {mul(g, v)};
+                   });
+    return s;
   };
   k.div_scalar_ = [](const Tensor& s, const Scalar& v) -> const Tensor& {
-    return record_inplace({"DivBackward", {s}}, [&] { div_(s, v); },
-                          [v](const Tensor& g, const variable_list&, const Needs&) -> variable_list {
-                            return {div(g, v)};
-                          });
+    record_inplace({"DivBackward", {s}}, [&] { div_(s, v); },
+                   [v](const Tensor& g, const variable_list&, const Needs&) -> variable_list {
+                     return {div(g, v)};
+                   });
+    return s;
   };
   k.fill_ = [](const Tensor& s, const Scalar& v) -> const Tensor& {
-    return record_inplace({"FillBackward", {s}}, [&] { fill_(s, v); },
-                          [](const Tensor& g, const variable_list&, const Needs&) -> variable_list {
-                            return {zeros_like(g)};
-                          });
+    record_inplace({"FillBackward", {s}}, [&] { fill_(s, v); },
+                   [](const Tensor& g, const variable_list&, const Needs&) -> variable_list {
+                     return {zeros_like(g)};
+                   });
+    return s;
+  };
+  k.relu_ = [](const Tensor& s) -> const Tensor& {
+    record_inplace({"ReluBackward", {s}, {}, true}, [&] { relu_(s); },
+                   [](const Tensor& g, const variable_list& v, const Needs&) -> variable_list {
+                     return {relu_backward(g, v[0])};
+                   });
+    return s;
   };
   k.copy_ = [](const Tensor& dst, const Tensor& src) -> const Tensor& {
-    return record_inplace({"CopyBackward", {dst, src}}, [&] { copy_(dst, src); },
-                          [](const Tensor& g, const variable_list&, const Needs&) -> variable_list {
-                            return {zeros_like(g), g};
-                          });
+    record_inplace({"CopyBackward", {dst, src}}, [&] { copy_(dst, src); },
+                   [](const Tensor& g, const variable_list&, const Needs&) -> variable_list {
+                     return {zeros_like(g), g};
+                   });
+    return dst;
   };
 }
 

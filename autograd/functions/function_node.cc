@@ -66,8 +66,8 @@ Tensor record_op(const RecordSpec& spec, const std::function<Tensor()>& forward,
   return out;
 }
 
-const Tensor& record_inplace(const RecordSpec& spec, const std::function<void()>& forward,
-                             BackwardFormula formula) {
+void record_inplace(const RecordSpec& spec, const std::function<void()>& forward,
+                    BackwardFormula formula) {
   const Tensor& self = spec.inputs[0];
   AutogradMeta* m = impl::meta_if_exists(self);
   if (m) {
@@ -86,7 +86,6 @@ const Tensor& record_inplace(const RecordSpec& spec, const std::function<void()>
   }
   if (spec.save_output) node->save(self, true);
   impl::set_history(self, node, false);
-  return self;
 }
 
 }  // namespace ember::autograd

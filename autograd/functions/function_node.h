@@ -50,9 +50,11 @@ Tensor record_op(const RecordSpec& spec, const std::function<Tensor()>& forward,
                  BackwardFormula formula);
 
 // For in-place ops on spec.inputs[0]: checks it may be modified, runs `forward` (which modifies it),
-// and rebases its history onto a new node whose first edge is its previous history.
-const Tensor& record_inplace(const RecordSpec& spec, const std::function<void()>& forward,
-                             BackwardFormula formula);
+// and rebases its history onto a new node whose first edge is its previous history. Returns
+// nothing: the caller returns its own `self` (a reference into `spec`, usually a temporary, would
+// dangle -- it did, for every in-place op, until relu_(y).backward() read it).
+void record_inplace(const RecordSpec& spec, const std::function<void()>& forward,
+                    BackwardFormula formula);
 
 // Names of every differentiable op (primitives with formulas and composites built on them); the
 // gradcheck suite checks it has an entry for each.

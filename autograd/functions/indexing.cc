@@ -76,11 +76,12 @@ void register_indexing_formulas(AutogradKernels& k) {
                      });
   };
   k.index_add_ = [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) -> const Tensor& {
-    return record_inplace({"IndexAddBackward", {self, src}, {index}},
-                          [&] { index_add_(self, dim, index, src); },
-                          [dim](const Tensor& g, const variable_list& s, const Needs& n) -> variable_list {
-                            return {g, n[1] ? index_select(g, dim, s[0].reshape({-1})) : Tensor()};
-                          });
+    record_inplace({"IndexAddBackward", {self, src}, {index}},
+                   [&] { index_add_(self, dim, index, src); },
+                   [dim](const Tensor& g, const variable_list& s, const Needs& n) -> variable_list {
+                     return {g, n[1] ? index_select(g, dim, s[0].reshape({-1})) : Tensor()};
+                   });
+    return self;
   };
 }
 

@@ -67,6 +67,7 @@ inline const std::map<std::string, Case>& cases() {
       {"add_scalar_", {{{3, 4}}, [](const Inputs& x) { Tensor y = x[0].clone(); add_(y, 2.0); return y; }}},
       {"mul_scalar_", {{{3, 4}}, [](const Inputs& x) { Tensor y = x[0].clone(); mul_(y, 2.0); return y; }}},
       {"div_scalar_", {{{3, 4}}, [](const Inputs& x) { Tensor y = x[0].clone(); div_(y, 2.0); return y; }}},
+      {"relu_", {{{3, 4}}, [](const Inputs& x) { Tensor y = add(x[0], 0.05); relu_(y); return y; }}},
       {"fill_", {{{3, 4}}, [](const Inputs& x) { Tensor y = mul(x[0], 2.0); fill_(y, 1.0); return add(y, x[0]); }}},
       {"zero_", {{{3, 4}}, [](const Inputs& x) { Tensor y = mul(x[0], 2.0); y.zero_(); return add(y, x[0]); }}},
       {"copy_", {{{3, 4}, {4}}, [](const Inputs& x) { Tensor y = mul(x[0], 2.0); copy_(y, x[1]); return mul(y, x[0]); }}},

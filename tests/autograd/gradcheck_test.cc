@@ -50,20 +50,43 @@ TEST(GradcheckSelfTest, DetectsAWrongGradient) {
 
 // Where gradcheck cannot look (a kink, a NaN, an infinite gradient), ReLU's gradient is PyTorch's
 // threshold_backward(grad, result, 0) (Note [ReLU backward]): zero where the result is <= 0, the
-// incoming gradient elsewhere. Expected values are torch.relu's on the same inputs, float32 and
-// float64.
+// incoming gradient elsewhere. Expected values are torch.relu's and torch.relu_'s on the same
+// inputs, float32 and float64.
 TEST(GradientEdgeCases, ReluBackwardIsThresholdBackward) {
   for (ScalarType dtype : {kFloat32, kFloat64}) {
-    Tensor x = from_vector<double>({-1.0, 0.0, 2.0, NAN, -0.0, 3.0}).to(dtype);
-    x.set_requires_grad(true);
-    Tensor grad = from_vector<double>({INFINITY, INFINITY, 3.0, 4.0, NAN, -INFINITY}).to(dtype);
-    relu(x).backward(grad);
-    const std::vector<double> expected = {0.0, 0.0, 3.0, 4.0, 0.0, -INFINITY};
-    const Tensor g = x.grad().to(kFloat64);
-    ASSERT_EQ(g.numel(), 6);
-    for (int64_t i = 0; i < 6; ++i) {
-      EXPECT_EQ(g.data_ptr<double>()[i], expected[i]) << dtype << " element " << i;
+    for (bool in_place : {false, true}) {
+      Tensor x = from_vector<double>({-1.0, 0.0, 2.0, NAN, -0.0, 3.0}).to(dtype);
+      x.set_requires_grad(true);
+      Tensor grad = from_vector<double>({INFINITY, INFINITY, 3.0, 4.0, NAN, -INFINITY}).to(dtype);
+      if (in_place) {
+        Tensor y = mul(x, 1.0);
+        relu_(y).backward(grad);  // through the returned reference
+      } else {
+        relu(x).backward(grad);
+      }
+      const std::vector<double> expected = {0.0, 0.0, 3.0, 4.0, 0.0, -INFINITY};
+      const Tensor g = x.grad().to(kFloat64);
+      ASSERT_EQ(g.numel(), 6);
+      for (int64_t i = 0; i < 6; ++i) {
+        EXPECT_EQ(g.data_ptr<double>()[i], expected[i]) << dtype << (in_place ? " relu_" : " relu") << " element " << i;
+      }
     }
+  }
+}
+
+// relu_ saves its result: changing it afterwards is caught at backward, as in PyTorch.
+TEST(GradientEdgeCases, ReluInPlaceResultModifiedAfterwardsIsAnError) {
+  Tensor x = from_vector<float>({-1.0f, 2.0f});
+  x.set_requires_grad(true);
+  Tensor y = mul(x, 2.0);
+  relu_(y);
+  EXPECT_EQ(y.grad_fn()->name(), "ReluBackward");
+  y.add_(1.0);
+  try {
+    sum(y).backward();
+    ADD_FAILURE() << "backward through a modified relu_ result did not throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ReluBackward"), std::string::npos) << e.what();
   }
 }
 
