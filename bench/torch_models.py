@@ -24,9 +24,11 @@ class BasicBlock(nn.Module):
                                           nn.BatchNorm2d(planes))
 
     def forward(self, x):
-        out = F.relu(self.bn1(self.conv1(x)))
+        # In place, as torchvision's BasicBlock (ReLU(inplace=True), out += identity) and ember's.
+        out = F.relu(self.bn1(self.conv1(x)), inplace=True)
         out = self.bn2(self.conv2(out))
-        return F.relu(out + self.shortcut(x))
+        out += self.shortcut(x)
+        return F.relu(out, inplace=True)
 
 
 class ResNet(nn.Module):
@@ -50,7 +52,7 @@ class ResNet(nn.Module):
         return nn.Sequential(*blocks)
 
     def forward(self, x):
-        out = F.relu(self.bn1(self.conv1(x)))
+        out = F.relu(self.bn1(self.conv1(x)), inplace=True)
         out = self.layer3(self.layer2(self.layer1(out)))
         out = F.adaptive_avg_pool2d(out, 1).flatten(1)
         return self.fc(out)

@@ -7,7 +7,7 @@
 
 namespace ember::nn {
 
-Tensor ReLU::forward(const Tensor& input) { return relu(input); }
+Tensor ReLU::forward(const Tensor& input) { return inplace_ ? relu_(input) : relu(input); }
 Tensor MaxPool2d::forward(const Tensor& input) { return max_pool2d(input, kernel_, stride_, padding_); }
 Tensor AvgPool2d::forward(const Tensor& input) { return avg_pool2d(input, kernel_, stride_, padding_); }
 Tensor AdaptiveAvgPool2d::forward(const Tensor& input) {

@@ -8,10 +8,15 @@
 
 namespace ember::nn {
 
+// inplace = true overwrites the input (nn.ReLU(inplace=True)): no new tensor, and the input's
+// own producer must not need it for its backward (batch norm and addition do not).
 class ReLU : public Module {
  public:
-  ReLU() : Module("ReLU") {}
+  explicit ReLU(bool inplace = false) : Module("ReLU"), inplace_(inplace) {}
   Tensor forward(const Tensor& input) override;
+
+ private:
+  bool inplace_;
 };
 
 class MaxPool2d : public Module {

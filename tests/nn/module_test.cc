@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "autograd/gradcheck.h"
 #include "nn/nn.h"
 #include "tensor/all.h"
 
@@ -144,6 +145,33 @@ TEST(Layers, ShapesAndModes) {
   Tensor out = emb.forward(from_vector<int64_t>({1, 3, 3}));
   sum(out).backward();
   ASSERT_TRUE(emb.named_parameters()[0].second.grad().is_sparse());
+}
+
+TEST(Layers, ReLUInPlaceOverwritesItsInput) {
+  Tensor x = from_vector<float>({-2, -0.5, 0, 1.5});
+  x.set_requires_grad(true);
+  Tensor y = mul(x, 2.0);
+  Tensor kept = ReLU().forward(y);
+  EXPECT_FALSE(kept.is_same(y));
+  Tensor r = ReLU(/*inplace=*/true).forward(y);
+  EXPECT_TRUE(r.is_same(y));
+  EXPECT_TRUE(equal(y, from_vector<float>({0, 0, 0, 3})));
+  EXPECT_TRUE(equal(kept, y));
+  sum(r).backward();
+  EXPECT_TRUE(equal(x.grad(), from_vector<float>({0, 0, 0, 2})));
+}
+
+// ResNet's blocks run ReLU and the residual addition in place (nn/models/resnet.cc): the gradient
+// through the whole network, batch norm in training mode, still matches finite differences.
+TEST(Layers, ResNetGradientThroughInPlaceOpsPassesGradcheck) {
+  Generator g(5);
+  ResNet net(ResNetOptions{8, 2, 1, 3}, &g);  // one block per stage, projection shortcuts
+  net.to(kFloat64);
+  Tensor x = randn({2, 1, 6, 6}, &g, kFloat64);
+  x.set_requires_grad(true);
+  autograd::GradcheckResult r = autograd::gradcheck(
+      [&](const std::vector<Tensor>& in) { return net.forward(in[0]); }, {x});
+  EXPECT_TRUE(r.ok) << r.message;
 }
 
 TEST(Losses, CrossEntropyMatchesPyTorch) {
