@@ -9,6 +9,10 @@
 #                                              top inclusive functions and an op-family summary,
 #                                              then torch.profiler's per-op table for comparison
 # ratio = ember throughput / torch throughput (higher is better; target >= 1.3).
+# At N > 1 threads the script also runs N independent 1-thread ember processes side by side:
+# copies = N x (1-thread ms/step) / (their mean ms/step) is what N of this host's cores give on
+# work that shares nothing, the ceiling a shared-memory split can expect on this host (a 2-vCPU VM
+# whose vCPUs share a core or memory bandwidth shows it below N).
 # Peak RSS is getrusage's ru_maxrss of each process (the Python figure includes the interpreter and
 # libtorch). Run on a quiet machine: the script prints `uptime` so a loaded run can be recognised.
 set -euo pipefail
@@ -62,18 +66,32 @@ for level in $levels; do
         "$(field bwd_ms "$line")" "$(field opt_ms "$line")" "$(field img_per_s "$line")" \
         "$(field peak_rss_mb "$line")"
     done
-    summary+=("$level $threads $(field ms_per_step "$e") $(field ms_per_step "$t") $(field peak_rss_mb "$e") $(field peak_rss_mb "$t")")
+    copies_ms=-
+    if ((threads > 1)); then
+      dir=$(mktemp -d)
+      for ((k = 0; k < threads; ++k)); do
+        EMBER_CPU_CAPABILITY=$level "$bin" --steps="$steps" --warmup="$warmup" --threads=1 >"$dir/$k" &
+      done
+      wait
+      copies_ms=$(cat "$dir"/* | grep '^RESULT' | tr ' ' '\n' | sed -n 's/^ms_per_step=//p' |
+        awk '{ s += $1; n++ } END { printf "%.2f", s / n }')
+      rm -rf "$dir"
+      echo "ember x$threads processes of 1 thread, side by side: mean $copies_ms ms/step"
+    fi
+    summary+=("$level $threads $(field ms_per_step "$e") $(field ms_per_step "$t") $(field peak_rss_mb "$e") $(field peak_rss_mb "$t") $copies_ms")
   done
 done
 echo
 echo "== summary: ratio = ember throughput / torch throughput (target >= 1.3); scaling = ember's"
-echo "   1-thread ms/step / N-thread ms/step (target >= 1.8 at 2 threads); memory = ember / torch peak RSS"
-printf '%-8s %8s %12s %12s %8s %8s %8s\n' level threads ember_ms torch_ms ratio scaling memory
+echo "   1-thread ms/step / N-thread ms/step (target >= 1.8 at 2 threads); copies = the host's own"
+echo "   ceiling, N independent 1-thread processes (see the top of this script); memory = ember / torch peak RSS"
+printf '%-8s %8s %12s %12s %8s %8s %8s %8s\n' level threads ember_ms torch_ms ratio scaling copies memory
 declare -A one_thread
 for row in "${summary[@]}"; do
-  read -r level threads e t em tm <<<"$row"
+  read -r level threads e t em tm copies <<<"$row"
   [[ "$threads" == 1 ]] && one_thread[$level]=$e
-  awk -v l="$level" -v n="$threads" -v e="$e" -v t="$t" -v b="${one_thread[$level]:-}" -v em="$em" -v tm="$tm" \
-    'BEGIN { printf "%-8s %8s %12.2f %12.2f %8.3f %8s %8.3f\n", l, n, e, t, t / e, (b == "" ? "-" : sprintf("%.3f", b / e)), em / tm }'
+  awk -v l="$level" -v n="$threads" -v e="$e" -v t="$t" -v b="${one_thread[$level]:-}" -v em="$em" -v tm="$tm" -v c="$copies" \
+    'BEGIN { printf "%-8s %8s %12.2f %12.2f %8.3f %8s %8s %8.3f\n", l, n, e, t, t / e,
+             (b == "" ? "-" : sprintf("%.3f", b / e)), (b == "" || c == "-" ? "-" : sprintf("%.3f", n * b / c)), em / tm }'
 done
 echo "== load after: $(uptime | sed 's/.*load average/load average/')"

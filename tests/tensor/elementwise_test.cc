@@ -244,9 +244,9 @@ TEST(ElementwiseTest, WhereOverDenseAndScalarOperands) {
   Tensor bt = randn({shape[1], shape[0]}, &gen).t();
   for (const auto& [x, y] : std::vector<std::pair<Tensor, Tensor>>{{a, b}, {a, s2}, {s1, b}, {s1, s2}, {a, bt}}) {
     Tensor out = where(cond, x, y);
-    Tensor xe = x.expand(shape).contiguous(), ye = y.expand(shape).contiguous();
+    Tensor xe = x.expand(shape).contiguous(), ye = y.expand(shape).contiguous(), oc = out.contiguous();
     const bool* c = cond.data_ptr<bool>();
-    const float *xp = xe.data_ptr<float>(), *yp = ye.data_ptr<float>(), *o = out.contiguous().data_ptr<float>();
+    const float *xp = xe.data_ptr<float>(), *yp = ye.data_ptr<float>(), *o = oc.data_ptr<float>();
     int64_t wrong = 0;
     for (int64_t i = 0; i < out.numel(); ++i) wrong += o[i] != (c[i] ? xp[i] : yp[i]);
     EXPECT_EQ(wrong, 0) << x.describe() << " / " << y.describe();
