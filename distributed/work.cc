@@ -17,7 +17,24 @@ namespace ember::distributed {
 // worker logs it); later ones are dropped. then() callbacks never throw here: their errors go to
 // the child future.
 
+// Note [A waiter throws its own copy of the error]
+// A future's error is kept in an exception_ptr that the Work, the future and the backend's queue
+// entry share. Rethrowing it throws that one object: a caller that read its message in a catch
+// block did so after dropping its Work (the temporary dies while the exception unwinds), and the
+// worker, dropping the last reference, freed it with nothing ordering the two but the exception's
+// own reference count inside libstdc++, which ThreadSanitizer cannot see (failure_test_np2, TSan
+// tier, once). wait() therefore throws a copy of an ember::Error (the only exception type ember
+// defines), made while the caller still holds the Work or Future: its release, which the worker's
+// final release synchronises with, orders that read before any free. Other types are rethrown.
 namespace {
+[[noreturn]] void rethrow_to_waiter(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    throw Error(e.message());
+  }
+}
+
 thread_local const char* t_comm_thread_backend = nullptr;
 
 // Waiting on the communication thread for something that is not complete would deadlock when
@@ -73,7 +90,7 @@ bool Future::wait_for(std::chrono::milliseconds timeout) {
 
 void Future::wait(std::chrono::milliseconds timeout) {
   EMBER_CHECK(wait_for(timeout), "Future::wait: timed out after ", timeout.count(), " ms");
-  if (auto e = exception()) std::rethrow_exception(e);
+  if (auto e = exception()) rethrow_to_waiter(e);
   sync_streams();
 }
 
@@ -251,7 +268,7 @@ bool Work::wait(std::chrono::milliseconds timeout) {
   }
   EMBER_CHECK(future_->wait_for(timeout), name(), ": Work::wait timed out after ", timeout.count(),
               " ms (the collective is still running)");
-  if (auto e = future_->exception()) std::rethrow_exception(e);
+  if (auto e = future_->exception()) rethrow_to_waiter(e);
   return true;
 }
 
