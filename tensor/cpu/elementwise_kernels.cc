@@ -225,20 +225,20 @@ void clamp_kernel(const Tensor& out, const Tensor& in, const std::optional<Scala
   });
 }
 
-// out = cond ? a : b, split across threads like every elementwise loop. The dense cases (a or b may
-// be a broadcast scalar, as in ReLU's backward, Note [ReLU backward]) are plain loops the compiler
-// vectorises; the constant 0/1 steps keep them free of gathers.
 template <typename T>
 using SameSizeUint = std::conditional_t<
     sizeof(T) == 8, uint64_t,
     std::conditional_t<sizeof(T) == 4, uint32_t, std::conditional_t<sizeof(T) == 2, uint16_t, uint8_t>>>;
 
+// out = cond ? a : b, split across threads like every elementwise loop. The dense cases (a or b may
+// be a broadcast scalar, as in ReLU's backward, Note [ReLU backward]) are plain loops the compiler
+// vectorises; the constant 0/1 steps keep them free of gathers.
 template <typename T>
 void where_loop(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
   parallel_for_each_strided<4>(
       out.sizes(), {&out, &cond, &a, &b}, [](std::array<char*, 4> p, std::array<int64_t, 4> s, int64_t n) {
         T* o = reinterpret_cast<T*>(p[0]);
-        const bool* c = reinterpret_cast<const bool*>(p[1]);
+        const uint8_t* c = reinterpret_cast<const uint8_t*>(p[1]);  // bools: 0 or 1
         const T* x = reinterpret_cast<const T*>(p[2]);
         const T* y = reinterpret_cast<const T*>(p[3]);
         constexpr int64_t st = sizeof(T);
@@ -246,12 +246,11 @@ void where_loop(const Tensor& out, const Tensor& cond, const Tensor& a, const Te
         // ReLU mask mispredicts half the time (20% of a ResNet step when it was written so).
         auto dense = [&](auto xstep, auto ystep) {
           using U = SameSizeUint<T>;
-          const uint8_t* cb = reinterpret_cast<const uint8_t*>(c);
           for (int64_t i = 0; i < n; ++i) {
             U xv, yv;
             std::memcpy(&xv, x + i * xstep, sizeof(T));
             std::memcpy(&yv, y + i * ystep, sizeof(T));
-            const U pick_x = U(0) - U(cb[i]);  // bools are 0 or 1: all ones or all zeros
+            const U pick_x = U(0) - U(c[i]);  // all ones or all zeros
             const U r = (xv & pick_x) | (yv & ~pick_x);
             std::memcpy(static_cast<void*>(o + i), &r, sizeof(T));
           }
