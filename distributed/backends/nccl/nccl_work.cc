@@ -68,12 +68,20 @@ bool NcclWork::is_completed() const {
 }
 
 bool NcclWork::wait(std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  // The watchdog fails a collective past the group's timeout, so this loop ends without one.
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + timeout;
+  // The watchdog fails a collective past the group's timeout, so this loop ends without one. The
+  // first 200 us only yield between polls: a small collective ends within microseconds, and a
+  // sleep of 50 us (over 100 us as the kernel grants it) was most of its measured latency.
   while (!is_completed()) {
-    EMBER_CHECK(timeout.count() < 0 || std::chrono::steady_clock::now() < deadline, name(),
-                ": Work::wait timed out after ", timeout.count(), " ms (the collective is still running)");
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    const auto now = std::chrono::steady_clock::now();
+    EMBER_CHECK(timeout.count() < 0 || now < deadline, name(), ": Work::wait timed out after ",
+                timeout.count(), " ms (the collective is still running)");
+    if (now - start < std::chrono::microseconds(200)) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
   }
   if (auto e = error()) std::rethrow_exception(e);
   if (auto e = get_future()->exception()) std::rethrow_exception(e);
