@@ -9,6 +9,9 @@
 #             world 1; two ranks run the MPI backend's staging tests and skip the NCCL ones)
 #   gpubench  bench/gpu_bench.sh (GEMM vs cuBLAS, ResNet-20 step vs PyTorch)
 #   gpuddp    bench/gpu_bench.sh ddp (DDP step vs PyTorch DDP, allreduce vs raw NCCL)
+#   profile   where the GPU ResNet-20 step's time goes: host time to issue a step against the
+#             step's time, ember's kernels by device time (Nsight Compute, 2 steps) and
+#             PyTorch's (torch.profiler, 2 steps)
 #   cpubench  bench/resnet_bench.sh at avx512/avx2 x 1/2 threads, REPS times, then 4, 8, 16 threads
 #   ddpbench  bench/ddp_bench.sh scaling, REPS times (TORCH=0 skips PyTorch)
 # Logs go to $OUT (default /tmp/gpu_check): log.txt and logs.tgz with one log per suite.
@@ -89,6 +92,22 @@ fi
 if [[ "$parts" == *" gpuddp "* ]]; then
   echo "== bench/gpu_bench.sh ddp $(elapsed)"
   BIN_DIR="$d/bench" STEPS=30 timeout 120 bench/gpu_bench.sh ddp
+fi
+
+if [[ "$parts" == *" profile "* ]]; then
+  echo "== profile: ResNet-20 step, batch 256 $(elapsed)"
+  timeout 60 "$d/bench/gpu_bench" --no_gemm --steps=10 --warmup=3
+  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+  if [[ -n "$ncu" ]]; then
+    timeout 240 "$ncu" --clock-control none --metrics gpu__time_duration.sum --csv --page raw \
+      "$d/bench/gpu_bench" --no_gemm --steps=1 --warmup=1 >"$out/ncu_ember.csv" 2>"$out/ncu_ember.err"
+    echo "ncu rc=$? $(elapsed)"
+    "$PYTHON" bench/kernel_time_summary.py "$out/ncu_ember.csv" --steps 2
+    xz -f "$out/ncu_ember.csv"
+  else
+    echo "no ncu here"
+  fi
+  timeout 120 "$PYTHON" bench/gpu_bench_torch.py --profile
 fi
 
 # The CPU scripts take the binary at bench/NAME when NO_BUILD=1 finds one there (bench/lib.sh).

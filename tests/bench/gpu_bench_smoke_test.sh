@@ -9,4 +9,4 @@ if grep -q "built without CUDA" <<<"$out"; then
   exit 0
 fi
 grep -qE '^RESULT gemm n=48 ember_tflops=[0-9.]+ cublas_tflops=[0-9.]+ ratio=[0-9.]+$' <<<"$out"
-grep -qE '^RESULT resnet20 batch=4 ms_per_step=[0-9.]+ peak_allocated_mb=[0-9.]+ peak_reserved_mb=[0-9.]+$' <<<"$out"
+grep -qE '^RESULT resnet20 batch=4 ms_per_step=[0-9.]+ host_ms=[0-9.]+ peak_allocated_mb=[0-9.]+ peak_reserved_mb=[0-9.]+$' <<<"$out"
