@@ -32,7 +32,8 @@ struct BatchNormShape {
   int64_t N, C, inner;
 };
 // grad_input = a[c] * grad_out - b[c] - d[c] * (input - mean[c]) (training); with b == nullptr,
-// grad_input = a[c] * grad_out (eval: statistics are constants). Arrays of C doubles.
+// grad_input = a[c] * grad_out (eval: statistics are constants). Arrays of C doubles on the
+// device of the tensors.
 struct BatchNormBackwardCoefficients {
   const double* a = nullptr;
   const double* b = nullptr;
@@ -93,7 +94,8 @@ struct BatchNormBackwardCoefficients {
                       const cpu::ConvGeometry& g, int64_t groups, const Tensor& grad_input,      \
                       const Tensor& grad_weight, const Tensor& grad_bias))                       \
   /* Batch norm over contiguous float32/float64 [N, C, inner] tensors; per-channel arrays are */  \
-  /* C doubles in host memory. mean[c] and biased var[c] of input: */                          \
+  /* C doubles in the input's device memory (Note [Per-channel batch-norm values stay on the */   \
+  /* device], tensor/batch_norm.cc). mean[c] and biased var[c] of input: */                     \
   _(batch_norm_stats, (const Tensor& input, const BatchNormShape& s, double* mean, double* var)) \
   /* out = input * scale[c] + shift[c]: */                                                       \
   _(batch_norm_transform, (const Tensor& out, const Tensor& input, const BatchNormShape& s,       \

@@ -1,7 +1,16 @@
-// Batch-norm kernels over dense [N, C, inner] float32/float64 data: per-channel statistics (one
-// block per channel, two passes in double: the mean, then the centred squares), the fused
-// scale-and-shift, and the closed-form backward's per-channel sums and transform. Per-channel
-// arrays are device doubles (batch_norm_slots.cc moves them to and from the host contract).
+// Batch-norm kernels over dense [N, C, inner] float32/float64 data: per-channel statistics (two
+// passes in double: the mean, then the centred squares), the fused scale-and-shift, and the
+// closed-form backward's per-channel sums and transform. Per-channel arrays are device doubles
+// (Note [Per-channel batch-norm values stay on the device], tensor/batch_norm.cc).
+//
+// Note [Batch-norm sums in parts]
+// A channel's N * inner elements are summed by `parts` blocks, each over a run of whole images
+// (batch_norm_parts), into a workspace of partial sums that one thread per channel then adds in
+// part order. One block per channel left most of a GPU idle (16 to 64 blocks for ResNet-20) and was
+// half of its step on an H200. `parts` depends on the shape alone, so the order of every sum -- and
+// so its bits -- is the same on any GPU and every run.
+#include <algorithm>
+
 #include "tensor/cuda/device_types.h"
 
 namespace ember::cuda {
@@ -9,70 +18,95 @@ namespace {
 
 constexpr int kChannelThreads = 256;
 
-// Sums `value(n, i)` over one channel's N * inner elements with the whole block; every thread
-// gets the total.
-template <typename F>
-__device__ double block_channel_sum(const BatchNormDims& s, F value, double* scratch) {
-  double acc = 0;
-  for (int64_t e = threadIdx.x; e < s.N * s.inner; e += blockDim.x)
-    acc += value(e / s.inner, e % s.inner);
-  scratch[threadIdx.x] = acc;
-  __syncthreads();
-  for (int half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) scratch[threadIdx.x] += scratch[threadIdx.x + half];
-    __syncthreads();
-  }
-  const double total = scratch[0];
-  __syncthreads();  // everyone has read scratch[0] before it is reused
-  return total;
-}
+// What a block sums over its elements: x, (x - center)^2, or g and g * (x - center) at once.
+enum class ChannelSum : int { kValues, kCentredSquares, kGradients };
 
-template <typename T>
-struct ChannelValue {
-  const T* x;
-  const T* g;  // null: x itself
-  BatchNormDims s;
-  int64_t c;
-  double center;
-  bool squared;
-  __device__ double operator()(int64_t n, int64_t i) const {
-    const int64_t at = (n * s.C + c) * s.inner + i;
-    const double centred = static_cast<double>(x[at]) - center;
-    if (g != nullptr) {
-      const double gv = static_cast<double>(g[at]);
-      return squared ? gv * centred : gv;
-    }
-    return squared ? centred * centred : centred;
-  }
+struct TwoSums {
+  double a = 0, b = 0;
 };
 
-template <typename T>
-__global__ void stats_kernel(const T* x, BatchNormDims s, double* mean, double* var) {
-  __shared__ double scratch[kChannelThreads];
-  const double M = static_cast<double>(s.N * s.inner);
-  for (int64_t c = blockIdx.x; c < s.C; c += gridDim.x) {
-    const double m =
-        block_channel_sum(s, ChannelValue<T>{x, nullptr, s, c, 0.0, false}, scratch) / M;
-    const double v = block_channel_sum(s, ChannelValue<T>{x, nullptr, s, c, m, true}, scratch) / M;
-    if (threadIdx.x == 0) {
-      mean[c] = m;
-      var[c] = v;
+// The block's two sums, left in scratch[0] and scratch[kChannelThreads] for thread 0.
+__device__ void block_reduce(TwoSums acc, double* scratch) {
+  scratch[threadIdx.x] = acc.a;
+  scratch[kChannelThreads + threadIdx.x] = acc.b;
+  __syncthreads();
+  for (int half = kChannelThreads / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) {
+      scratch[threadIdx.x] += scratch[threadIdx.x + half];
+      scratch[kChannelThreads + threadIdx.x] += scratch[kChannelThreads + threadIdx.x + half];
     }
+    __syncthreads();
   }
 }
 
-template <typename T>
-__global__ void backward_reduce_kernel(const T* g, const T* x, BatchNormDims s, const double* mean,
-                                       double* sum_g, double* sum_gx) {
-  __shared__ double scratch[kChannelThreads];
-  for (int64_t c = blockIdx.x; c < s.C; c += gridDim.x) {
-    const double a = block_channel_sum(s, ChannelValue<T>{x, g, s, c, mean[c], false}, scratch);
-    const double b = block_channel_sum(s, ChannelValue<T>{x, g, s, c, mean[c], true}, scratch);
-    if (threadIdx.x == 0) {
-      sum_g[c] = a;
-      sum_gx[c] = b;
+// Block b sums channel b / parts over images [p * N / parts, (p + 1) * N / parts), p = b % parts,
+// into partial_a[b] (and partial_b[b] for kGradients). Index as in conv_kernels.cu: 32-bit
+// division where a block's elements fit.
+template <typename T, typename Index>
+__global__ void partial_sums_kernel(const T* x, const T* g, BatchNormDims s, int64_t parts,
+                                    ChannelSum what, const double* center, double* partial_a,
+                                    double* partial_b) {
+  __shared__ double scratch[2 * kChannelThreads];
+  const int64_t c = blockIdx.x / parts, p = blockIdx.x % parts;
+  const int64_t n0 = p * s.N / parts, n1 = (p + 1) * s.N / parts;
+  const Index inner = static_cast<Index>(s.inner), count = static_cast<Index>((n1 - n0) * s.inner);
+  const double mu = center != nullptr ? center[c] : 0.0;
+  TwoSums acc;
+  for (Index e = threadIdx.x; e < count; e += kChannelThreads) {
+    const int64_t at = ((n0 + e / inner) * s.C + c) * s.inner + e % inner;
+    const double centred = static_cast<double>(x[at]) - mu;
+    if (what == ChannelSum::kValues) {
+      acc.a += centred;
+    } else if (what == ChannelSum::kCentredSquares) {
+      acc.a += centred * centred;
+    } else {
+      const double gv = static_cast<double>(g[at]);
+      acc.a += gv;
+      acc.b += gv * centred;
     }
   }
+  block_reduce(acc, scratch);
+  if (threadIdx.x == 0) {
+    partial_a[blockIdx.x] = scratch[0];
+    if (partial_b != nullptr) partial_b[blockIdx.x] = scratch[kChannelThreads];
+  }
+}
+
+// out_a[c] = scale * the sum of channel c's parts, in part order (out_b likewise when given).
+__global__ void finish_sums_kernel(const double* partial_a, const double* partial_b, int64_t C,
+                                   int64_t parts, double scale, double* out_a, double* out_b) {
+  for (int64_t c = global_thread_index(); c < C; c += grid_stride()) {
+    double a = 0, b = 0;
+    for (int64_t p = 0; p < parts; ++p) {
+      a += partial_a[c * parts + p];
+      if (partial_b != nullptr) b += partial_b[c * parts + p];
+    }
+    out_a[c] = a * scale;
+    if (out_b != nullptr) out_b[c] = b * scale;
+  }
+}
+
+// One of `what` over every channel into out_a (and out_b), times scale.
+template <typename T>
+int channel_sums(const T* x, const T* g, const BatchNormDims& s, ChannelSum what,
+                 const double* center, double scale, double* workspace, double* out_a,
+                 double* out_b, cudaStream_t stream) {
+  const int64_t parts = batch_norm_parts(s), blocks = s.C * parts;
+  double* partial_a = workspace;
+  double* partial_b = out_b != nullptr ? workspace + blocks : nullptr;
+  const int64_t most = (s.N + parts - 1) / parts * s.inner;  // the most elements one block sums
+  if (most < (int64_t{1} << 31) - kChannelThreads) {
+    const auto kernel = partial_sums_kernel<T, int32_t>;
+    EMBER_LAUNCH(kernel, static_cast<unsigned>(blocks), kChannelThreads, 0, stream, x, g, s, parts,
+                 what, center, partial_a, partial_b);
+  } else {
+    const auto kernel = partial_sums_kernel<T, int64_t>;
+    EMBER_LAUNCH(kernel, static_cast<unsigned>(blocks), kChannelThreads, 0, stream, x, g, s, parts,
+                 what, center, partial_a, partial_b);
+  }
+  EMBER_LAUNCH(finish_sums_kernel, blocks_for(s.C), kThreadsPerBlock, 0, stream, partial_a,
+               partial_b, s.C, parts, scale, out_a, out_b);
+  return static_cast<int>(cudaGetLastError());
 }
 
 template <typename T>
@@ -99,10 +133,6 @@ __global__ void backward_transform_kernel(T* gi, const T* g, const T* x, BatchNo
   }
 }
 
-unsigned channel_blocks(int64_t C) {
-  return static_cast<unsigned>(C < kMaxBlocks ? (C > 0 ? C : 1) : kMaxBlocks);
-}
-
 template <typename Body>
 int floating(DType dtype, Body body) {
   if (dtype == DType::Float32) return body(float{});
@@ -112,28 +142,42 @@ int floating(DType dtype, Body body) {
 
 }  // namespace
 
-int launch_batch_norm_stats(DType dtype, const void* x, const BatchNormDims& s, double* mean,
-                            double* var, cudaStream_t stream) {
+int64_t batch_norm_parts(const BatchNormDims& s) {
+  // About 1024 blocks in all (several per multiprocessor of any current GPU), each summing at
+  // least ~4096 elements, and never more parts than images.
+  const int64_t by_blocks = (1024 + s.C - 1) / std::max<int64_t>(s.C, 1);
+  const int64_t by_work = std::max<int64_t>(1, s.N * s.inner / 4096);
+  return std::max<int64_t>(1, std::min({by_blocks, by_work, s.N}));
+}
+
+int64_t batch_norm_workspace_doubles(const BatchNormDims& s) {
+  return 2 * s.C * batch_norm_parts(s);
+}
+
+int launch_batch_norm_stats(DType dtype, const void* x, const BatchNormDims& s, double* workspace,
+                            double* mean, double* var, cudaStream_t stream) {
   if (s.C == 0) return 0;
+  const double inv_count = 1.0 / static_cast<double>(s.N * s.inner);
   return floating(dtype, [&](auto tag) {
     using T = decltype(tag);
-    const auto kernel = stats_kernel<T>;
-    EMBER_LAUNCH(kernel, channel_blocks(s.C), kChannelThreads, 0, stream, static_cast<const T*>(x),
-                 s, mean, var);
-    return static_cast<int>(cudaGetLastError());
+    const T* data = static_cast<const T*>(x);
+    const int rc = channel_sums<T>(data, nullptr, s, ChannelSum::kValues, nullptr, inv_count,
+                                   workspace, mean, nullptr, stream);
+    if (rc != 0) return rc;
+    return channel_sums<T>(data, nullptr, s, ChannelSum::kCentredSquares, mean, inv_count,
+                           workspace, var, nullptr, stream);
   });
 }
 
 int launch_batch_norm_backward_reduce(DType dtype, const void* g, const void* x,
-                                      const BatchNormDims& s, const double* mean, double* sum_g,
-                                      double* sum_gx, cudaStream_t stream) {
+                                      const BatchNormDims& s, const double* mean,
+                                      double* workspace, double* sum_g, double* sum_gx,
+                                      cudaStream_t stream) {
   if (s.C == 0) return 0;
   return floating(dtype, [&](auto tag) {
     using T = decltype(tag);
-    const auto kernel = backward_reduce_kernel<T>;
-    EMBER_LAUNCH(kernel, channel_blocks(s.C), kChannelThreads, 0, stream, static_cast<const T*>(g),
-                 static_cast<const T*>(x), s, mean, sum_g, sum_gx);
-    return static_cast<int>(cudaGetLastError());
+    return channel_sums<T>(static_cast<const T*>(x), static_cast<const T*>(g), s,
+                           ChannelSum::kGradients, mean, 1.0, workspace, sum_g, sum_gx, stream);
   });
 }
 

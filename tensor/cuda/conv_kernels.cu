@@ -6,58 +6,88 @@
 namespace ember::cuda {
 namespace {
 
-template <typename T>
-__global__ void im2col_kernel(T* cols, const T* in, ConvShape g, int64_t total) {
-  const int64_t plane_out = g.Ho * g.Wo;
-  for (int64_t e = global_thread_index(); e < total; e += grid_stride()) {
-    const int64_t ow = e % g.Wo, oh = e / g.Wo % g.Ho;
-    const int64_t row = e / plane_out % (g.C * g.kh * g.kw),
-                  n = e / (plane_out * g.C * g.kh * g.kw);
-    const int64_t j = row % g.kw, i = row / g.kw % g.kh, c = row / (g.kw * g.kh);
-    const int64_t h = oh * g.sh - g.ph + i * g.dh, w = ow * g.sw - g.pw + j * g.dw;
-    cols[e] =
-        (h >= 0 && h < g.H && w >= 0 && w < g.W) ? in[((n * g.C + c) * g.H + h) * g.W + w] : T(0);
+// Index is int32_t when every offset fits (fits_int32), else int64_t: 64-bit division costs
+// several times the instructions of 32-bit on a GPU, and these kernels are mostly index arithmetic.
+
+// One thread per (n, c, oh, ow) writes that position's kh * kw column entries: the divisions are
+// done once per position rather than once per entry, and neighbouring threads (neighbouring ow)
+// still write neighbouring addresses.
+template <typename T, typename Index>
+__global__ void im2col_kernel(T* cols, const T* in, ConvShape g, Index total) {
+  const Index H = g.H, W = g.W, kh = g.kh, kw = g.kw, Ho = g.Ho, Wo = g.Wo;
+  const Index sh = g.sh, sw = g.sw, ph = g.ph, pw = g.pw, dh = g.dh, dw = g.dw;
+  const Index plane_out = Ho * Wo;
+  for (Index e = global_thread_index(); e < total; e += grid_stride()) {
+    const Index ow = e % Wo, oh = e / Wo % Ho, nc = e / plane_out;  // nc = n * C + c
+    const Index h0 = oh * sh - ph, w0 = ow * sw - pw;
+    const T* plane = in + nc * H * W;
+    T* out = cols + nc * kh * kw * plane_out + oh * Wo + ow;  // rows (c, i, j) of image n
+    for (Index i = 0; i < kh; ++i) {
+      const Index h = h0 + i * dh;
+      const bool row_inside = h >= 0 && h < H;
+      for (Index j = 0; j < kw; ++j, out += plane_out) {
+        const Index w = w0 + j * dw;
+        *out = (row_inside && w >= 0 && w < W) ? plane[h * W + w] : T(0);
+      }
+    }
   }
 }
 
 // Each input element sums the column entries that read it: a gather, so no atomics and the same
 // result every run.
-template <typename T>
-__global__ void col2im_kernel(T* in, const T* cols, ConvShape g, int64_t total) {
-  const int64_t plane_out = g.Ho * g.Wo, rows = g.C * g.kh * g.kw;
-  for (int64_t e = global_thread_index(); e < total; e += grid_stride()) {
-    const int64_t w = e % g.W, h = e / g.W % g.H, c = e / (g.W * g.H) % g.C,
-                  n = e / (g.W * g.H * g.C);
+template <typename T, typename Index>
+__global__ void col2im_kernel(T* in, const T* cols, ConvShape g, Index total) {
+  const Index H = g.H, W = g.W, kh = g.kh, kw = g.kw, Ho = g.Ho, Wo = g.Wo;
+  const Index sh = g.sh, sw = g.sw, ph = g.ph, pw = g.pw, dh = g.dh, dw = g.dw;
+  const Index plane_out = Ho * Wo;
+  for (Index e = global_thread_index(); e < total; e += grid_stride()) {
+    const Index w = e % W, h = e / W % H, nc = e / (W * H);  // nc = n * C + c
+    const T* rows = cols + nc * kh * kw * plane_out;         // rows (c, i, j) of image n
     double sum = 0;
-    for (int64_t i = 0; i < g.kh; ++i) {
-      const int64_t hs = h + g.ph - i * g.dh;
-      if (hs < 0 || hs % g.sh != 0 || hs / g.sh >= g.Ho) continue;
-      for (int64_t j = 0; j < g.kw; ++j) {
-        const int64_t ws = w + g.pw - j * g.dw;
-        if (ws < 0 || ws % g.sw != 0 || ws / g.sw >= g.Wo) continue;
-        const int64_t row = (c * g.kh + i) * g.kw + j;
-        sum += static_cast<double>(
-            cols[(n * rows + row) * plane_out + (hs / g.sh) * g.Wo + ws / g.sw]);
+    for (Index i = 0; i < kh; ++i) {
+      const Index hs = h + ph - i * dh;
+      if (hs < 0 || hs % sh != 0 || hs / sh >= Ho) continue;
+      for (Index j = 0; j < kw; ++j) {
+        const Index ws = w + pw - j * dw;
+        if (ws < 0 || ws % sw != 0 || ws / sw >= Wo) continue;
+        sum += static_cast<double>(rows[(i * kw + j) * plane_out + (hs / sh) * Wo + ws / sw]);
       }
     }
     in[e] = static_cast<T>(sum);
   }
 }
 
-template <typename T>
-int run(bool to_columns, void* dst, const void* src, const ConvShape& g, cudaStream_t stream) {
+// Whether every offset into the input and the columns, and every loop index past them by a grid
+// stride, fits in an int32_t.
+bool fits_int32(const ConvShape& g) {
+  const int64_t cols = g.N * g.C * g.kh * g.kw * g.Ho * g.Wo, input = g.N * g.C * g.H * g.W;
+  const int64_t limit = (int64_t{1} << 31) - kMaxBlocks * kThreadsPerBlock;
+  return cols < limit && input < limit && g.H + g.ph < limit && g.W + g.pw < limit;
+}
+
+template <typename T, typename Index>
+void launch(bool to_columns, void* dst, const void* src, const ConvShape& g, cudaStream_t stream) {
   if (to_columns) {
-    const int64_t total = g.N * g.C * g.kh * g.kw * g.Ho * g.Wo;
-    if (total == 0) return 0;
-    const auto kernel = im2col_kernel<T>;
+    const int64_t total = g.N * g.C * g.Ho * g.Wo;
+    if (total == 0) return;
+    const auto kernel = im2col_kernel<T, Index>;
     EMBER_LAUNCH(kernel, blocks_for(total), kThreadsPerBlock, 0, stream, static_cast<T*>(dst),
-                 static_cast<const T*>(src), g, total);
+                 static_cast<const T*>(src), g, static_cast<Index>(total));
   } else {
     const int64_t total = g.N * g.C * g.H * g.W;
-    if (total == 0) return 0;
-    const auto kernel = col2im_kernel<T>;
+    if (total == 0) return;
+    const auto kernel = col2im_kernel<T, Index>;
     EMBER_LAUNCH(kernel, blocks_for(total), kThreadsPerBlock, 0, stream, static_cast<T*>(dst),
-                 static_cast<const T*>(src), g, total);
+                 static_cast<const T*>(src), g, static_cast<Index>(total));
+  }
+}
+
+template <typename T>
+int run(bool to_columns, void* dst, const void* src, const ConvShape& g, cudaStream_t stream) {
+  if (fits_int32(g)) {
+    launch<T, int32_t>(to_columns, dst, src, g, stream);
+  } else {
+    launch<T, int64_t>(to_columns, dst, src, g, stream);
   }
   return static_cast<int>(cudaGetLastError());
 }

@@ -106,17 +106,22 @@ int launch_col2im(DType dtype, void* in, const void* cols, const ConvShape& g,
 // Batch norm over dense [N, C, inner] float32/float64 data; per-channel arrays are C device
 // doubles. stats: mean and biased variance; transform: out = x * scale[c] + shift[c];
 // backward_reduce: sum_g = sum of g, sum_gx = sum of g * (x - mean[c]); backward_transform:
-// gi = a[c] * g - b[c] - d[c] * (x - mean[c]), or a[c] * g when b is null.
+// gi = a[c] * g - b[c] - d[c] * (x - mean[c]), or a[c] * g when b is null. stats and
+// backward_reduce sum each channel in batch_norm_parts(s) parts (Note [Batch-norm sums in parts],
+// batch_norm_kernels.cu) through a device workspace of batch_norm_workspace_doubles(s) doubles.
 struct BatchNormDims {
   int64_t N, C, inner;
 };
-int launch_batch_norm_stats(DType dtype, const void* x, const BatchNormDims& s, double* mean,
-                            double* var, cudaStream_t stream);
+int64_t batch_norm_parts(const BatchNormDims& s);
+int64_t batch_norm_workspace_doubles(const BatchNormDims& s);
+int launch_batch_norm_stats(DType dtype, const void* x, const BatchNormDims& s, double* workspace,
+                            double* mean, double* var, cudaStream_t stream);
 int launch_batch_norm_transform(DType dtype, void* out, const void* x, const BatchNormDims& s,
                                 const double* scale, const double* shift, cudaStream_t stream);
 int launch_batch_norm_backward_reduce(DType dtype, const void* g, const void* x,
-                                      const BatchNormDims& s, const double* mean, double* sum_g,
-                                      double* sum_gx, cudaStream_t stream);
+                                      const BatchNormDims& s, const double* mean,
+                                      double* workspace, double* sum_g, double* sum_gx,
+                                      cudaStream_t stream);
 int launch_batch_norm_backward_transform(DType dtype, void* gi, const void* g, const void* x,
                                          const BatchNormDims& s, const double* a, const double* b,
                                          const double* d, const double* mean,

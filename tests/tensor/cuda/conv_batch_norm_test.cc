@@ -1,5 +1,6 @@
 // The CUDA convolution (im2col + cuBLAS) and batch-norm kernels against the CPU backend, forward
-// and backward, over strides, padding, dilation and groups, training and eval.
+// and backward, over strides, padding, dilation and groups, training and eval, batch norm over
+// inputs summed in one and in several parts.
 #include <gtest/gtest.h>
 
 #include "tensor/nn_ops.h"
@@ -60,32 +61,39 @@ TEST_F(CudaConvBatchNormTest, Conv2dForwardAndBackward) {
 }
 
 TEST_F(CudaConvBatchNormTest, BatchNormTrainingAndEval) {
+  // Each channel is summed in 1, 3 (37 images: runs of 12, 12 and 13) and 16 parts
+  // (Note [Batch-norm sums in parts], tensor/cuda/batch_norm_kernels.cu); and a [N, C] input.
+  const std::vector<Shape> shapes = {{4, 3, 5, 6}, {37, 3, 20, 20}, {64, 2, 32, 32}, {300, 3}};
   for (ScalarType dt : {kFloat32, kFloat64}) {
-    SCOPED_TRACE(dtype_name(dt));
-    const Tensor x = parity_input({4, 3, 5, 6}, dt, 5).mul(3).add(1);
-    const Tensor w = parity_input({3}, dt, 6), b = parity_input({3}, dt, 7);
-    for (bool training : {true, false}) {
-      // Running statistics are updated in place: each side starts from its own copy.
-      EXPECT_TRUE(matches_cpu(
-          [&](auto& t) {
-            Tensor rm = t[3].clone(), rv = t[4].clone();
-            Tensor out = batch_norm(t[0], t[1], t[2], rm, rv, training, 0.1, 1e-5);
-            return cat({out.reshape({-1}), rm, rv});
-          },
-          {x, w, b, zeros({3}, dt), ones({3}, dt)}, 10 * device_tolerance(dt)))
-          << (training ? "training" : "eval");
-      const auto fwd = batch_norm_forward(x, w, b, zeros({3}, dt), ones({3}, dt), training, 0.1,
-                                          1e-5);
-      const Tensor g = parity_input(x.sizes(), dt, 8);
-      for (int k = 0; k < 3; ++k) {
+    for (const Shape& shape : shapes) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " input " + shape_to_string(shape));
+      const int64_t C = shape[1];
+      const Tensor x = parity_input(shape, dt, 5).mul(3).add(1);
+      const Tensor w = parity_input({C}, dt, 6), b = parity_input({C}, dt, 7);
+      for (bool training : {true, false}) {
+        // Running statistics are updated in place: each side starts from its own copy.
         EXPECT_TRUE(matches_cpu(
             [&](auto& t) {
-              auto grads = batch_norm_backward(t[0], t[1], t[2], t[3], t[4], training,
-                                               {true, true, true});
-              return k == 0 ? std::get<0>(grads) : k == 1 ? std::get<1>(grads) : std::get<2>(grads);
+              Tensor rm = t[3].clone(), rv = t[4].clone();
+              Tensor out = batch_norm(t[0], t[1], t[2], rm, rv, training, 0.1, 1e-5);
+              return cat({out.reshape({-1}), rm, rv});
             },
-            {g, x, w, std::get<1>(fwd), std::get<2>(fwd)}, 100 * device_tolerance(dt)))
-            << "grad " << k << (training ? " training" : " eval");
+            {x, w, b, zeros({C}, dt), ones({C}, dt)}, 10 * device_tolerance(dt)))
+            << (training ? "training" : "eval");
+        const auto fwd = batch_norm_forward(x, w, b, zeros({C}, dt), ones({C}, dt), training,
+                                            0.1, 1e-5);
+        const Tensor g = parity_input(x.sizes(), dt, 8);
+        for (int k = 0; k < 3; ++k) {
+          EXPECT_TRUE(matches_cpu(
+              [&](auto& t) {
+                auto grads = batch_norm_backward(t[0], t[1], t[2], t[3], t[4], training,
+                                                 {true, true, true});
+                return k == 0 ? std::get<0>(grads)
+                              : k == 1 ? std::get<1>(grads) : std::get<2>(grads);
+              },
+              {g, x, w, std::get<1>(fwd), std::get<2>(fwd)}, 100 * device_tolerance(dt)))
+              << "grad " << k << (training ? " training" : " eval");
+        }
       }
     }
   }
