@@ -6,28 +6,38 @@
 namespace ember::cuda {
 namespace {
 
-// Index is int32_t when every offset fits (fits_int32), else int64_t: 64-bit division costs
-// several times the instructions of 32-bit on a GPU, and these kernels are mostly index arithmetic.
+// ConvShape's planes and window in the kernels' index type: int32_t when every offset fits
+// (fits_int32), else int64_t. 64-bit division costs several times the instructions of 32-bit on a
+// GPU, and these kernels are mostly index arithmetic.
+template <typename Index>
+struct Window {
+  Index H, W, kh, kw, Ho, Wo, sh, sw, ph, pw, dh, dw;
+};
+
+template <typename Index>
+Window<Index> window_of(const ConvShape& g) {
+  const auto i = [](int64_t v) { return static_cast<Index>(v); };
+  return {i(g.H), i(g.W), i(g.kh), i(g.kw), i(g.Ho), i(g.Wo), i(g.sh), i(g.sw), i(g.ph), i(g.pw),
+          i(g.dh), i(g.dw)};
+}
 
 // One thread per (n, c, oh, ow) writes that position's kh * kw column entries: the divisions are
 // done once per position rather than once per entry, and neighbouring threads (neighbouring ow)
 // still write neighbouring addresses.
 template <typename T, typename Index>
-__global__ void im2col_kernel(T* cols, const T* in, ConvShape g, Index total) {
-  const Index H = g.H, W = g.W, kh = g.kh, kw = g.kw, Ho = g.Ho, Wo = g.Wo;
-  const Index sh = g.sh, sw = g.sw, ph = g.ph, pw = g.pw, dh = g.dh, dw = g.dw;
-  const Index plane_out = Ho * Wo;
+__global__ void im2col_kernel(T* cols, const T* in, Window<Index> g, Index total) {
+  const Index plane_out = g.Ho * g.Wo;
   for (Index e = global_thread_index(); e < total; e += grid_stride()) {
-    const Index ow = e % Wo, oh = e / Wo % Ho, nc = e / plane_out;  // nc = n * C + c
-    const Index h0 = oh * sh - ph, w0 = ow * sw - pw;
-    const T* plane = in + nc * H * W;
-    T* out = cols + nc * kh * kw * plane_out + oh * Wo + ow;  // rows (c, i, j) of image n
-    for (Index i = 0; i < kh; ++i) {
-      const Index h = h0 + i * dh;
-      const bool row_inside = h >= 0 && h < H;
-      for (Index j = 0; j < kw; ++j, out += plane_out) {
-        const Index w = w0 + j * dw;
-        *out = (row_inside && w >= 0 && w < W) ? plane[h * W + w] : T(0);
+    const Index ow = e % g.Wo, oh = e / g.Wo % g.Ho, nc = e / plane_out;  // nc = n * C + c
+    const Index h0 = oh * g.sh - g.ph, w0 = ow * g.sw - g.pw;
+    const T* plane = in + nc * g.H * g.W;
+    T* out = cols + nc * g.kh * g.kw * plane_out + oh * g.Wo + ow;  // rows (c, i, j) of image n
+    for (Index i = 0; i < g.kh; ++i) {
+      const Index h = h0 + i * g.dh;
+      const bool row_inside = h >= 0 && h < g.H;
+      for (Index j = 0; j < g.kw; ++j, out += plane_out) {
+        const Index w = w0 + j * g.dw;
+        *out = (row_inside && w >= 0 && w < g.W) ? plane[h * g.W + w] : T(0);
       }
     }
   }
@@ -36,21 +46,20 @@ __global__ void im2col_kernel(T* cols, const T* in, ConvShape g, Index total) {
 // Each input element sums the column entries that read it: a gather, so no atomics and the same
 // result every run.
 template <typename T, typename Index>
-__global__ void col2im_kernel(T* in, const T* cols, ConvShape g, Index total) {
-  const Index H = g.H, W = g.W, kh = g.kh, kw = g.kw, Ho = g.Ho, Wo = g.Wo;
-  const Index sh = g.sh, sw = g.sw, ph = g.ph, pw = g.pw, dh = g.dh, dw = g.dw;
-  const Index plane_out = Ho * Wo;
+__global__ void col2im_kernel(T* in, const T* cols, Window<Index> g, Index total) {
+  const Index plane_out = g.Ho * g.Wo;
   for (Index e = global_thread_index(); e < total; e += grid_stride()) {
-    const Index w = e % W, h = e / W % H, nc = e / (W * H);  // nc = n * C + c
-    const T* rows = cols + nc * kh * kw * plane_out;         // rows (c, i, j) of image n
+    const Index w = e % g.W, h = e / g.W % g.H, nc = e / (g.W * g.H);  // nc = n * C + c
+    const T* rows = cols + nc * g.kh * g.kw * plane_out;  // rows (c, i, j) of image n
     double sum = 0;
-    for (Index i = 0; i < kh; ++i) {
-      const Index hs = h + ph - i * dh;
-      if (hs < 0 || hs % sh != 0 || hs / sh >= Ho) continue;
-      for (Index j = 0; j < kw; ++j) {
-        const Index ws = w + pw - j * dw;
-        if (ws < 0 || ws % sw != 0 || ws / sw >= Wo) continue;
-        sum += static_cast<double>(rows[(i * kw + j) * plane_out + (hs / sh) * Wo + ws / sw]);
+    for (Index i = 0; i < g.kh; ++i) {
+      const Index hs = h + g.ph - i * g.dh;
+      if (hs < 0 || hs % g.sh != 0 || hs / g.sh >= g.Ho) continue;
+      for (Index j = 0; j < g.kw; ++j) {
+        const Index ws = w + g.pw - j * g.dw;
+        if (ws < 0 || ws % g.sw != 0 || ws / g.sw >= g.Wo) continue;
+        sum += static_cast<double>(
+            rows[(i * g.kw + j) * plane_out + (hs / g.sh) * g.Wo + ws / g.sw]);
       }
     }
     in[e] = static_cast<T>(sum);
@@ -72,13 +81,13 @@ void launch(bool to_columns, void* dst, const void* src, const ConvShape& g, cud
     if (total == 0) return;
     const auto kernel = im2col_kernel<T, Index>;
     EMBER_LAUNCH(kernel, blocks_for(total), kThreadsPerBlock, 0, stream, static_cast<T*>(dst),
-                 static_cast<const T*>(src), g, static_cast<Index>(total));
+                 static_cast<const T*>(src), window_of<Index>(g), static_cast<Index>(total));
   } else {
     const int64_t total = g.N * g.C * g.H * g.W;
     if (total == 0) return;
     const auto kernel = col2im_kernel<T, Index>;
     EMBER_LAUNCH(kernel, blocks_for(total), kThreadsPerBlock, 0, stream, static_cast<T*>(dst),
-                 static_cast<const T*>(src), g, static_cast<Index>(total));
+                 static_cast<const T*>(src), window_of<Index>(g), static_cast<Index>(total));
   }
 }
 
