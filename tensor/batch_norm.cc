@@ -86,7 +86,8 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_forward(const Tensor& input, const
   const Tensor shift = sub(b, mul(mul(mean, w), invstd));
   kernel_for(&KernelTable::batch_norm_transform, "batch_norm", {&in})(out, in, s, doubles(scale),
                                                                       doubles(shift));
-  return {out, mean.to(input.dtype()), invstd.to(input.dtype())};
+  // In eval, mean may be running_mean itself (float64): the saved statistic is a copy, as before.
+  return {out, mean.to(input.dtype(), /*copy=*/true), invstd.to(input.dtype())};
 }
 
 Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,

@@ -193,6 +193,20 @@ TEST(BatchNorm, TrainingNormalisesAndUpdatesRunningStats) {
   EXPECT_TRUE(allclose(rv, add(mul(var(x, {0, 2, 3}), 0.1), 0.9), 1e-5, 1e-6));
 }
 
+// The per-channel values are float64 tensors (Note [Per-channel batch-norm values stay on the
+// device]): a float64 running_mean must not come back aliased as the saved statistic of eval mode.
+TEST(BatchNorm, EvalSavesACopyOfTheRunningMean) {
+  Generator gen(2);
+  Tensor x = randn({4, 3, 2, 2}, &gen).to(kFloat64);
+  Tensor rm = randn({3}, &gen).to(kFloat64), rv = ones({3}, kFloat64);
+  const auto [out, saved_mean, saved_invstd] =
+      batch_norm_forward(x, Tensor(), Tensor(), rm, rv, /*training=*/false, 0.1, 1e-5);
+  const Tensor before = rm.clone();
+  copy_(rm, zeros({3}, kFloat64));
+  EXPECT_TRUE(equal(saved_mean, before));
+  EXPECT_TRUE(allclose(out, mul(sub(x, before.view({1, 3, 1, 1})), 1.0 / std::sqrt(1 + 1e-5))));
+}
+
 TEST(LogSoftmax, StableForLargeLogits) {
   Tensor x = from_vector<float>({1000.f, 1000.f, -1000.f}, {1, 3});
   Tensor y = log_softmax(x, 1);
