@@ -1,6 +1,6 @@
 // A rank that dies mid-run (rank 1 exits while rank 0 waits in an allreduce). Run by
 // rank_death_test.sh, which expects the job to fail promptly rather than hang: either mpirun aborts
-// the job when rank 1 exits, or rank 0's watchdog times the allreduce out and reports it.
+// the job when rank 1 exits, or the surviving ranks' watchdogs time the allreduce out and report it.
 // usage: rank_death_bin [BACKEND]   (mpi by default; nccl puts the tensor on the group's GPU)
 #include <mpi.h>
 

@@ -32,8 +32,11 @@ if [[ $rc -eq 0 ]]; then
   echo "rank_death_test: FAILED: the job succeeded although rank 1 died" >&2
   exit 1
 fi
-if [[ "$survivors" == survivors ]] && ! grep -qE '^rank 0: allreduce #[0-9]+ .* timed out .*rank 1 did not arrive \(rank 1 is gone' "$out"; then
-  echo "rank_death_test: FAILED: rank 0 did not report its allreduce timing out, naming rank 1 as gone" >&2
+# Ranks 0 and 2 both time out; the first to report calls MPI_Abort, which may end the other before
+# it prints (seen once in CI's simulator tier: rank 2 reported, rank 0 was killed), so either
+# survivor's report will do.
+if [[ "$survivors" == survivors ]] && ! grep -qE '^rank [02]: allreduce #[0-9]+ .* timed out .*rank 1 did not arrive \(rank 1 is gone' "$out"; then
+  echo "rank_death_test: FAILED: no surviving rank reported its allreduce timing out, naming rank 1 as gone" >&2
   exit 1
 fi
 echo "rank_death_test: PASSED: the job failed promptly" >&2
