@@ -40,8 +40,7 @@ __device__ void block_reduce(TwoSums acc, double* scratch) {
 }
 
 // Block b sums channel b / parts over images [p * N / parts, (p + 1) * N / parts), p = b % parts,
-// into partial_a[b] (and partial_b[b] for kGradients). Index as in conv_kernels.cu: 32-bit
-// division where a block's elements fit.
+// into partial_a[b] (and partial_b[b] for kGradients); Index: with_index_type (device_code.h).
 template <typename T, typename Index>
 __global__ void partial_sums_kernel(const T* x, const T* g, BatchNormDims s, int64_t parts,
                                     ChannelSum what, const double* center, double* partial_a,
@@ -86,6 +85,15 @@ __global__ void finish_sums_kernel(const double* partial_a, const double* partia
   }
 }
 
+// The number of parts each channel is summed in (Note [Batch-norm sums in parts]).
+int64_t batch_norm_parts(const BatchNormDims& s) {
+  // About 1024 blocks in all (several per multiprocessor of any current GPU), each summing at
+  // least ~4096 elements, and never more parts than images.
+  const int64_t by_blocks = (1024 + s.C - 1) / std::max<int64_t>(s.C, 1);
+  const int64_t by_work = std::max<int64_t>(1, s.N * s.inner / 4096);
+  return std::max<int64_t>(1, std::min({by_blocks, by_work, s.N}));
+}
+
 // One of `what` over every channel into out_a (and out_b), times scale.
 template <typename T>
 int channel_sums(const T* x, const T* g, const BatchNormDims& s, ChannelSum what,
@@ -95,15 +103,11 @@ int channel_sums(const T* x, const T* g, const BatchNormDims& s, ChannelSum what
   double* partial_a = workspace;
   double* partial_b = out_b != nullptr ? workspace + blocks : nullptr;
   const int64_t most = (s.N + parts - 1) / parts * s.inner;  // the most elements one block sums
-  if (most < (int64_t{1} << 31) - kChannelThreads) {
-    const auto kernel = partial_sums_kernel<T, int32_t>;
+  with_index_type(most < (int64_t{1} << 31) - kChannelThreads, [&](auto index) {
+    const auto kernel = partial_sums_kernel<T, decltype(index)>;
     EMBER_LAUNCH(kernel, static_cast<unsigned>(blocks), kChannelThreads, 0, stream, x, g, s, parts,
                  what, center, partial_a, partial_b);
-  } else {
-    const auto kernel = partial_sums_kernel<T, int64_t>;
-    EMBER_LAUNCH(kernel, static_cast<unsigned>(blocks), kChannelThreads, 0, stream, x, g, s, parts,
-                 what, center, partial_a, partial_b);
-  }
+  });
   EMBER_LAUNCH(finish_sums_kernel, blocks_for(s.C), kThreadsPerBlock, 0, stream, partial_a,
                partial_b, s.C, parts, scale, out_a, out_b);
   return static_cast<int>(cudaGetLastError());
@@ -141,14 +145,6 @@ int floating(DType dtype, Body body) {
 }
 
 }  // namespace
-
-int64_t batch_norm_parts(const BatchNormDims& s) {
-  // About 1024 blocks in all (several per multiprocessor of any current GPU), each summing at
-  // least ~4096 elements, and never more parts than images.
-  const int64_t by_blocks = (1024 + s.C - 1) / std::max<int64_t>(s.C, 1);
-  const int64_t by_work = std::max<int64_t>(1, s.N * s.inner / 4096);
-  return std::max<int64_t>(1, std::min({by_blocks, by_work, s.N}));
-}
 
 int64_t batch_norm_workspace_doubles(const BatchNormDims& s) {
   return 2 * s.C * batch_norm_parts(s);

@@ -6,9 +6,8 @@
 namespace ember::cuda {
 namespace {
 
-// ConvShape's planes and window in the kernels' index type: int32_t when every offset fits
-// (fits_int32), else int64_t. 64-bit division costs several times the instructions of 32-bit on a
-// GPU, and these kernels are mostly index arithmetic.
+// ConvShape's planes and window in the kernels' index type (with_index_type, device_code.h):
+// int32_t when every offset fits (fits_int32).
 template <typename Index>
 struct Window {
   Index H, W, kh, kw, Ho, Wo, sh, sw, ph, pw, dh, dw;
@@ -74,30 +73,22 @@ bool fits_int32(const ConvShape& g) {
   return cols < limit && input < limit && g.H + g.ph < limit && g.W + g.pw < limit;
 }
 
-template <typename T, typename Index>
-void launch(bool to_columns, void* dst, const void* src, const ConvShape& g, cudaStream_t stream) {
-  if (to_columns) {
-    const int64_t total = g.N * g.C * g.Ho * g.Wo;
-    if (total == 0) return;
-    const auto kernel = im2col_kernel<T, Index>;
-    EMBER_LAUNCH(kernel, blocks_for(total), kThreadsPerBlock, 0, stream, static_cast<T*>(dst),
-                 static_cast<const T*>(src), window_of<Index>(g), static_cast<Index>(total));
-  } else {
-    const int64_t total = g.N * g.C * g.H * g.W;
-    if (total == 0) return;
-    const auto kernel = col2im_kernel<T, Index>;
-    EMBER_LAUNCH(kernel, blocks_for(total), kThreadsPerBlock, 0, stream, static_cast<T*>(dst),
-                 static_cast<const T*>(src), window_of<Index>(g), static_cast<Index>(total));
-  }
-}
-
 template <typename T>
 int run(bool to_columns, void* dst, const void* src, const ConvShape& g, cudaStream_t stream) {
-  if (fits_int32(g)) {
-    launch<T, int32_t>(to_columns, dst, src, g, stream);
-  } else {
-    launch<T, int64_t>(to_columns, dst, src, g, stream);
-  }
+  const int64_t total = to_columns ? g.N * g.C * g.Ho * g.Wo : g.N * g.C * g.H * g.W;
+  if (total == 0) return 0;
+  with_index_type(fits_int32(g), [&](auto index) {
+    using Index = decltype(index);
+    if (to_columns) {
+      const auto kernel = im2col_kernel<T, Index>;
+      EMBER_LAUNCH(kernel, blocks_for(total), kThreadsPerBlock, 0, stream, static_cast<T*>(dst),
+                   static_cast<const T*>(src), window_of<Index>(g), static_cast<Index>(total));
+    } else {
+      const auto kernel = col2im_kernel<T, Index>;
+      EMBER_LAUNCH(kernel, blocks_for(total), kThreadsPerBlock, 0, stream, static_cast<T*>(dst),
+                   static_cast<const T*>(src), window_of<Index>(g), static_cast<Index>(total));
+    }
+  });
   return static_cast<int>(cudaGetLastError());
 }
 

@@ -107,12 +107,11 @@ int launch_col2im(DType dtype, void* in, const void* cols, const ConvShape& g,
 // doubles. stats: mean and biased variance; transform: out = x * scale[c] + shift[c];
 // backward_reduce: sum_g = sum of g, sum_gx = sum of g * (x - mean[c]); backward_transform:
 // gi = a[c] * g - b[c] - d[c] * (x - mean[c]), or a[c] * g when b is null. stats and
-// backward_reduce sum each channel in batch_norm_parts(s) parts (Note [Batch-norm sums in parts],
+// backward_reduce sum each channel in parts (Note [Batch-norm sums in parts],
 // batch_norm_kernels.cu) through a device workspace of batch_norm_workspace_doubles(s) doubles.
 struct BatchNormDims {
   int64_t N, C, inner;
 };
-int64_t batch_norm_parts(const BatchNormDims& s);
 int64_t batch_norm_workspace_doubles(const BatchNormDims& s);
 int launch_batch_norm_stats(DType dtype, const void* x, const BatchNormDims& s, double* workspace,
                             double* mean, double* var, cudaStream_t stream);
