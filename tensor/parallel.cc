@@ -32,6 +32,46 @@ void set_num_threads(int n) {
   num_threads().store(n, std::memory_order_relaxed);
 }
 
+namespace detail {
+namespace {
+
+constexpr uint64_t pack(int64_t front, int64_t back) {
+  return (static_cast<uint64_t>(front) << 32) | static_cast<uint64_t>(back);
+}
+
+}  // namespace
+
+void set_piece_run(PieceRun& run, int64_t front, int64_t back) {
+  // Pieces number at most threads x kPiecesPerThread, far below 2^32.
+  run.bounds.store(pack(front, back), std::memory_order_relaxed);
+}
+
+bool take_front(PieceRun& run, int64_t* piece) {
+  uint64_t bounds = run.bounds.load(std::memory_order_relaxed);
+  for (;;) {
+    const int64_t front = static_cast<int64_t>(bounds >> 32), back = static_cast<int64_t>(bounds & 0xffffffffu);
+    if (front >= back) return false;
+    if (run.bounds.compare_exchange_weak(bounds, pack(front + 1, back), std::memory_order_relaxed)) {
+      *piece = front;
+      return true;
+    }
+  }
+}
+
+bool take_back(PieceRun& run, int64_t* piece) {
+  uint64_t bounds = run.bounds.load(std::memory_order_relaxed);
+  for (;;) {
+    const int64_t front = static_cast<int64_t>(bounds >> 32), back = static_cast<int64_t>(bounds & 0xffffffffu);
+    if (front >= back) return false;
+    if (run.bounds.compare_exchange_weak(bounds, pack(front, back - 1), std::memory_order_relaxed)) {
+      *piece = back - 1;
+      return true;
+    }
+  }
+}
+
+}  // namespace detail
+
 bool in_parallel_region() {
 #ifdef _OPENMP
   return omp_in_parallel();

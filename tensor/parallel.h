@@ -1,14 +1,17 @@
 // Intra-op parallelism through OpenMP (GCC's libgomp), as PyTorch's ATen/ParallelOpenMP.h.
 // set_num_threads(n) sets the threads every parallel kernel uses; kernels split work with
 // parallel_for. Note [Deterministic parallel kernels]: a kernel's result never depends on the
-// number of threads. Work is split only where elements are independent (an image, an output
-// channel, a run of elements); sums over a split dimension use fixed-size chunks whose partial
-// results are combined in chunk order, so 1 and 16 threads give the same bits.
+// number of threads, nor on how parallel_for cuts the range or which thread runs a chunk. Work is
+// split only where elements are independent (an image, an output channel, a run of elements); sums
+// over a split dimension use fixed-size chunks whose partial results are combined in chunk order,
+// so 1 and 16 threads give the same bits.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 
 #ifdef _OPENMP
@@ -25,30 +28,56 @@ void set_num_threads(int n);
 // True inside a parallel_for body (nested regions run serially).
 bool in_parallel_region();
 
-// Calls f(begin, end) on disjoint chunks covering [begin, end), in parallel when the range is
-// larger than `grain` and more than one thread is set. Chunks are contiguous and ordered.
+namespace detail {
+
+// Note [Balanced parallel_for]
+// A static split (one equal run per thread, as ATen's OpenMP parallel_for does) makes every
+// region wait for its slowest thread, and threads are not equally fast: the two vCPUs of this
+// project's VM run the same FMA loop at 63 and 52 GFLOP/s (the other tenants of a host core), so a
+// static split's 2-thread speed-up is capped at 2 x 52/63 = 1.65 however well the kernels scale.
+// parallel_for therefore cuts the range into pieces -- at most kPiecesPerThread a thread, none
+// under the grain -- and gives thread t the run of pieces a static split would (the data it wrote
+// in the previous op stays its own). A thread takes its own pieces front to back; once they are
+// gone it takes the others' from the back, one at a time, so a slow thread's last pieces go to a
+// fast one. Piece bounds depend only on the range, the grain and the thread count; which thread runs
+// a piece depends on timing, which kernels may ignore because every element's value is computed
+// within one call of f however the range is cut (Note [Deterministic parallel kernels]).
+constexpr int64_t kPiecesPerThread = 8;
+
+// One thread's run of pieces [front, back), packed in one word: its owner takes the front and
+// thieves take the back, each with one compare-and-swap.
+struct alignas(64) PieceRun {
+  std::atomic<uint64_t> bounds{0};
+};
+void set_piece_run(PieceRun& run, int64_t front, int64_t back);
+bool take_front(PieceRun& run, int64_t* piece);
+bool take_back(PieceRun& run, int64_t* piece);
+
+// f over `pieces` equal pieces of [begin, end) on `threads` threads, split as the Note says.
 template <typename F>
-void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
-  if (begin >= end) return;
-  const int64_t n = end - begin;
-  const int threads = get_num_threads();
-  if (threads == 1 || n <= grain || in_parallel_region()) {
-    f(begin, end);
-    return;
-  }
+void run_pieces(int64_t begin, int64_t end, int threads, int64_t pieces, const F& f) {
 #ifdef _OPENMP
-  const int64_t max_chunks = std::max<int64_t>(1, n / std::max<int64_t>(grain, 1));
-  const int use = static_cast<int>(std::min<int64_t>(threads, max_chunks));
+  // Pieces of q or q + 1 elements, the first r of them longer.
+  const int64_t q = (end - begin) / pieces, r = (end - begin) % pieces;
+  auto piece_begin = [&](int64_t p) { return begin + p * q + std::min(p, r); };
+  std::unique_ptr<PieceRun[]> runs(new PieceRun[threads]);
+  for (int t = 0; t < threads; ++t) {
+    set_piece_run(runs[t], t * pieces / threads, (t + 1) * pieces / threads);
+  }
   // An exception may not leave an OpenMP region: the first one is kept and rethrown here.
   std::exception_ptr error;
   std::mutex error_mutex;
-#pragma omp parallel num_threads(use)
+#pragma omp parallel num_threads(threads)
   {
-    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-    const int64_t chunk = (n + nt - 1) / nt;
-    const int64_t lo = begin + t * chunk, hi = std::min(end, lo + chunk);
+    // OpenMP may start fewer threads than asked; the runs of those missing are taken as thefts.
+    const int t = omp_get_thread_num();
     try {
-      if (lo < hi) f(lo, hi);
+      int64_t p;
+      while (take_front(runs[t], &p)) f(piece_begin(p), piece_begin(p + 1));
+      for (int k = 1; k < threads; ++k) {
+        PieceRun& victim = runs[(t + k) % threads];
+        while (take_back(victim, &p)) f(piece_begin(p), piece_begin(p + 1));
+      }
     } catch (...) {
       std::lock_guard<std::mutex> lock(error_mutex);
       if (!error) error = std::current_exception();
@@ -56,8 +85,50 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
   }
   if (error) std::rethrow_exception(error);
 #else
+  (void)threads;
+  (void)pieces;
   f(begin, end);
 #endif
+}
+
+// Threads a range of n elements gets: at most one per `grain` elements; 1 means run inline.
+inline int threads_for(int64_t n, int64_t grain) {
+  const int threads = get_num_threads();
+  if (threads == 1 || n <= grain || in_parallel_region()) return 1;
+  return static_cast<int>(std::min<int64_t>(threads, std::max<int64_t>(1, n / std::max<int64_t>(grain, 1))));
+}
+
+}  // namespace detail
+
+// Calls f(begin, end) on disjoint contiguous chunks covering [begin, end), in parallel when the
+// range is larger than `grain` and more than one thread is set; chunks hold at least `grain`
+// elements (but the whole range may be smaller), and a thread may run several. Load-balanced:
+// Note [Balanced parallel_for].
+template <typename F>
+void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
+  if (begin >= end) return;
+  const int64_t n = end - begin;
+  const int threads = detail::threads_for(n, grain);
+  if (threads == 1) {
+    f(begin, end);
+    return;
+  }
+  const int64_t max_pieces = std::max<int64_t>(1, n / std::max<int64_t>(grain, 1));
+  detail::run_pieces(begin, end, threads, std::min<int64_t>(max_pieces, threads * detail::kPiecesPerThread), f);
+}
+
+// parallel_for with one chunk per thread, for kernels whose cost grows with the number of calls
+// (a GEMM packs its right operand once per call): a thread that finishes early can only take a
+// chunk no other thread has started.
+template <typename F>
+void parallel_for_static(int64_t begin, int64_t end, int64_t grain, const F& f) {
+  if (begin >= end) return;
+  const int threads = detail::threads_for(end - begin, grain);
+  if (threads == 1) {
+    f(begin, end);
+    return;
+  }
+  detail::run_pieces(begin, end, threads, threads, f);
 }
 
 }  // namespace ember

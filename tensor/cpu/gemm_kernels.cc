@@ -78,7 +78,7 @@ void gemm_2d(const Tensor& out, const Tensor& a, const Tensor& b, double beta, d
     with_map<T>(b, [&](const auto& bm) {
       const int64_t whole = n / kGemmRowBlock;
       const int64_t blocks = whole + (n % kGemmRowBlock != 0 ? 1 : 0);
-      parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
+      parallel_for_static(0, blocks, 1, [&](int64_t begin, int64_t end) {
         const int64_t whole_end = std::min(end, whole);
         if (begin < whole_end) {
           gemm_rows<T>(o, am, bm, beta, alpha, begin * kGemmRowBlock,

@@ -1,10 +1,15 @@
 // Intra-op threads (tensor/parallel.h): set_num_threads, parallel_for, and Note [Deterministic
 // parallel kernels] -- every threaded kernel gives the same bits at 1, 2, 3 and 4 threads -- and
 // the CPU capability level the kernels were chosen for (tensor/cpu/capability.h).
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -61,6 +66,38 @@ TEST_F(ParallelTest, ParallelForCoversTheRangeOnceInOrderedChunks) {
     for (int64_t i = b; i < e; ++i) hits[i]++;
   });
   for (size_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i].load(), 1) << i;
+}
+
+// Note [Balanced parallel_for]: the calling thread sleeps in each piece it runs, so the other
+// thread finishes its own run and then takes the caller's remaining pieces from the back. A static
+// split would leave the caller exactly half of the range.
+TEST_F(ParallelTest, ParallelForGivesASlowThreadsPiecesToTheOthers) {
+  set_num_threads(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int64_t> by_caller{0};
+  std::vector<std::atomic<int>> hits(64);
+  parallel_for(0, 64, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) hits[i]++;
+    if (std::this_thread::get_id() == caller) {
+      by_caller += e - b;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  for (size_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i].load(), 1) << i;
+  EXPECT_LE(by_caller.load(), 16) << "the caller ran " << by_caller.load() << " of 64 elements";
+}
+
+// parallel_for_static calls f once per thread's share, whichever thread runs it.
+TEST_F(ParallelTest, ParallelForStaticCallsOncePerShare) {
+  set_num_threads(2);
+  std::mutex mutex;
+  std::vector<std::pair<int64_t, int64_t>> calls;
+  parallel_for_static(0, 101, 1, [&](int64_t b, int64_t e) {
+    std::lock_guard<std::mutex> lock(mutex);
+    calls.emplace_back(b, e);
+  });
+  std::sort(calls.begin(), calls.end());
+  EXPECT_EQ(calls, (std::vector<std::pair<int64_t, int64_t>>{{0, 51}, {51, 101}}));
 }
 
 TEST_F(ParallelTest, ExceptionsInsideParallelForReachTheCaller) {
