@@ -14,6 +14,7 @@
 #include "tensor/cpu/direct_conv.h"
 #include "tensor/cpu/im2col.h"
 #include "tensor/cpu/kernels_cpu.h"
+#include "tensor/cpu/thread_scratch.h"
 #include "tensor/cpu/winograd_conv.h"
 #include "tensor/factories.h"
 #include "tensor/ops.h"
@@ -87,15 +88,15 @@ void conv_forward_images(const T* in, const T* w, const T* b, const ConvGeometry
   }
 }
 
-// Images [begin, end) by Winograd F(2x2, 3x3) from the transformed weights u.
+// Images [begin, end) by Winograd F(2x2, 3x3) from the transformed weights u, in the thread's own
+// working memory (Note [Thread scratch]).
 void winograd_forward_images(const float* in, const float* u, const float* b, const ConvGeometry& g,
                              int64_t O, float* o, int64_t begin, int64_t end) {
   const int64_t P = g.Ho * g.Wo, per_call = winograd_images_per_call(g);
-  Tensor buffer = scratch<float>(winograd_conv_scratch_size(g, O, std::min(per_call, end - begin)));
+  ThreadScratch buffer(winograd_conv_scratch_size(g, O, std::min(per_call, end - begin)));
   for (int64_t n = begin; n < end; n += per_call) {
     const int64_t images = std::min(per_call, end - n);
-    winograd_conv(in + n * g.C * g.H * g.W, u, g, O, images, o + n * O * P,
-                  buffer.data_ptr<float>());
+    winograd_conv(in + n * g.C * g.H * g.W, u, g, O, images, o + n * O * P, buffer.data());
     if (b) {
       for (int64_t k = n; k < n + images; ++k) add_bias(o + k * O * P, b, O, P);
     }
