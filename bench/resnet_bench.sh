@@ -9,10 +9,12 @@
 #                                              top inclusive functions and an op-family summary,
 #                                              then torch.profiler's per-op table for comparison
 # ratio = ember throughput / torch throughput (higher is better; target >= 1.3).
-# At N > 1 threads the script also runs N independent 1-thread ember processes side by side:
-# copies = N x (1-thread ms/step) / (their mean ms/step) is what N of this host's cores give on
-# work that shares nothing, the ceiling a shared-memory split can expect on this host (a 2-vCPU VM
-# whose vCPUs share a core or memory bandwidth shows it below N).
+# Runs are pinned (taskset) to the first N CPUs the script may use; each 1-thread figure is measured on every one of them
+# and averaged (see pin_cpus below). At N > 1 threads the script also runs N independent 1-thread
+# ember processes side by side, one per CPU: copies = their summed throughput / the 1-thread
+# throughput is what N of this host's cores give on work that shares nothing, the ceiling a
+# shared-memory split can expect on this host (a 2-vCPU VM whose vCPUs share a core or memory
+# bandwidth shows it below N).
 # Peak RSS is getrusage's ru_maxrss of each process (the Python figure includes the interpreter and
 # libtorch). Run on a quiet machine: the script prints `uptime` so a loaded run can be recognised.
 set -euo pipefail
@@ -42,10 +44,26 @@ warmup="${2:-5}"
 threads_list="${THREADS:-1 2}"
 # Each ISA level ember's CPU has, highest first; PyTorch is held to the same level.
 levels="${LEVELS:-$("$bin" --print_capabilities)}"
+# The CPUs the runs are pinned to: the first (most threads asked) of those this process may use. A 1-thread figure is measured on
+# each of them in turn, ember and PyTorch on the same CPU, because a VM's vCPUs need not be equally
+# fast (this project's 2-vCPU VM: one runs an FMA loop 18% slower than the other, and which one a
+# lone process lands on used to decide the ratio); the 1-thread ms/step is then the mean over them
+# (harmonic: the mean throughput), which is also what N threads on those N CPUs can at best sum to.
+max_threads=$(tr ' ' '\n' <<<"$threads_list" | sort -n | tail -1)
+pin_cpus=$("$py" -c 'import os, sys; print(*sorted(os.sched_getaffinity(0))[:int(sys.argv[1])])' "$max_threads")
 echo "== machine: $(nproc) cores, $(uptime | sed 's/.*load average/load average/')"
 echo "   CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
 echo "   vector extensions: $(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(sse4_2|avx|avx2|fma|f16c|avx512[a-z_0-9]*)$' | tr '\n' ' ')"
+echo "   runs pinned to CPUs $(echo $pin_cpus | tr ' ' ','); 1-thread figures are the mean over those CPUs"
 if pgrep -f "train_resnet|ddp_resnet" >/dev/null; then echo "   (a train_resnet/ddp_resnet job is running: figures are not from a quiet machine)"; fi
+
+# mean_ms MS... -> the ms/step of the mean throughput
+mean_ms() { tr ' ' '\n' <<<"$*" | awk 'NF { s += 1 / $1; n++ } END { printf "%.2f", n / s }'; }
+print_row() {
+  printf '%-8s %8s %4s %10s %10s %9s %9s %9s %10s %13s\n' "$(field impl "$1")" "$(field threads "$1")" "$2" \
+    "$(field capability "$1")" "$(field ms_per_step "$1")" "$(field fwd_ms "$1")" \
+    "$(field bwd_ms "$1")" "$(field opt_ms "$1")" "$(field img_per_s "$1")" "$(field peak_rss_mb "$1")"
+}
 summary=()
 for level in $levels; do
   # oneDNN and ATen take their own names for the same ceilings.
@@ -57,41 +75,47 @@ for level in $levels; do
   for threads in $threads_list; do
     echo
     echo "== level $level, $threads thread(s): ember (EMBER_CPU_CAPABILITY=$level), torch (${torch_env[*]})"
-    e=$(EMBER_CPU_CAPABILITY=$level "$bin" --steps="$steps" --warmup="$warmup" --threads="$threads" | grep '^RESULT')
-    t=$(env "${torch_env[@]}" "$py" bench/resnet_train_torch.py --steps "$steps" --warmup "$warmup" --threads "$threads" | grep '^RESULT')
-    printf '%-8s %8s %10s %10s %9s %9s %9s %10s %13s\n' impl threads capability ms/step fwd_ms bwd_ms opt_ms img/s peak_RSS_MB
-    for line in "$e" "$t"; do
-      printf '%-8s %8s %10s %10s %9s %9s %9s %10s %13s\n' "$(field impl "$line")" "$(field threads "$line")" \
-        "$(field capability "$line")" "$(field ms_per_step "$line")" "$(field fwd_ms "$line")" \
-        "$(field bwd_ms "$line")" "$(field opt_ms "$line")" "$(field img_per_s "$line")" \
-        "$(field peak_rss_mb "$line")"
+    printf '%-8s %8s %4s %10s %10s %9s %9s %9s %10s %13s\n' impl threads cpus capability ms/step fwd_ms bwd_ms opt_ms img/s peak_RSS_MB
+    if ((threads == 1)); then runs=$pin_cpus; else runs=$(tr ' ' '\n' <<<"$pin_cpus" | head -"$threads" | paste -sd,); fi
+    e_ms=() t_ms=() e_rss=0 t_rss=0
+    for cpus in $runs; do
+      e=$(EMBER_CPU_CAPABILITY=$level taskset -c "$cpus" "$bin" --steps="$steps" --warmup="$warmup" --threads="$threads" | grep '^RESULT')
+      t=$(env "${torch_env[@]}" taskset -c "$cpus" "$py" bench/resnet_train_torch.py --steps "$steps" --warmup "$warmup" --threads "$threads" | grep '^RESULT')
+      print_row "$e" "$cpus"
+      print_row "$t" "$cpus"
+      e_ms+=("$(field ms_per_step "$e")") t_ms+=("$(field ms_per_step "$t")")
+      e_rss=$(field peak_rss_mb "$e") t_rss=$(field peak_rss_mb "$t")
     done
     copies_ms=-
     if ((threads > 1)); then
       dir=$(mktemp -d)
-      for ((k = 0; k < threads; ++k)); do
-        EMBER_CPU_CAPABILITY=$level "$bin" --steps="$steps" --warmup="$warmup" --threads=1 >"$dir/$k" &
+      for k in $(tr ' ' '\n' <<<"$pin_cpus" | head -"$threads"); do
+        EMBER_CPU_CAPABILITY=$level taskset -c "$k" "$bin" --steps="$steps" --warmup="$warmup" --threads=1 >"$dir/$k" &
       done
       wait
-      copies_ms=$(cat "$dir"/* | grep '^RESULT' | tr ' ' '\n' | sed -n 's/^ms_per_step=//p' |
-        awk '{ s += $1; n++ } END { printf "%.2f", s / n }')
+      # Their summed throughput, as the ms/step of one of N equal processes.
+      copies_ms=$(mean_ms "$(cat "$dir"/* | grep '^RESULT' | tr ' ' '\n' | sed -n 's/^ms_per_step=//p')")
       rm -rf "$dir"
-      echo "ember x$threads processes of 1 thread, side by side: mean $copies_ms ms/step"
+      echo "ember x$threads processes of 1 thread, side by side (one per CPU): mean throughput as $copies_ms ms/step"
     fi
-    summary+=("$level $threads $(field ms_per_step "$e") $(field ms_per_step "$t") $(field peak_rss_mb "$e") $(field peak_rss_mb "$t") $copies_ms")
+    summary+=("$level $threads $(mean_ms "${e_ms[*]}") $(mean_ms "${t_ms[*]}") $e_rss $t_rss $copies_ms $(tr ' ' '\n' <<<"${e_ms[*]}" | sort -n | head -1)")
   done
 done
 echo
 echo "== summary: ratio = ember throughput / torch throughput (target >= 1.3); scaling = ember's"
-echo "   1-thread ms/step / N-thread ms/step (target >= 1.8 at 2 threads); copies = the host's own"
-echo "   ceiling, N independent 1-thread processes (see the top of this script); memory = ember / torch peak RSS"
-printf '%-8s %8s %12s %12s %8s %8s %8s %8s\n' level threads ember_ms torch_ms ratio scaling copies memory
-declare -A one_thread
+echo "   1-thread ms/step (mean over the CPUs) / N-thread ms/step (target >= 1.8 at 2 threads; the"
+echo "   sum of the CPUs' own speeds gives exactly N); scaling_fast = the same against the fastest CPU"
+echo "   alone; copies = the host's own ceiling, N independent 1-thread processes (see the top of this"
+echo "   script), against the mean CPU; memory = ember / torch peak RSS"
+printf '%-8s %8s %12s %12s %8s %8s %12s %8s %8s\n' level threads ember_ms torch_ms ratio scaling scaling_fast copies memory
+declare -A one_thread one_thread_fast
 for row in "${summary[@]}"; do
-  read -r level threads e t em tm copies <<<"$row"
-  [[ "$threads" == 1 ]] && one_thread[$level]=$e
-  awk -v l="$level" -v n="$threads" -v e="$e" -v t="$t" -v b="${one_thread[$level]:-}" -v em="$em" -v tm="$tm" -v c="$copies" \
-    'BEGIN { printf "%-8s %8s %12.2f %12.2f %8.3f %8s %8s %8.3f\n", l, n, e, t, t / e,
-             (b == "" ? "-" : sprintf("%.3f", b / e)), (b == "" || c == "-" ? "-" : sprintf("%.3f", n * b / c)), em / tm }'
+  read -r level threads e t em tm copies fastest <<<"$row"
+  if [[ "$threads" == 1 ]]; then one_thread[$level]=$e one_thread_fast[$level]=$fastest; fi
+  awk -v l="$level" -v n="$threads" -v e="$e" -v t="$t" -v b="${one_thread[$level]:-}" -v f="${one_thread_fast[$level]:-}" \
+    -v em="$em" -v tm="$tm" -v c="$copies" \
+    'BEGIN { printf "%-8s %8s %12.2f %12.2f %8.3f %8s %12s %8s %8.3f\n", l, n, e, t, t / e,
+             (b == "" ? "-" : sprintf("%.3f", b / e)), (f == "" || n == 1 ? "-" : sprintf("%.3f", f / e)),
+             (b == "" || c == "-" ? "-" : sprintf("%.3f", n * b / c)), em / tm }'
 done
 echo "== load after: $(uptime | sed 's/.*load average/load average/')"
