@@ -9,12 +9,12 @@
 #                                              top inclusive functions and an op-family summary,
 #                                              then torch.profiler's per-op table for comparison
 # ratio = ember throughput / torch throughput (higher is better; target >= 1.3).
-# Runs are pinned (taskset) to the first N CPUs the script may use; each 1-thread figure is measured on every one of them
-# and averaged (see pin_cpus below). At N > 1 threads the script also runs N independent 1-thread
-# ember processes side by side, one per CPU: copies = their summed throughput / the 1-thread
-# throughput is what N of this host's cores give on work that shares nothing, the ceiling a
-# shared-memory split can expect on this host (a 2-vCPU VM whose vCPUs share a core or memory
-# bandwidth shows it below N).
+# Runs are pinned (taskset) to the first N CPUs the script may use; each 1-thread figure is measured
+# on every one of them and averaged (see pin_cpus below). At N > 1 threads the script also runs N
+# independent 1-thread ember processes side by side, one per CPU: copies = their summed throughput /
+# the 1-thread throughput is what N of this host's cores give on work that shares nothing, the
+# ceiling a shared-memory split can expect on this host (a 2-vCPU VM whose vCPUs share a core or
+# memory bandwidth shows it below N).
 # Peak RSS is getrusage's ru_maxrss of each process (the Python figure includes the interpreter and
 # libtorch). Run on a quiet machine: the script prints `uptime` so a loaded run can be recognised.
 set -euo pipefail
@@ -44,11 +44,12 @@ warmup="${2:-5}"
 threads_list="${THREADS:-1 2}"
 # Each ISA level ember's CPU has, highest first; PyTorch is held to the same level.
 levels="${LEVELS:-$("$bin" --print_capabilities)}"
-# The CPUs the runs are pinned to: the first (most threads asked) of those this process may use. A 1-thread figure is measured on
-# each of them in turn, ember and PyTorch on the same CPU, because a VM's vCPUs need not be equally
-# fast (this project's 2-vCPU VM: one runs an FMA loop 18% slower than the other, and which one a
-# lone process lands on used to decide the ratio); the 1-thread ms/step is then the mean over them
-# (harmonic: the mean throughput), which is also what N threads on those N CPUs can at best sum to.
+# The CPUs the runs are pinned to: the first (most threads asked) of those this process may use. A
+# 1-thread figure is measured on each of them in turn, ember and PyTorch on the same CPU, because a
+# VM's vCPUs need not be equally fast (this project's 2-vCPU VM: one runs an FMA loop 18% slower
+# than the other, and which one a lone process lands on used to decide the ratio); the 1-thread
+# ms/step is then the mean over them (harmonic: the mean throughput), which is also what N threads
+# on those N CPUs can at best sum to.
 max_threads=$(tr ' ' '\n' <<<"$threads_list" | sort -n | tail -1)
 pin_cpus=$("$py" -c 'import os, sys; print(*sorted(os.sched_getaffinity(0))[:int(sys.argv[1])])' "$max_threads")
 echo "== machine: $(nproc) cores, $(uptime | sed 's/.*load average/load average/')"
@@ -76,8 +77,9 @@ for level in $levels; do
     echo
     echo "== level $level, $threads thread(s): ember (EMBER_CPU_CAPABILITY=$level), torch (${torch_env[*]})"
     printf '%-8s %8s %4s %10s %10s %9s %9s %9s %10s %13s\n' impl threads cpus capability ms/step fwd_ms bwd_ms opt_ms img/s peak_RSS_MB
-    if ((threads == 1)); then runs=$pin_cpus; else runs=$(tr ' ' '\n' <<<"$pin_cpus" | head -"$threads" | paste -sd,); fi
-    e_ms=() t_ms=() e_rss=0 t_rss=0
+    cpus_used=$(tr ' ' '\n' <<<"$pin_cpus" | head -"$threads")  # one per line
+    if ((threads == 1)); then runs=$pin_cpus; else runs=$(paste -sd, <<<"$cpus_used"); fi
+    e_ms=() t_ms=()
     for cpus in $runs; do
       e=$(EMBER_CPU_CAPABILITY=$level taskset -c "$cpus" "$bin" --steps="$steps" --warmup="$warmup" --threads="$threads" | grep '^RESULT')
       t=$(env "${torch_env[@]}" taskset -c "$cpus" "$py" bench/resnet_train_torch.py --steps "$steps" --warmup "$warmup" --threads "$threads" | grep '^RESULT')
@@ -89,7 +91,7 @@ for level in $levels; do
     copies_ms=-
     if ((threads > 1)); then
       dir=$(mktemp -d)
-      for k in $(tr ' ' '\n' <<<"$pin_cpus" | head -"$threads"); do
+      for k in $cpus_used; do
         EMBER_CPU_CAPABILITY=$level taskset -c "$k" "$bin" --steps="$steps" --warmup="$warmup" --threads=1 >"$dir/$k" &
       done
       wait

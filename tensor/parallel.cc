@@ -46,25 +46,15 @@ void set_piece_run(PieceRun& run, int64_t front, int64_t back) {
   run.bounds.store(pack(front, back), std::memory_order_relaxed);
 }
 
-bool take_front(PieceRun& run, int64_t* piece) {
+bool take_piece(PieceRun& run, bool from_back, int64_t* piece) {
   uint64_t bounds = run.bounds.load(std::memory_order_relaxed);
   for (;;) {
-    const int64_t front = static_cast<int64_t>(bounds >> 32), back = static_cast<int64_t>(bounds & 0xffffffffu);
+    const int64_t front = static_cast<int64_t>(bounds >> 32);
+    const int64_t back = static_cast<int64_t>(bounds & 0xffffffffu);
     if (front >= back) return false;
-    if (run.bounds.compare_exchange_weak(bounds, pack(front + 1, back), std::memory_order_relaxed)) {
-      *piece = front;
-      return true;
-    }
-  }
-}
-
-bool take_back(PieceRun& run, int64_t* piece) {
-  uint64_t bounds = run.bounds.load(std::memory_order_relaxed);
-  for (;;) {
-    const int64_t front = static_cast<int64_t>(bounds >> 32), back = static_cast<int64_t>(bounds & 0xffffffffu);
-    if (front >= back) return false;
-    if (run.bounds.compare_exchange_weak(bounds, pack(front, back - 1), std::memory_order_relaxed)) {
-      *piece = back - 1;
+    const uint64_t rest = from_back ? pack(front, back - 1) : pack(front + 1, back);
+    if (run.bounds.compare_exchange_weak(bounds, rest, std::memory_order_relaxed)) {
+      *piece = from_back ? back - 1 : front;
       return true;
     }
   }

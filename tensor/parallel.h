@@ -39,9 +39,9 @@ namespace detail {
 // under the grain -- and gives thread t the run of pieces a static split would (the data it wrote
 // in the previous op stays its own). A thread takes its own pieces front to back; once they are
 // gone it takes the others' from the back, one at a time, so a slow thread's last pieces go to a
-// fast one. Piece bounds depend only on the range, the grain and the thread count; which thread runs
-// a piece depends on timing, which kernels may ignore because every element's value is computed
-// within one call of f however the range is cut (Note [Deterministic parallel kernels]).
+// fast one. Piece bounds depend only on the range, the grain and the thread count; which thread
+// runs a piece depends on timing, which kernels may ignore because every element's value is
+// computed within one call of f however the range is cut (Note [Deterministic parallel kernels]).
 constexpr int64_t kPiecesPerThread = 8;
 
 // One thread's run of pieces [front, back), packed in one word: its owner takes the front and
@@ -50,8 +50,8 @@ struct alignas(64) PieceRun {
   std::atomic<uint64_t> bounds{0};
 };
 void set_piece_run(PieceRun& run, int64_t front, int64_t back);
-bool take_front(PieceRun& run, int64_t* piece);
-bool take_back(PieceRun& run, int64_t* piece);
+// Takes the run's first piece (its owner) or its last (a thief); false once the run is empty.
+bool take_piece(PieceRun& run, bool from_back, int64_t* piece);
 
 // f over `pieces` equal pieces of [begin, end) on `threads` threads, split as the Note says.
 template <typename F>
@@ -73,10 +73,10 @@ void run_pieces(int64_t begin, int64_t end, int threads, int64_t pieces, const F
     const int t = omp_get_thread_num();
     try {
       int64_t p;
-      while (take_front(runs[t], &p)) f(piece_begin(p), piece_begin(p + 1));
+      while (take_piece(runs[t], /*from_back=*/false, &p)) f(piece_begin(p), piece_begin(p + 1));
       for (int k = 1; k < threads; ++k) {
         PieceRun& victim = runs[(t + k) % threads];
-        while (take_back(victim, &p)) f(piece_begin(p), piece_begin(p + 1));
+        while (take_piece(victim, /*from_back=*/true, &p)) f(piece_begin(p), piece_begin(p + 1));
       }
     } catch (...) {
       std::lock_guard<std::mutex> lock(error_mutex);
@@ -91,11 +91,19 @@ void run_pieces(int64_t begin, int64_t end, int threads, int64_t pieces, const F
 #endif
 }
 
-// Threads a range of n elements gets: at most one per `grain` elements; 1 means run inline.
-inline int threads_for(int64_t n, int64_t grain) {
-  const int threads = get_num_threads();
-  if (threads == 1 || n <= grain || in_parallel_region()) return 1;
-  return static_cast<int>(std::min<int64_t>(threads, std::max<int64_t>(1, n / std::max<int64_t>(grain, 1))));
+// f over [begin, end) in at most `per_thread` pieces a thread, none under `grain` elements (the
+// whole range may be smaller): inline when that leaves one thread, or inside a parallel region.
+template <typename F>
+void split(int64_t begin, int64_t end, int64_t grain, int64_t per_thread, const F& f) {
+  if (begin >= end) return;
+  const int64_t n = end - begin;
+  const int64_t max_pieces = std::max<int64_t>(1, n / std::max<int64_t>(grain, 1));
+  const int threads = static_cast<int>(std::min<int64_t>(get_num_threads(), max_pieces));
+  if (threads == 1 || n <= grain || in_parallel_region()) {
+    f(begin, end);
+    return;
+  }
+  run_pieces(begin, end, threads, std::min<int64_t>(max_pieces, threads * per_thread), f);
 }
 
 }  // namespace detail
@@ -106,15 +114,7 @@ inline int threads_for(int64_t n, int64_t grain) {
 // Note [Balanced parallel_for].
 template <typename F>
 void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
-  if (begin >= end) return;
-  const int64_t n = end - begin;
-  const int threads = detail::threads_for(n, grain);
-  if (threads == 1) {
-    f(begin, end);
-    return;
-  }
-  const int64_t max_pieces = std::max<int64_t>(1, n / std::max<int64_t>(grain, 1));
-  detail::run_pieces(begin, end, threads, std::min<int64_t>(max_pieces, threads * detail::kPiecesPerThread), f);
+  detail::split(begin, end, grain, detail::kPiecesPerThread, f);
 }
 
 // parallel_for with one chunk per thread, for kernels whose cost grows with the number of calls
@@ -122,13 +122,7 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
 // chunk no other thread has started.
 template <typename F>
 void parallel_for_static(int64_t begin, int64_t end, int64_t grain, const F& f) {
-  if (begin >= end) return;
-  const int threads = detail::threads_for(end - begin, grain);
-  if (threads == 1) {
-    f(begin, end);
-    return;
-  }
-  detail::run_pieces(begin, end, threads, threads, f);
+  detail::split(begin, end, grain, 1, f);
 }
 
 }  // namespace ember
