@@ -1,9 +1,11 @@
 // Batch normalisation CPU kernels over contiguous [N, C, inner] data: per-channel statistics in
 // one pass (in double), the fused scale-and-shift, and the closed-form backward's reduction and
-// transform. Channels (statistics) and rows (transforms) are split across threads; every value is
-// computed by one thread in a fixed order (Note [Deterministic parallel kernels]).
+// transform. The sums run over fixed chunks of images (Note [Batch-norm sums by image chunks]),
+// the transforms over rows; every value is computed in a fixed order (Note [Deterministic
+// parallel kernels]).
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "tensor/cpu/kernels_cpu.h"
 #include "tensor/cpu/vec.h"
@@ -72,25 +74,62 @@ void row_sums<float>(const float* a, const float* b, float shift, int64_t n, dou
 // Rows of `inner` elements per parallel chunk: about 16K elements, at least one row.
 int64_t rows_grain(int64_t inner) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(inner, 1)); }
 
+// Note [Batch-norm sums by image chunks]
+// The per-channel sums (statistics, and the backward's sums of g and g (x - mean)) run over
+// chunks of whole images, each chunk's C partial sums combined afterwards in chunk order. Split
+// over channels instead, every thread read a strided slice of every image, most of them written
+// by another thread's core in the op before, and a layer with fewer channels than threads left
+// threads idle. Chunk bounds depend only on the shape (about kChunkElements elements each), so
+// the bits do not depend on the thread count.
+constexpr int64_t kChunkElements = 32768;
+
+// sa[c] = sum of a and sab[c] = sum of a * (b - shift[c]) over channel c's rows.
+template <typename T>
+void channel_sums(const T* a, const T* b, const BatchNormShape& s, const T* shift, double* sa,
+                  double* sab) {
+  const int64_t image = std::max<int64_t>(s.C * s.inner, 1);
+  const int64_t per_chunk =
+      std::clamp<int64_t>((kChunkElements + image - 1) / image, 1, std::max<int64_t>(s.N, 1));
+  const int64_t chunks = (s.N + per_chunk - 1) / per_chunk;
+  std::vector<double> partial(static_cast<size_t>(2 * chunks * s.C), 0.0);
+  parallel_for(0, chunks, 1, [&](int64_t k_begin, int64_t k_end) {
+    // Summed in the thread's own memory: neighbouring chunks' partials may share a cache line.
+    std::vector<double> local(static_cast<size_t>(2 * s.C));
+    for (int64_t k = k_begin; k < k_end; ++k) {
+      std::fill(local.begin(), local.end(), 0.0);
+      for (int64_t n = k * per_chunk; n < std::min(s.N, (k + 1) * per_chunk); ++n) {
+        for (int64_t c = 0; c < s.C; ++c) {
+          const int64_t offset = (n * s.C + c) * s.inner;
+          row_sums(a + offset, b + offset, shift[c], s.inner, local[c], local[s.C + c]);
+        }
+      }
+      std::copy(local.begin(), local.end(), partial.begin() + 2 * k * s.C);
+    }
+  });
+  for (int64_t c = 0; c < s.C; ++c) {
+    double total_a = 0, total_ab = 0;
+    for (int64_t k = 0; k < chunks; ++k) {
+      total_a += partial[2 * k * s.C + c];
+      total_ab += partial[(2 * k + 1) * s.C + c];
+    }
+    sa[c] = total_a;
+    sab[c] = total_ab;
+  }
+}
+
 template <typename T>
 void stats(const T* x, const BatchNormShape& s, double* mean, double* var) {
   const int64_t M = s.N * s.inner;
-  parallel_for(0, s.C, 1, [&](int64_t c_begin, int64_t c_end) {
-    for (int64_t c = c_begin; c < c_end; ++c) {
-      // Shifting by the first value keeps sum-of-squares accurate when |mean| >> std.
-      const T shift = x[c * s.inner];
-      double sum = 0, sumsq = 0;
-      for (int64_t n = 0; n < s.N; ++n) {
-        const T* p = x + (n * s.C + c) * s.inner;
-        double d = 0;
-        row_sums(p, p, shift, s.inner, d, sumsq);
-        sum += d;
-      }
-      // sumsq accumulated x*(x - shift): var = E[x(x-shift)] - mean*(mean-shift)
-      mean[c] = sum / M;
-      var[c] = std::max(sumsq / M - mean[c] * (mean[c] - shift), 0.0);
-    }
-  });
+  // Shifting by each channel's first value keeps sum-of-squares accurate when |mean| >> std.
+  std::vector<T> shift(static_cast<size_t>(s.C));
+  for (int64_t c = 0; c < s.C; ++c) shift[c] = x[c * s.inner];
+  std::vector<double> sum(static_cast<size_t>(s.C)), sumsq(static_cast<size_t>(s.C));
+  channel_sums(x, x, s, shift.data(), sum.data(), sumsq.data());
+  for (int64_t c = 0; c < s.C; ++c) {
+    // sumsq accumulated x*(x - shift): var = E[x(x-shift)] - mean*(mean-shift)
+    mean[c] = sum[c] / M;
+    var[c] = std::max(sumsq[c] / M - mean[c] * (mean[c] - shift[c]), 0.0);
+  }
 }
 
 template <typename T>
@@ -109,16 +148,9 @@ void transform(T* y, const T* x, const BatchNormShape& s, const double* scale, c
 template <typename T>
 void backward_reduce(const T* g, const T* x, const BatchNormShape& s, const double* mean,
                      double* sum_g, double* sum_gx) {
-  parallel_for(0, s.C, 1, [&](int64_t c_begin, int64_t c_end) {
-    for (int64_t c = c_begin; c < c_end; ++c) {
-      sum_g[c] = sum_gx[c] = 0;
-      for (int64_t n = 0; n < s.N; ++n) {
-        const T* xp = x + (n * s.C + c) * s.inner;
-        const T* gp = g + (n * s.C + c) * s.inner;
-        row_sums(gp, xp, T(mean[c]), s.inner, sum_g[c], sum_gx[c]);
-      }
-    }
-  });
+  std::vector<T> shift(static_cast<size_t>(s.C));
+  for (int64_t c = 0; c < s.C; ++c) shift[c] = T(mean[c]);
+  channel_sums(g, x, s, shift.data(), sum_g, sum_gx);
 }
 
 template <typename T>

@@ -159,15 +159,23 @@ TEST_F(ParallelTest, ElementwiseAndConversionsAreThreadCountInvariant) {
 }
 
 TEST_F(ParallelTest, BatchNormIsThreadCountInvariant) {
-  Generator gen(4);
-  Tensor x = randn({17, 12, 9, 11}, &gen) * 3.0 + 1.0;
-  Tensor w = randn({12}, &gen), b = randn({12}, &gen);
-  expect_thread_count_invariant([&] {
-    Tensor rm = zeros({12}), rv = ones({12});
-    auto [y, mean, invstd] = batch_norm_forward(x, w, b, rm, rv, true, 0.1, 1e-5);
-    auto [gi, gw, gb] = batch_norm_backward(y * 0.3, x, w, mean, invstd, true, {true, true, true});
-    return std::vector<Tensor>{y, mean, invstd, rm, rv, gi, gw, gb};
-  });
+  // One chunk of images, then 4 chunks of 11 images and one of 2 (Note [Batch-norm sums by image
+  // chunks]: about 32768 elements a chunk), in float32 and float64.
+  for (const Shape& shape : {Shape{17, 12, 9, 11}, Shape{46, 3, 33, 33}}) {
+    for (ScalarType dtype : {kFloat32, kFloat64}) {
+      Generator gen(4);
+      const int64_t C = shape[1];
+      Tensor x = (randn(shape, &gen) * 3.0 + 1.0).to(dtype);
+      Tensor w = randn({C}, &gen).to(dtype), b = randn({C}, &gen).to(dtype);
+      expect_thread_count_invariant([&] {
+        Tensor rm = zeros({C}, dtype), rv = ones({C}, dtype);
+        auto [y, mean, invstd] = batch_norm_forward(x, w, b, rm, rv, true, 0.1, 1e-5);
+        auto [gi, gw, gb] =
+            batch_norm_backward(y * 0.3, x, w, mean, invstd, true, {true, true, true});
+        return std::vector<Tensor>{y, mean, invstd, rm, rv, gi, gw, gb};
+      });
+    }
+  }
 }
 
 TEST(CpuCapability, LevelIsSupportedAndNamed) {
