@@ -38,7 +38,7 @@ using vec::Vec;
 
 constexpr int64_t kRows = 4;    // output channels per GEMM tile: O is a multiple of it
 constexpr int64_t kVectors = 3;  // vectors of tiles per GEMM tile, at most
-constexpr int64_t kColumnsPerCall = 64;  // GEMM columns winograd_conv aims for: images x Tpad
+constexpr int64_t kColumnsPerCall = 32;  // GEMM columns winograd_conv aims for: images x Tpad
 
 struct Tiling {
   int64_t th, tw;  // tile rows and columns that hold outputs
@@ -356,7 +356,9 @@ void winograd_transform_weight(const float* weight, const ConvGeometry& g, int64
 
 int64_t winograd_images_per_call(const ConvGeometry& g) {
   // Small maps (7x7: one vector of 16 tiles) get several images' tiles side by side, so that the
-  // GEMMs have whole tiles of columns and U is read once for them.
+  // GEMMs have wider tiles of columns and U is read once for them. Two, not four: four images'
+  // V and M (512 KB at 64 channels) crowd a thread's L2, and conv_bench's 7x7 layer ran at
+  // 172-174 GFLOP/s with two against 125-162 with four (1 thread; 2 threads 191-224 vs 174-212).
   return std::clamp<int64_t>(kColumnsPerCall / tiling(g).Tpad, 1, 4);
 }
 
