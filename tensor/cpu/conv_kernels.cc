@@ -103,6 +103,17 @@ void winograd_forward_images(const float* in, const float* u, const float* b, co
   }
 }
 
+// The whole batch by Winograd F(2x2, 3x3), for geometries where winograd_conv_applies.
+void winograd_forward(const float* in, const float* w, WinogradWeight layout, const float* b,
+                      const ConvGeometry& g, int64_t O, float* o) {
+  Tensor u = scratch<float>(winograd_weight_size(g, O));  // shared by every image and thread
+  winograd_transform_weight(w, layout, g, O, u.data_ptr<float>());
+  const float* uw = u.data_ptr<float>();
+  parallel_for(0, g.N, 1, [&](int64_t begin, int64_t end) {
+    winograd_forward_images(in, uw, b, g, O, o, begin, end);
+  });
+}
+
 template <typename T>
 void conv_forward_impl(const Tensor& out, const Tensor& input, const Tensor& weight,
                        const Tensor& bias, const ConvGeometry& g, int64_t G) {
@@ -113,12 +124,7 @@ void conv_forward_impl(const Tensor& out, const Tensor& input, const Tensor& wei
   const int64_t O = weight.size(0);
   if constexpr (std::is_same_v<T, float>) {
     if (G == 1 && winograd_conv_applies(g, O)) {
-      Tensor u = scratch<float>(winograd_weight_size(g, O));  // shared by every image and thread
-      winograd_transform_weight(w, g, O, u.data_ptr<float>());
-      const float* uw = u.data_ptr<float>();
-      parallel_for(0, g.N, 1, [&](int64_t begin, int64_t end) {
-        winograd_forward_images(in, uw, b, g, O, o, begin, end);
-      });
+      winograd_forward(in, w, WinogradWeight::kAsGiven, b, g, O, o);
       return;
     }
   }
@@ -151,6 +157,23 @@ Tensor flipped_transposed_weight(const Tensor& weight, int64_t G) {
             dst[((((gi * Cg + c) * Og + o) * kh) + (kh - 1 - i)) * kw + (kw - 1 - j)] =
                 src[(((gi * Og + o) * Cg + c) * kh + i) * kw + j];
   return out;
+}
+
+// The input gradient as the convolution `t` of grad_out with the flipped, transposed kernel.
+template <typename T>
+void input_grad_by_conv(const Tensor& grad_out, const Tensor& weight, const ConvGeometry& t,
+                        int64_t G, const Tensor& grad_input) {
+  if constexpr (std::is_same_v<T, float>) {
+    // Winograd reads the kernel flipped where it is, instead of after a serial pass copying it.
+    if (G == 1 && winograd_conv_applies(t, weight.size(1))) {
+      winograd_forward(grad_out.data_ptr<float>(), weight.data_ptr<float>(),
+                       WinogradWeight::kFlippedTransposed, nullptr, t, weight.size(1),
+                       grad_input.data_ptr<float>());
+      return;
+    }
+  }
+  conv_forward_impl<T>(grad_input, grad_out, flipped_transposed_weight<T>(weight, G), Tensor(), t,
+                       G);
 }
 
 // gw [O, K] (per group) += grad_out(n) [O, P] x columns(n)^T for the images [begin, end).
@@ -249,8 +272,7 @@ void conv_backward_impl(const Tensor& grad_out, const Tensor& input, const Tenso
     if (input_grad_is_a_conv(g)) {
       ConvGeometry t{g.N, O, g.Ho, g.Wo, g.kh, g.kw, 1, 1,
                      g.dh * (g.kh - 1) - g.ph, g.dw * (g.kw - 1) - g.pw, g.dh, g.dw, g.H, g.W};
-      conv_forward_impl<T>(grad_input, grad_out, flipped_transposed_weight<T>(weight, G), Tensor(),
-                           t, G);
+      input_grad_by_conv<T>(grad_out, weight, t, G, grad_input);
     } else {
       input_grad_by_gemm<T>(weight.data_ptr<T>(), go, g, O, G, grad_input.data_ptr<T>());
     }

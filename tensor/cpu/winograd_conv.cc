@@ -328,17 +328,22 @@ bool winograd_conv_applies(const ConvGeometry& g, int64_t O) {
 
 int64_t winograd_weight_size(const ConvGeometry& g, int64_t O) { return 16 * O * g.C; }
 
-void winograd_transform_weight(const float* weight, const ConvGeometry& g, int64_t O, float* u) {
+void winograd_transform_weight(const float* weight, WinogradWeight layout, const ConvGeometry& g,
+                               int64_t O, float* u) {
   const int64_t C = g.C;
+  const bool flipped = layout == WinogradWeight::kFlippedTransposed;
   // Split over output channels: on one thread it was 1.3% of a 2-thread ResNet-20 step.
   parallel_for(0, O, 4, [&](int64_t o_begin, int64_t o_end) {
     for (int64_t o = o_begin; o < o_end; ++o) {
       for (int64_t c = 0; c < C; ++c) {
-        const float* k = weight + (o * C + c) * 9;
+        // Tap t of the kernel is at[t]: reversed, the flipped kernel's tap t is tap 8 - t.
+        float at[9];
+        const float* k = weight + (flipped ? c * O + o : o * C + c) * 9;
+        for (int t = 0; t < 9; ++t) at[t] = k[flipped ? 8 - t : t];
         // G k (4 x 3), then (G k) G^T (4 x 4), in double: U is rounded to float once.
         double gk[4][3];
         for (int j = 0; j < 3; ++j) {
-          const double k0 = k[j], k1 = k[3 + j], k2 = k[6 + j];
+          const double k0 = at[j], k1 = at[3 + j], k2 = at[6 + j];
           gk[0][j] = k0;
           gk[1][j] = 0.5 * (k0 + k1 + k2);
           gk[2][j] = 0.5 * (k0 - k1 + k2);

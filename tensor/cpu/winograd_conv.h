@@ -15,10 +15,16 @@ namespace CPU_CAPABILITY {  // Note [CPU capability namespaces]
 // or im2col + GEMM).
 bool winograd_conv_applies(const ConvGeometry& g, int64_t O);
 
-// The transformed weights U [16, O, C] of weight [O, C, 3, 3]: computed once per call and shared
-// by every image. `u` holds winograd_weight_size floats.
+// Where the kernel of output channel o and input channel c is: kAsGiven, weight [O, C, 3, 3];
+// kFlippedTransposed, the weight [C, O, 3, 3] of the convolution whose input gradient this one
+// computes, read with its taps reversed (so the gradient needs no flipped copy of it).
+enum class WinogradWeight { kAsGiven, kFlippedTransposed };
+
+// The transformed weights U [16, O, C]: computed once per call and shared by every image. `u`
+// holds winograd_weight_size floats.
 int64_t winograd_weight_size(const ConvGeometry& g, int64_t O);
-void winograd_transform_weight(const float* weight, const ConvGeometry& g, int64_t O, float* u);
+void winograd_transform_weight(const float* weight, WinogradWeight layout, const ConvGeometry& g,
+                               int64_t O, float* u);
 
 // `images` consecutive images: out [images, O, Ho, Wo] = conv(in [images, C, H, W], weight) from
 // the transformed weights `u`, their tiles side by side in one GEMM per transformed position;
