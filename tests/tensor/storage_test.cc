@@ -1,5 +1,9 @@
 // Storage: 64-byte aligned CPU allocations, shared ownership between views, caller-owned memory.
 #include <cstdint>
+#include <vector>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "tests/tensor/test_util.h"
 
@@ -20,6 +24,21 @@ TEST(StorageTest, CpuAllocationsAre64ByteAligned) {
     Tensor t = empty({7}, dt);
     EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data_ptr()) % 64, 0u) << dt;
   }
+}
+
+// Note [CPU allocator]: large blocks come from glibc's heap, not a mapping each, up to 32 MiB.
+TEST(StorageTest, LargeBlocksComeFromTheHeapNotMappings) {
+#if !defined(__GLIBC__) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "glibc's own malloc only (a sanitizer brings its own)";
+#else
+  Storage first(1, kCPU);  // the allocator is set up
+  const size_t mapped_before = mallinfo2().hblks;
+  std::vector<Storage> blocks;
+  for (size_t mib : {1u, 4u, 16u}) blocks.emplace_back(mib << 20, kCPU);
+  EXPECT_EQ(mallinfo2().hblks, mapped_before) << "blocks of 1, 4 and 16 MiB were mmap'd";
+  blocks.emplace_back(size_t{40} << 20, kCPU);  // above glibc's ceiling: a mapping of its own
+  EXPECT_EQ(mallinfo2().hblks, mapped_before + 1);
+#endif
 }
 
 TEST(StorageTest, ZeroBytesHasNoData) {
