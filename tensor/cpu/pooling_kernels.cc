@@ -1,18 +1,34 @@
 // CPU kernels for 2-d max / average / adaptive-average pooling over dense planes (the loops that
-// tensor/pooling.cc ran inline before pooling had device slots).
+// tensor/pooling.cc ran inline before pooling had device slots). Planes are independent, so each
+// kernel splits them across threads (Note [Deterministic parallel kernels]): a backward zeroes and
+// fills its own planes of the input gradient.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "tensor/cpu/kernels_cpu.h"
 #include "tensor/ops.h"
+#include "tensor/parallel.h"
 
 namespace ember::cpu::CPU_CAPABILITY {
 namespace {
 
+// f(first, last) over runs of whole planes, about 16K input elements a run, in parallel.
+template <typename F>
+void for_planes(const PoolGeometry& g, const F& f) {
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(g.H * g.W, 1));
+  parallel_for(0, g.planes, grain, f);
+}
+
 template <typename T>
-void max_pool(const T* in, const PoolGeometry& g, T* out, int64_t* idx) {
-  for (int64_t p = 0; p < g.planes; ++p) {
+void zero_planes(T* planes, const PoolGeometry& g, int64_t first, int64_t last) {
+  std::memset(planes + first * g.H * g.W, 0, sizeof(T) * static_cast<size_t>((last - first) * g.H * g.W));
+}
+
+template <typename T>
+void max_pool(const T* in, const PoolGeometry& g, T* out, int64_t* idx, int64_t first, int64_t last) {
+  for (int64_t p = first; p < last; ++p) {
     const T* plane = in + p * g.H * g.W;
     for (int64_t oh = 0; oh < g.Ho; ++oh) {
       for (int64_t ow = 0; ow < g.Wo; ++ow) {
@@ -39,10 +55,11 @@ void max_pool(const T* in, const PoolGeometry& g, T* out, int64_t* idx) {
   }
 }
 
-// Calls f(plane, oh, ow, ih0, ih1, iw0, iw1, count) for each output of an average pool window.
+// Calls f(plane, oh, ow, ih0, ih1, iw0, iw1, count) for each output of an average pool window
+// of planes [first, last).
 template <typename F>
-void for_each_avg_window(const PoolGeometry& g, F f) {
-  for (int64_t p = 0; p < g.planes; ++p) {
+void for_each_avg_window(const PoolGeometry& g, int64_t first, int64_t last, F f) {
+  for (int64_t p = first; p < last; ++p) {
     for (int64_t oh = 0; oh < g.Ho; ++oh) {
       for (int64_t ow = 0; ow < g.Wo; ++ow) {
         int64_t h0 = oh * g.sh - g.ph, w0 = ow * g.sw - g.pw;
@@ -65,7 +82,10 @@ int64_t end_index(int64_t o, int64_t out, int64_t in) { return ((o + 1) * in + o
 void max_pool2d_kernel(const Tensor& out, const Tensor& indices, const Tensor& input,
                        const PoolGeometry& g) {
   EMBER_DISPATCH_FLOAT_AND_DOUBLE(input.dtype(), "max_pool2d", [&] {
-    max_pool(input.data_ptr<scalar_t>(), g, out.data_ptr<scalar_t>(), indices.data_ptr<int64_t>());
+    const scalar_t* ip = input.data_ptr<scalar_t>();
+    scalar_t* op = out.data_ptr<scalar_t>();
+    int64_t* idx = indices.data_ptr<int64_t>();
+    for_planes(g, [&](int64_t first, int64_t last) { max_pool(ip, g, op, idx, first, last); });
   });
 }
 
@@ -73,29 +93,33 @@ void avg_pool2d_kernel(const Tensor& out, const Tensor& input, const PoolGeometr
   EMBER_DISPATCH_FLOAT_AND_DOUBLE(input.dtype(), "avg_pool2d", [&] {
     const scalar_t* ip = input.data_ptr<scalar_t>();
     scalar_t* op = out.data_ptr<scalar_t>();
-    for_each_avg_window(g, [&](int64_t p, int64_t oh, int64_t ow, int64_t h0, int64_t h1, int64_t w0,
-                               int64_t w1, int64_t count) {
-      double s = 0;
-      for (int64_t h = h0; h < h1; ++h) {
-        for (int64_t w = w0; w < w1; ++w) s += ip[(p * g.H + h) * g.W + w];
-      }
-      op[(p * g.Ho + oh) * g.Wo + ow] = scalar_t(s / count);
+    for_planes(g, [&](int64_t first, int64_t last) {
+      for_each_avg_window(g, first, last, [&](int64_t p, int64_t oh, int64_t ow, int64_t h0, int64_t h1,
+                                              int64_t w0, int64_t w1, int64_t count) {
+        double s = 0;
+        for (int64_t h = h0; h < h1; ++h) {
+          for (int64_t w = w0; w < w1; ++w) s += ip[(p * g.H + h) * g.W + w];
+        }
+        op[(p * g.Ho + oh) * g.Wo + ow] = scalar_t(s / count);
+      });
     });
   });
 }
 
 void avg_pool2d_backward_kernel(const Tensor& grad_input, const Tensor& grad_out,
                                 const PoolGeometry& g) {
-  zero_(grad_input);
   EMBER_DISPATCH_FLOAT_AND_DOUBLE(grad_input.dtype(), "avg_pool2d_backward", [&] {
     scalar_t* gp = grad_input.data_ptr<scalar_t>();
     const scalar_t* op = grad_out.data_ptr<scalar_t>();
-    for_each_avg_window(g, [&](int64_t p, int64_t oh, int64_t ow, int64_t h0, int64_t h1, int64_t w0,
-                               int64_t w1, int64_t count) {
-      const double v = double(op[(p * g.Ho + oh) * g.Wo + ow]) / count;
-      for (int64_t h = h0; h < h1; ++h) {
-        for (int64_t w = w0; w < w1; ++w) gp[(p * g.H + h) * g.W + w] += scalar_t(v);
-      }
+    for_planes(g, [&](int64_t first, int64_t last) {
+      zero_planes(gp, g, first, last);
+      for_each_avg_window(g, first, last, [&](int64_t p, int64_t oh, int64_t ow, int64_t h0, int64_t h1,
+                                              int64_t w0, int64_t w1, int64_t count) {
+        const double v = double(op[(p * g.Ho + oh) * g.Wo + ow]) / count;
+        for (int64_t h = h0; h < h1; ++h) {
+          for (int64_t w = w0; w < w1; ++w) gp[(p * g.H + h) * g.W + w] += scalar_t(v);
+        }
+      });
     });
   });
 }
@@ -104,40 +128,44 @@ void adaptive_avg_pool2d_kernel(const Tensor& out, const Tensor& input, const Po
   EMBER_DISPATCH_FLOAT_AND_DOUBLE(input.dtype(), "adaptive_avg_pool2d", [&] {
     const scalar_t* ip = input.data_ptr<scalar_t>();
     scalar_t* op = out.data_ptr<scalar_t>();
-    for (int64_t p = 0; p < g.planes; ++p) {
-      for (int64_t oh = 0; oh < g.Ho; ++oh) {
-        const int64_t h0 = start_index(oh, g.Ho, g.H), h1 = end_index(oh, g.Ho, g.H);
-        for (int64_t ow = 0; ow < g.Wo; ++ow) {
-          const int64_t w0 = start_index(ow, g.Wo, g.W), w1 = end_index(ow, g.Wo, g.W);
-          double s = 0;
-          for (int64_t h = h0; h < h1; ++h) {
-            for (int64_t w = w0; w < w1; ++w) s += ip[(p * g.H + h) * g.W + w];
+    for_planes(g, [&](int64_t first, int64_t last) {
+      for (int64_t p = first; p < last; ++p) {
+        for (int64_t oh = 0; oh < g.Ho; ++oh) {
+          const int64_t h0 = start_index(oh, g.Ho, g.H), h1 = end_index(oh, g.Ho, g.H);
+          for (int64_t ow = 0; ow < g.Wo; ++ow) {
+            const int64_t w0 = start_index(ow, g.Wo, g.W), w1 = end_index(ow, g.Wo, g.W);
+            double s = 0;
+            for (int64_t h = h0; h < h1; ++h) {
+              for (int64_t w = w0; w < w1; ++w) s += ip[(p * g.H + h) * g.W + w];
+            }
+            op[(p * g.Ho + oh) * g.Wo + ow] = scalar_t(s / double((h1 - h0) * (w1 - w0)));
           }
-          op[(p * g.Ho + oh) * g.Wo + ow] = scalar_t(s / double((h1 - h0) * (w1 - w0)));
         }
       }
-    }
+    });
   });
 }
 
 void adaptive_avg_pool2d_backward_kernel(const Tensor& grad_input, const Tensor& grad_out,
                                          const PoolGeometry& g) {
-  zero_(grad_input);
   EMBER_DISPATCH_FLOAT_AND_DOUBLE(grad_input.dtype(), "adaptive_avg_pool2d_backward", [&] {
     scalar_t* gp = grad_input.data_ptr<scalar_t>();
     const scalar_t* op = grad_out.data_ptr<scalar_t>();
-    for (int64_t p = 0; p < g.planes; ++p) {
-      for (int64_t oh = 0; oh < g.Ho; ++oh) {
-        const int64_t h0 = start_index(oh, g.Ho, g.H), h1 = end_index(oh, g.Ho, g.H);
-        for (int64_t ow = 0; ow < g.Wo; ++ow) {
-          const int64_t w0 = start_index(ow, g.Wo, g.W), w1 = end_index(ow, g.Wo, g.W);
-          const double v = double(op[(p * g.Ho + oh) * g.Wo + ow]) / double((h1 - h0) * (w1 - w0));
-          for (int64_t h = h0; h < h1; ++h) {
-            for (int64_t w = w0; w < w1; ++w) gp[(p * g.H + h) * g.W + w] += scalar_t(v);
+    for_planes(g, [&](int64_t first, int64_t last) {
+      zero_planes(gp, g, first, last);
+      for (int64_t p = first; p < last; ++p) {
+        for (int64_t oh = 0; oh < g.Ho; ++oh) {
+          const int64_t h0 = start_index(oh, g.Ho, g.H), h1 = end_index(oh, g.Ho, g.H);
+          for (int64_t ow = 0; ow < g.Wo; ++ow) {
+            const int64_t w0 = start_index(ow, g.Wo, g.W), w1 = end_index(ow, g.Wo, g.W);
+            const double v = double(op[(p * g.Ho + oh) * g.Wo + ow]) / double((h1 - h0) * (w1 - w0));
+            for (int64_t h = h0; h < h1; ++h) {
+              for (int64_t w = w0; w < w1; ++w) gp[(p * g.H + h) * g.W + w] += scalar_t(v);
+            }
           }
         }
       }
-    }
+    });
   });
 }
 

@@ -178,6 +178,25 @@ TEST_F(ParallelTest, BatchNormIsThreadCountInvariant) {
   }
 }
 
+TEST_F(ParallelTest, PoolingIsThreadCountInvariant) {
+  // Planes split across threads: 5 x 13 planes of 11 x 9 (several planes a piece), and 3 x 4
+  // planes of 130 x 127 (a plane a piece); windows overlap (kernel 3, stride 2) and pad.
+  for (const Shape& shape : {Shape{5, 13, 11, 9}, Shape{3, 4, 130, 127}}) {
+    for (ScalarType dtype : {kFloat32, kFloat64}) {
+      Generator gen(5);
+      Tensor x = randn(shape, &gen).to(dtype);
+      expect_thread_count_invariant([&] {
+        auto [mx, idx] = max_pool2d_with_indices(x, {3, 3}, {2, 2}, {1, 1});
+        Tensor avg = avg_pool2d(x, {3, 3}, {2, 2}, {1, 1});
+        Tensor ada = adaptive_avg_pool2d(x, {3, 4});
+        return std::vector<Tensor>{mx, idx, max_pool2d_backward(mx * 0.5, x, idx), avg,
+                                   avg_pool2d_backward(avg * 0.5, x, {3, 3}, {2, 2}, {1, 1}), ada,
+                                   adaptive_avg_pool2d_backward(ada * 0.5, x)};
+      });
+    }
+  }
+}
+
 TEST(CpuCapability, LevelIsSupportedAndNamed) {
   const std::string name = cpu_capability();
   EXPECT_TRUE(name == "default" || name == "avx2" || name == "avx512") << name;
