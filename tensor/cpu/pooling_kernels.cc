@@ -23,11 +23,13 @@ void for_planes(const PoolGeometry& g, const F& f) {
 
 template <typename T>
 void zero_planes(T* planes, const PoolGeometry& g, int64_t first, int64_t last) {
-  std::memset(planes + first * g.H * g.W, 0, sizeof(T) * static_cast<size_t>((last - first) * g.H * g.W));
+  const int64_t plane = g.H * g.W;
+  std::memset(planes + first * plane, 0, sizeof(T) * static_cast<size_t>((last - first) * plane));
 }
 
 template <typename T>
-void max_pool(const T* in, const PoolGeometry& g, T* out, int64_t* idx, int64_t first, int64_t last) {
+void max_pool(const T* in, const PoolGeometry& g, T* out, int64_t* idx, int64_t first,
+              int64_t last) {
   for (int64_t p = first; p < last; ++p) {
     const T* plane = in + p * g.H * g.W;
     for (int64_t oh = 0; oh < g.Ho; ++oh) {
@@ -94,8 +96,8 @@ void avg_pool2d_kernel(const Tensor& out, const Tensor& input, const PoolGeometr
     const scalar_t* ip = input.data_ptr<scalar_t>();
     scalar_t* op = out.data_ptr<scalar_t>();
     for_planes(g, [&](int64_t first, int64_t last) {
-      for_each_avg_window(g, first, last, [&](int64_t p, int64_t oh, int64_t ow, int64_t h0, int64_t h1,
-                                              int64_t w0, int64_t w1, int64_t count) {
+      for_each_avg_window(g, first, last, [&](int64_t p, int64_t oh, int64_t ow, int64_t h0,
+                                              int64_t h1, int64_t w0, int64_t w1, int64_t count) {
         double s = 0;
         for (int64_t h = h0; h < h1; ++h) {
           for (int64_t w = w0; w < w1; ++w) s += ip[(p * g.H + h) * g.W + w];
@@ -113,8 +115,8 @@ void avg_pool2d_backward_kernel(const Tensor& grad_input, const Tensor& grad_out
     const scalar_t* op = grad_out.data_ptr<scalar_t>();
     for_planes(g, [&](int64_t first, int64_t last) {
       zero_planes(gp, g, first, last);
-      for_each_avg_window(g, first, last, [&](int64_t p, int64_t oh, int64_t ow, int64_t h0, int64_t h1,
-                                              int64_t w0, int64_t w1, int64_t count) {
+      for_each_avg_window(g, first, last, [&](int64_t p, int64_t oh, int64_t ow, int64_t h0,
+                                              int64_t h1, int64_t w0, int64_t w1, int64_t count) {
         const double v = double(op[(p * g.Ho + oh) * g.Wo + ow]) / count;
         for (int64_t h = h0; h < h1; ++h) {
           for (int64_t w = w0; w < w1; ++w) gp[(p * g.H + h) * g.W + w] += scalar_t(v);
@@ -158,7 +160,8 @@ void adaptive_avg_pool2d_backward_kernel(const Tensor& grad_input, const Tensor&
           const int64_t h0 = start_index(oh, g.Ho, g.H), h1 = end_index(oh, g.Ho, g.H);
           for (int64_t ow = 0; ow < g.Wo; ++ow) {
             const int64_t w0 = start_index(ow, g.Wo, g.W), w1 = end_index(ow, g.Wo, g.W);
-            const double v = double(op[(p * g.Ho + oh) * g.Wo + ow]) / double((h1 - h0) * (w1 - w0));
+            const double v =
+                double(op[(p * g.Ho + oh) * g.Wo + ow]) / double((h1 - h0) * (w1 - w0));
             for (int64_t h = h0; h < h1; ++h) {
               for (int64_t w = w0; w < w1; ++w) gp[(p * g.H + h) * g.W + w] += scalar_t(v);
             }
