@@ -117,6 +117,11 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
   detail::split(begin, end, grain, detail::kPiecesPerThread, f);
 }
 
+// The grain for parallel_for over rows of `row_elements` elements each (image planes, channel
+// rows): about 16K elements a chunk, at least one row.
+inline int64_t rows_grain(int64_t row_elements) {
+  return std::max<int64_t>(1, 16384 / std::max<int64_t>(row_elements, 1));
+}
 // parallel_for with one chunk per thread, for kernels whose cost grows with the number of calls
 // (a GEMM packs its right operand once per call): a thread that finishes early can only take a
 // chunk no other thread has started.

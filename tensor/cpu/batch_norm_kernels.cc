@@ -71,9 +71,6 @@ void row_sums<float>(const float* a, const float* b, float shift, int64_t n, dou
   sab += rb;
 }
 
-// Rows of `inner` elements per parallel chunk: about 16K elements, at least one row.
-int64_t rows_grain(int64_t inner) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(inner, 1)); }
-
 // Note [Batch-norm sums by image chunks]
 // The per-channel sums (statistics, and the backward's sums of g and g (x - mean)) run over
 // chunks of whole images, each chunk's C partial sums combined afterwards in chunk order. Split

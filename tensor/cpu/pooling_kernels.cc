@@ -14,11 +14,10 @@
 namespace ember::cpu::CPU_CAPABILITY {
 namespace {
 
-// f(first, last) over runs of whole planes, about 16K input elements a run, in parallel.
+// f(first, last) over runs of whole input planes, in parallel.
 template <typename F>
 void for_planes(const PoolGeometry& g, const F& f) {
-  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(g.H * g.W, 1));
-  parallel_for(0, g.planes, grain, f);
+  parallel_for(0, g.planes, rows_grain(g.H * g.W), f);
 }
 
 template <typename T>
@@ -81,6 +80,20 @@ void for_each_avg_window(const PoolGeometry& g, int64_t first, int64_t last, F f
 int64_t start_index(int64_t o, int64_t out, int64_t in) { return (o * in) / out; }
 int64_t end_index(int64_t o, int64_t out, int64_t in) { return ((o + 1) * in + out - 1) / out; }
 
+// Calls f(plane, oh, ow, ih0, ih1, iw0, iw1) for each output of an adaptive average pool window
+// of planes [first, last).
+template <typename F>
+void for_each_adaptive_window(const PoolGeometry& g, int64_t first, int64_t last, F f) {
+  for (int64_t p = first; p < last; ++p) {
+    for (int64_t oh = 0; oh < g.Ho; ++oh) {
+      const int64_t h0 = start_index(oh, g.Ho, g.H), h1 = end_index(oh, g.Ho, g.H);
+      for (int64_t ow = 0; ow < g.Wo; ++ow) {
+        f(p, oh, ow, h0, h1, start_index(ow, g.Wo, g.W), end_index(ow, g.Wo, g.W));
+      }
+    }
+  }
+}
+
 void max_pool2d_kernel(const Tensor& out, const Tensor& indices, const Tensor& input,
                        const PoolGeometry& g) {
   EMBER_DISPATCH_FLOAT_AND_DOUBLE(input.dtype(), "max_pool2d", [&] {
@@ -131,19 +144,14 @@ void adaptive_avg_pool2d_kernel(const Tensor& out, const Tensor& input, const Po
     const scalar_t* ip = input.data_ptr<scalar_t>();
     scalar_t* op = out.data_ptr<scalar_t>();
     for_planes(g, [&](int64_t first, int64_t last) {
-      for (int64_t p = first; p < last; ++p) {
-        for (int64_t oh = 0; oh < g.Ho; ++oh) {
-          const int64_t h0 = start_index(oh, g.Ho, g.H), h1 = end_index(oh, g.Ho, g.H);
-          for (int64_t ow = 0; ow < g.Wo; ++ow) {
-            const int64_t w0 = start_index(ow, g.Wo, g.W), w1 = end_index(ow, g.Wo, g.W);
-            double s = 0;
-            for (int64_t h = h0; h < h1; ++h) {
-              for (int64_t w = w0; w < w1; ++w) s += ip[(p * g.H + h) * g.W + w];
-            }
-            op[(p * g.Ho + oh) * g.Wo + ow] = scalar_t(s / double((h1 - h0) * (w1 - w0)));
-          }
+      for_each_adaptive_window(g, first, last, [&](int64_t p, int64_t oh, int64_t ow, int64_t h0,
+                                                   int64_t h1, int64_t w0, int64_t w1) {
+        double s = 0;
+        for (int64_t h = h0; h < h1; ++h) {
+          for (int64_t w = w0; w < w1; ++w) s += ip[(p * g.H + h) * g.W + w];
         }
-      }
+        op[(p * g.Ho + oh) * g.Wo + ow] = scalar_t(s / double((h1 - h0) * (w1 - w0)));
+      });
     });
   });
 }
@@ -155,19 +163,14 @@ void adaptive_avg_pool2d_backward_kernel(const Tensor& grad_input, const Tensor&
     const scalar_t* op = grad_out.data_ptr<scalar_t>();
     for_planes(g, [&](int64_t first, int64_t last) {
       zero_planes(gp, g, first, last);
-      for (int64_t p = first; p < last; ++p) {
-        for (int64_t oh = 0; oh < g.Ho; ++oh) {
-          const int64_t h0 = start_index(oh, g.Ho, g.H), h1 = end_index(oh, g.Ho, g.H);
-          for (int64_t ow = 0; ow < g.Wo; ++ow) {
-            const int64_t w0 = start_index(ow, g.Wo, g.W), w1 = end_index(ow, g.Wo, g.W);
-            const double v =
-                double(op[(p * g.Ho + oh) * g.Wo + ow]) / double((h1 - h0) * (w1 - w0));
-            for (int64_t h = h0; h < h1; ++h) {
-              for (int64_t w = w0; w < w1; ++w) gp[(p * g.H + h) * g.W + w] += scalar_t(v);
-            }
-          }
+      for_each_adaptive_window(g, first, last, [&](int64_t p, int64_t oh, int64_t ow, int64_t h0,
+                                                   int64_t h1, int64_t w0, int64_t w1) {
+        const double v =
+            double(op[(p * g.Ho + oh) * g.Wo + ow]) / double((h1 - h0) * (w1 - w0));
+        for (int64_t h = h0; h < h1; ++h) {
+          for (int64_t w = w0; w < w1; ++w) gp[(p * g.H + h) * g.W + w] += scalar_t(v);
         }
-      }
+      });
     });
   });
 }
