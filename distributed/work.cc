@@ -18,21 +18,32 @@ namespace ember::distributed {
 // the child future.
 
 // Note [A waiter throws its own copy of the error]
-// A future's error is kept in an exception_ptr that the Work, the future and the backend's queue
-// entry share. Rethrowing it throws that one object: a caller that read its message in a catch
-// block did so after dropping its Work (the temporary dies while the exception unwinds), and the
-// worker, dropping the last reference, freed it with nothing ordering the two but the exception's
-// own reference count inside libstdc++, which ThreadSanitizer cannot see (failure_test_np2, TSan
-// tier, once). wait() therefore throws a copy of an ember::Error (the only exception type ember
-// defines), made while the caller still holds the Work or Future: its release, which the worker's
-// final release synchronises with, orders that read before any free. Other types are rethrown.
+// An exception_ptr's reference count lives inside libstdc++, which ThreadSanitizer cannot see: a
+// thread that reads an exception object and a thread that frees it by dropping the last
+// exception_ptr look unordered to it unless something ember synchronises orders the two. So:
+// - Every future keeps its own copy of an ember::Error (set_error copies): a then() child does not
+//   share its parent's object, which the worker frees with the parent's Work while the caller may
+//   still be reading the child's (failure_test_np2, TSan tier: the caller dropped the child first).
+//   A future's object is then freed only when the future is, after every holder's release of its
+//   shared_ptr, which TSan does see.
+// - wait() throws another copy, made while the caller still holds the Work or Future: a caller
+//   reads the message in a catch block, after the temporary Work died while the exception unwound,
+//   and the copy is the caller's own.
+// Other exception types are shared as they are (ember throws only ember::Error across threads).
 namespace {
-[[noreturn]] void rethrow_to_waiter(const std::exception_ptr& error) {
+std::exception_ptr copy_of(const std::exception_ptr& error) {
+  if (error == nullptr) return error;
   try {
     std::rethrow_exception(error);
   } catch (const Error& e) {
-    throw Error(e.message());
+    return std::make_exception_ptr(Error(e.message()));
+  } catch (...) {
+    return error;
   }
+}
+
+[[noreturn]] void rethrow_to_waiter(const std::exception_ptr& error) {
+  std::rethrow_exception(copy_of(error));
 }
 
 thread_local const char* t_comm_thread_backend = nullptr;
@@ -133,7 +144,7 @@ void Future::set_error(std::exception_ptr error) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     EMBER_INTERNAL_ASSERT(!completed(), "Future completed twice");
-    error_ = std::move(error);
+    error_ = copy_of(error);  // Note [A waiter throws its own copy of the error]
     completed_.store(true, std::memory_order_release);
   }
   cv_.notify_all();

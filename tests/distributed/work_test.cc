@@ -170,6 +170,23 @@ TEST(FutureTest, ErrorPropagatesThroughChain) {
   EXPECT_NE(g->exception(), nullptr);
 }
 
+// Note [A waiter throws its own copy of the error]: the worker completes the parent with an error
+// and, later, frees the parent; meanwhile the caller has read the child's error and dropped the
+// child. Nothing the caller does is ordered before the worker's free, so under ThreadSanitizer this
+// fails if the child shares the parent's exception object (as a collective's then() child did).
+TEST(FutureTest, AChildsErrorIsNotFreedWithItsParent) {
+  auto parent = std::make_shared<Future>();
+  FuturePtr child = parent->then([](Future& p) { return p.value(); });
+  std::thread worker([parent = std::move(parent)]() mutable {
+    parent->set_error(std::make_exception_ptr(Error("allreduce #2: collective mismatch")));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    parent.reset();  // the worker dropping its queue entry
+  });
+  EXPECT_THAT(error_of([&] { child->value(); }), HasSubstr("collective mismatch"));
+  child.reset();
+  worker.join();
+}
+
 TEST(FutureTest, CompletionFromAnotherThreadWakesWaiter) {
   auto f = std::make_shared<Future>();
   std::thread t([f] {
