@@ -1,9 +1,14 @@
 // Batch normalisation over [N, C, ...]: checks, running statistics and the per-channel
 // coefficients here; the passes over the data are the device's kernels
 // (tensor/cpu/batch_norm_kernels.cc): statistics, scale-and-shift, the closed-form backward.
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <tuple>
+#include <vector>
 
 #include "tensor/autograd_dispatch.h"
+#include "tensor/batch_norm_channels.h"
 #include "tensor/factories.h"
 #include "tensor/kernels.h"
 #include "tensor/nn_ops.h"
@@ -29,11 +34,16 @@ BatchNormShape check_bn(const char* op, const Tensor& input, const Tensor& weigh
 }
 
 // Note [Per-channel batch-norm values stay on the device]
-// The statistics, running averages and coefficients are [C] float64 tensors on the input's device,
-// computed with tensor ops, and the kernels get their data pointers. On a GPU, arrays in host
-// memory cost a synchronisation per read-back, about ten for each batch-norm layer in a training
-// step; with them a ResNet-20 step on an H200 was issued no faster than the device ran it. The
-// arithmetic is the same float64 operations, in the same order, as the host loops it replaced.
+// The statistics, running averages and coefficients of a GPU tensor are [C] float64 tensors on its
+// device, computed with tensor ops, and the kernels get their data pointers. On a GPU, arrays in
+// host memory cost a synchronisation per read-back, about ten for each batch-norm layer in a
+// training step; with them a ResNet-20 step on an H200 was issued no faster than the device ran it.
+// On the CPU it is the other way round: there each of those ~40 small ops a layer and step was pure
+// allocation and dispatch (3 ms of the serial part of a 2-thread ResNet-20 step on a Zen 3 VM), so
+// CPU tensors get host loops over C doubles. Both evaluate the same templates
+// (tensor/batch_norm_channels.h): the same float64 operations in the same order.
+
+namespace bnc = batch_norm_channels;
 
 // t as C contiguous doubles on its device, or C copies of `fill` on `device` for an undefined t.
 Tensor channel_values(const Tensor& t, int64_t C, double fill, Device device) {
@@ -42,6 +52,124 @@ Tensor channel_values(const Tensor& t, int64_t C, double fill, Device device) {
 }
 
 double* doubles(const Tensor& t) { return t.data_ptr<double>(); }
+
+// The CPU's per-channel values: C doubles in host memory.
+using HostValues = std::vector<double>;
+
+// Float32 and float64 values are read and written in place (converted with static_cast, as the copy
+// kernel converts); other dtypes go through Tensor::to.
+HostValues host_values(const Tensor& t, int64_t C, double fill) {
+  if (!t.defined()) return HostValues(C, fill);
+  const Tensor c = t.contiguous();
+  if (c.dtype() == kFloat32) return HostValues(c.data_ptr<float>(), c.data_ptr<float>() + C);
+  const Tensor d = c.to(kFloat64);
+  return HostValues(d.data_ptr<double>(), d.data_ptr<double>() + C);
+}
+
+template <typename T>
+void store(const HostValues& v, T* out) {
+  std::transform(v.begin(), v.end(), out, [](double x) { return static_cast<T>(x); });
+}
+
+// The values as a [C] tensor of `dtype`.
+Tensor host_tensor(const HostValues& v, ScalarType dtype) {
+  Tensor t = empty({static_cast<int64_t>(v.size())}, dtype == kFloat32 ? kFloat32 : kFloat64);
+  if (dtype == kFloat32) {
+    store(v, t.data_ptr<float>());
+    return t;
+  }
+  store(v, t.data_ptr<double>());
+  return t.to(dtype);
+}
+
+// dst (a running statistic) = the values; an in-place write, so dst's version moves as copy_'s would.
+void store_into(const Tensor& dst, const HostValues& v) {
+  if (!dst.defined() || !dst.is_contiguous() || (dst.dtype() != kFloat32 && dst.dtype() != kFloat64)) {
+    copy_(dst, host_tensor(v, kFloat64));
+    return;
+  }
+  if (dst.dtype() == kFloat32) {
+    store(v, dst.data_ptr<float>());
+  } else {
+    store(v, dst.data_ptr<double>());
+  }
+  dst.bump_version();
+}
+
+// y[c] = f(x[c], ...) over the channels of host values.
+template <typename F, typename... Inputs>
+HostValues per_channel(const F& f, const HostValues& first, const Inputs&... rest) {
+  HostValues out(first.size());
+  for (size_t c = 0; c < first.size(); ++c) out[c] = f(first[c], rest[c]...);
+  return out;
+}
+
+using ForwardResult = std::tuple<Tensor, Tensor, Tensor>;
+
+ForwardResult forward_on_host(const Tensor& in, const BatchNormShape& s, const Tensor& weight,
+                              const Tensor& bias, const Tensor& running_mean,
+                              const Tensor& running_var, bool training, double momentum,
+                              double eps) {
+  const int64_t M = s.N * s.inner;
+  HostValues mean(s.C), var(s.C);
+  if (training) {
+    kernel_for(&KernelTable::batch_norm_stats, "batch_norm", {&in})(in, s, mean.data(), var.data());
+    if (running_mean.defined()) {
+      const auto average = [&](double running, double batch) {
+        return bnc::running_average(running, batch, momentum);
+      };
+      const auto average_var = [&](double running, double batch) {
+        return bnc::running_average(running, bnc::unbiased(batch, M), momentum);
+      };
+      store_into(running_mean, per_channel(average, host_values(running_mean, s.C, 0.0), mean));
+      store_into(running_var, per_channel(average_var, host_values(running_var, s.C, 1.0), var));
+    }
+  } else {
+    mean = host_values(running_mean, s.C, 0.0);
+    var = host_values(running_var, s.C, 1.0);
+  }
+  const HostValues w = host_values(weight, s.C, 1.0), b = host_values(bias, s.C, 0.0);
+  HostValues invstd(s.C), scale(s.C), shift(s.C);
+  for (int64_t c = 0; c < s.C; ++c) {
+    const auto n = bnc::normalisation(mean[c], var[c], w[c], b[c], eps);
+    invstd[c] = n.invstd, scale[c] = n.scale, shift[c] = n.shift;
+  }
+  Tensor out = empty(in.sizes(), TensorOptions(in.dtype(), in.device()));
+  kernel_for(&KernelTable::batch_norm_transform, "batch_norm", {&in})(out, in, s, scale.data(),
+                                                                      shift.data());
+  return {out, host_tensor(mean, in.dtype()), host_tensor(invstd, in.dtype())};
+}
+
+ForwardResult forward_on_device(const Tensor& in, const BatchNormShape& s, const Tensor& weight,
+                                const Tensor& bias, const Tensor& running_mean,
+                                const Tensor& running_var, bool training, double momentum,
+                                double eps) {
+  const int64_t M = s.N * s.inner;
+  const Device device = in.device();
+  Tensor mean, var;
+  if (training) {
+    mean = empty({s.C}, TensorOptions(kFloat64, device));
+    var = empty({s.C}, TensorOptions(kFloat64, device));
+    kernel_for(&KernelTable::batch_norm_stats, "batch_norm", {&in})(in, s, doubles(mean),
+                                                                    doubles(var));
+    if (running_mean.defined()) {
+      const Tensor rm = channel_values(running_mean, s.C, 0.0, device);
+      const Tensor rv = channel_values(running_var, s.C, 1.0, device);
+      copy_(running_mean, bnc::running_average(rm, mean, momentum));
+      copy_(running_var, bnc::running_average(rv, bnc::unbiased(var, M), momentum));
+    }
+  } else {
+    mean = channel_values(running_mean, s.C, 0.0, device);
+    var = channel_values(running_var, s.C, 1.0, device);
+  }
+  const auto n = bnc::normalisation(mean, var, channel_values(weight, s.C, 1.0, device),
+                                    channel_values(bias, s.C, 0.0, device), eps);
+  Tensor out = empty(in.sizes(), TensorOptions(in.dtype(), device));
+  kernel_for(&KernelTable::batch_norm_transform, "batch_norm", {&in})(out, in, s, doubles(n.scale),
+                                                                      doubles(n.shift));
+  // In eval, mean may be running_mean itself (float64): the saved statistic is a copy, as before.
+  return {out, mean.to(in.dtype(), /*copy=*/true), n.invstd.to(in.dtype())};
+}
 
 }  // namespace
 
@@ -55,39 +183,12 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_forward(const Tensor& input, const
   const int64_t M = s.N * s.inner;
   EMBER_CHECK(!training || M > 1, "batch_norm: expected more than 1 value per channel when ",
               "training, got input size ", input.shape_str());
-  Tensor in = input.contiguous();
-  Tensor out = empty(input.sizes(), TensorOptions(input.dtype(), input.device()));
   EMBER_CHECK(input.dtype() == kFloat32 || input.dtype() == kFloat64,
               "batch_norm: supports float32 and float64, got ", input.describe());
   NoGradGuard no_grad;  // the per-channel arithmetic is not part of any graph
-  const Device device = input.device();
-  Tensor mean, var;
-  if (training) {
-    mean = empty({s.C}, TensorOptions(kFloat64, device));
-    var = empty({s.C}, TensorOptions(kFloat64, device));
-    kernel_for(&KernelTable::batch_norm_stats, "batch_norm", {&in})(in, s, doubles(mean),
-                                                                    doubles(var));
-    if (running_mean.defined()) {
-      // running = (1 - momentum) * running + momentum * batch statistic, in float64.
-      const Tensor rm = channel_values(running_mean, s.C, 0.0, device);
-      const Tensor rv = channel_values(running_var, s.C, 1.0, device);
-      const Tensor unbiased = div(mul(var, static_cast<double>(M)), static_cast<double>(M - 1));
-      copy_(running_mean, add(mul(rm, 1 - momentum), mul(mean, momentum)));
-      copy_(running_var, add(mul(rv, 1 - momentum), mul(unbiased, momentum)));
-    }
-  } else {
-    mean = channel_values(running_mean, s.C, 0.0, device);
-    var = channel_values(running_var, s.C, 1.0, device);
-  }
-  const Tensor invstd = rsqrt(add(var, eps));
-  const Tensor w = channel_values(weight, s.C, 1.0, device);
-  const Tensor b = channel_values(bias, s.C, 0.0, device);
-  const Tensor scale = mul(w, invstd);
-  const Tensor shift = sub(b, mul(mul(mean, w), invstd));
-  kernel_for(&KernelTable::batch_norm_transform, "batch_norm", {&in})(out, in, s, doubles(scale),
-                                                                      doubles(shift));
-  // In eval, mean may be running_mean itself (float64): the saved statistic is a copy, as before.
-  return {out, mean.to(input.dtype(), /*copy=*/true), invstd.to(input.dtype())};
+  const Tensor in = input.contiguous();
+  const auto forward = input.device().is_cpu() ? forward_on_host : forward_on_device;
+  return forward(in, s, weight, bias, running_mean, running_var, training, momentum, eps);
 }
 
 Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
@@ -100,47 +201,93 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
       batch_norm_forward(input, weight, bias, running_mean, running_var, training, momentum, eps));
 }
 
+namespace {
+
+using BackwardResult = std::tuple<Tensor, Tensor, Tensor>;
+
+// grad_input (if asked for), and sum_g and sum_gx (from which the affine's gradients are made).
+struct BackwardInputs {
+  const Tensor& go;
+  const Tensor& in;
+  const BatchNormShape& s;
+  bool training;
+  std::array<bool, 3> mask;
+};
+
+BackwardResult backward_on_host(const BackwardInputs& x, const Tensor& weight, const Tensor& mean,
+                                const Tensor& invstd) {
+  const int64_t C = x.s.C, M = x.s.N * x.s.inner;
+  const HostValues mu = host_values(mean, C, 0.0), is = host_values(invstd, C, 1.0),
+                   w = host_values(weight, C, 1.0);
+  HostValues sum_g(C), sum_gx(C);
+  kernel_for(&KernelTable::batch_norm_backward_reduce, "batch_norm_backward", {&x.go, &x.in})(
+      x.go, x.in, x.s, mu.data(), sum_g.data(), sum_gx.data());
+  Tensor grad_input;
+  if (x.mask[0]) {
+    HostValues a(C), b(C), d(C);
+    for (int64_t c = 0; c < C; ++c) {
+      const auto k = bnc::input_gradient(w[c], is[c], sum_g[c], sum_gx[c], M, x.training);
+      a[c] = k.a, b[c] = k.b, d[c] = k.d;
+    }
+    BatchNormBackwardCoefficients k;
+    k.a = a.data();
+    if (x.training) k.b = b.data(), k.d = d.data(), k.mean = mu.data();
+    grad_input = empty(x.in.sizes(), TensorOptions(x.in.dtype(), x.in.device()));
+    kernel_for(&KernelTable::batch_norm_backward_transform, "batch_norm_backward",
+               {&x.go, &x.in})(grad_input, x.go, x.in, x.s, k);
+  }
+  const auto weight_gradient = [](double g, double i) { return bnc::weight_gradient(g, i); };
+  Tensor grad_weight, grad_bias;
+  if (x.mask[1]) grad_weight = host_tensor(per_channel(weight_gradient, sum_gx, is), x.in.dtype());
+  if (x.mask[2]) grad_bias = host_tensor(sum_g, x.in.dtype());
+  return {grad_input, grad_weight, grad_bias};
+}
+
+BackwardResult backward_on_device(const BackwardInputs& x, const Tensor& weight,
+                                  const Tensor& mean, const Tensor& invstd) {
+  const int64_t C = x.s.C, M = x.s.N * x.s.inner;
+  const Device device = x.in.device();
+  const Tensor mu = channel_values(mean, C, 0.0, device);
+  const Tensor is = channel_values(invstd, C, 1.0, device);
+  const Tensor w = channel_values(weight, C, 1.0, device);
+  const Tensor sum_g = empty({C}, TensorOptions(kFloat64, device));
+  const Tensor sum_gx = empty({C}, TensorOptions(kFloat64, device));
+  kernel_for(&KernelTable::batch_norm_backward_reduce, "batch_norm_backward", {&x.go, &x.in})(
+      x.go, x.in, x.s, doubles(mu), doubles(sum_g), doubles(sum_gx));
+  Tensor grad_input;
+  if (x.mask[0]) {
+    const auto coefficients = bnc::input_gradient(w, is, sum_g, sum_gx, M, x.training);
+    BatchNormBackwardCoefficients k;
+    k.a = doubles(coefficients.a);
+    if (x.training) {
+      k.b = doubles(coefficients.b), k.d = doubles(coefficients.d), k.mean = doubles(mu);
+    }
+    grad_input = empty(x.in.sizes(), TensorOptions(x.in.dtype(), device));
+    kernel_for(&KernelTable::batch_norm_backward_transform, "batch_norm_backward",
+               {&x.go, &x.in})(grad_input, x.go, x.in, x.s, k);
+  }
+  Tensor grad_weight, grad_bias;
+  if (x.mask[1]) grad_weight = bnc::weight_gradient(sum_gx, is).to(x.in.dtype());
+  if (x.mask[2]) grad_bias = sum_g.to(x.in.dtype());
+  return {grad_input, grad_weight, grad_bias};
+}
+
+}  // namespace
+
 std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(const Tensor& grad_out, const Tensor& input,
                                                        const Tensor& weight, const Tensor& mean,
                                                        const Tensor& invstd, bool training,
                                                        std::array<bool, 3> mask) {
   const BatchNormShape s = check_bn("batch_norm_backward", input, weight, Tensor(), mean, invstd);
-  const int64_t M = s.N * s.inner;
-  Tensor in = input.contiguous();
-  Tensor go = grad_out.contiguous().to(input.dtype());
-  const TensorOptions like_input(input.dtype(), input.device());
-  Tensor grad_input = mask[0] ? empty(input.sizes(), like_input) : Tensor();
   EMBER_CHECK(input.dtype() == kFloat32 || input.dtype() == kFloat64,
               "batch_norm_backward: supports float32 and float64, got ", input.describe());
+  const Tensor in = input.contiguous();
+  const Tensor go = grad_out.contiguous().to(input.dtype());
   NoGradGuard no_grad;  // Note [Per-channel batch-norm values stay on the device]
-  const Device device = input.device();
-  const Tensor mu = channel_values(mean, s.C, 0.0, device);
-  const Tensor is = channel_values(invstd, s.C, 1.0, device);
-  const Tensor w = channel_values(weight, s.C, 1.0, device);
-  const Tensor sum_g = empty({s.C}, TensorOptions(kFloat64, device));
-  const Tensor sum_gx = empty({s.C}, TensorOptions(kFloat64, device));
-  kernel_for(&KernelTable::batch_norm_backward_reduce, "batch_norm_backward", {&go, &in})(
-      go, in, s, doubles(mu), doubles(sum_g), doubles(sum_gx));
-  if (mask[0]) {
-    // dx = w*invstd * (g - mean(g) - xhat * mean(g * xhat)) in training; w*invstd * g in eval.
-    const Tensor a = mul(w, is);
-    Tensor b, d;
-    BatchNormBackwardCoefficients k;
-    k.a = doubles(a);
-    if (training) {
-      b = div(mul(a, sum_g), static_cast<double>(M));
-      d = div(mul(mul(mul(a, sum_gx), is), is), static_cast<double>(M));
-      k.b = doubles(b);
-      k.d = doubles(d);
-      k.mean = doubles(mu);
-    }
-    kernel_for(&KernelTable::batch_norm_backward_transform, "batch_norm_backward",
-               {&go, &in})(grad_input, go, in, s, k);
-  }
-  Tensor grad_weight, grad_bias;
-  if (mask[1]) grad_weight = mul(sum_gx, is).to(input.dtype());
-  if (mask[2]) grad_bias = sum_g.to(input.dtype());
-  return {grad_input, grad_weight, grad_bias};
+  // dx = w*invstd * (g - mean(g) - xhat * mean(g * xhat)) in training; w*invstd * g in eval.
+  const BackwardInputs x{go, in, s, training, mask};
+  return input.device().is_cpu() ? backward_on_host(x, weight, mean, invstd)
+                                 : backward_on_device(x, weight, mean, invstd);
 }
 
 }  // namespace ember
