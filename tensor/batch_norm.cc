@@ -38,9 +38,9 @@ BatchNormShape check_bn(const char* op, const Tensor& input, const Tensor& weigh
 // device, computed with tensor ops, and the kernels get their data pointers. On a GPU, arrays in
 // host memory cost a synchronisation per read-back, about ten for each batch-norm layer in a
 // training step; with them a ResNet-20 step on an H200 was issued no faster than the device ran it.
-// On the CPU it is the other way round: there each of those ~40 small ops a layer and step was pure
-// allocation and dispatch (3 ms of the serial part of a 2-thread ResNet-20 step on a Zen 3 VM), so
-// CPU tensors get host loops over C doubles. Both evaluate the same templates
+// On the CPU it is the other way round: there each of those ~40 small ops a layer and step was
+// pure allocation and dispatch (1-3 ms of the serial part of a 2-thread ResNet-20 step on a Zen 3
+// VM), so CPU tensors get host loops over C doubles. Both evaluate the same templates
 // (tensor/batch_norm_channels.h): the same float64 operations in the same order.
 
 namespace bnc = batch_norm_channels;
@@ -82,9 +82,11 @@ Tensor host_tensor(const HostValues& v, ScalarType dtype) {
   return t.to(dtype);
 }
 
-// dst (a running statistic) = the values; an in-place write, so dst's version moves as copy_'s would.
+// dst (a running statistic) = the values; written in place, so dst's version moves as with copy_.
 void store_into(const Tensor& dst, const HostValues& v) {
-  if (!dst.defined() || !dst.is_contiguous() || (dst.dtype() != kFloat32 && dst.dtype() != kFloat64)) {
+  const bool in_place = dst.defined() && dst.is_contiguous() &&
+                        (dst.dtype() == kFloat32 || dst.dtype() == kFloat64);
+  if (!in_place) {
     copy_(dst, host_tensor(v, kFloat64));
     return;
   }
@@ -165,8 +167,8 @@ ForwardResult forward_on_device(const Tensor& in, const BatchNormShape& s, const
   const auto n = bnc::normalisation(mean, var, channel_values(weight, s.C, 1.0, device),
                                     channel_values(bias, s.C, 0.0, device), eps);
   Tensor out = empty(in.sizes(), TensorOptions(in.dtype(), device));
-  kernel_for(&KernelTable::batch_norm_transform, "batch_norm", {&in})(out, in, s, doubles(n.scale),
-                                                                      doubles(n.shift));
+  kernel_for(&KernelTable::batch_norm_transform, "batch_norm", {&in})(
+      out, in, s, doubles(n.scale), doubles(n.shift));
   // In eval, mean may be running_mean itself (float64): the saved statistic is a copy, as before.
   return {out, mean.to(in.dtype(), /*copy=*/true), n.invstd.to(in.dtype())};
 }
@@ -205,7 +207,8 @@ namespace {
 
 using BackwardResult = std::tuple<Tensor, Tensor, Tensor>;
 
-// grad_input (if asked for), and sum_g and sum_gx (from which the affine's gradients are made).
+// What both backward paths take: the contiguous gradient and input, their shape, the mode, and
+// which of grad_input, grad_weight and grad_bias to make.
 struct BackwardInputs {
   const Tensor& go;
   const Tensor& in;

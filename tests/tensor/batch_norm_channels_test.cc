@@ -86,8 +86,9 @@ TEST_F(BatchNormChannelsTest, GradientCoefficientsAgree) {
       EXPECT_EQ(h(0).b, 0.0);
     }
   }
-  expect_same_bits(bnc::weight_gradient(sum_gx, invstd),
-                   [&](int64_t c) { return bnc::weight_gradient(gx[c], ih[c]); }, "weight gradient");
+  expect_same_bits(
+      bnc::weight_gradient(sum_gx, invstd),
+      [&](int64_t c) { return bnc::weight_gradient(gx[c], ih[c]); }, "weight gradient");
 }
 
 }  // namespace
