@@ -26,7 +26,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <iostream>
 #include <limits>
 #include <memory>
 #include <string>
@@ -116,7 +115,7 @@ int main(int argc, char** argv) {
     if (flags::parse(app, argc, argv, rank == 0) == flags::Parsed::kHelp) return 0;
   } catch (const std::exception& e) {
     // Every rank parses the same command line: rank 0 reports it.
-    if (rank == 0) std::cerr << "[rank 0] ddp_bench: " << e.what() << "\n";
+    if (rank == 0) flags::report_rank_error(rank, "ddp_bench", e.what());
     return 2;
   }
   try {
@@ -231,7 +230,7 @@ int main(int argc, char** argv) {
     distributed::destroy_process_group();
     return 0;
   } catch (const std::exception& e) {
-    std::cerr << "[rank " << rank << "] ddp_bench: " << e.what() << "\n";
+    flags::report_rank_error(rank, "ddp_bench", e.what());
     return 1;
   }
 }

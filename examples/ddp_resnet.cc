@@ -9,12 +9,10 @@
 // (img/s counts all ranks; bytes_per_step: payload this rank handed to collectives per step in the
 // last epoch; compression: the model's fp32 gradient bytes / bytes_per_step).
 // --metrics=FILE.csv|FILE.jsonl: rank 0 writes a row per step (examples/common/metrics_writer.h).
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <iostream>
 #include <memory>
 
 #include "distributed/ddp/distributed_data_parallel.h"
@@ -225,9 +223,7 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     // Every rank parses the same command line: one report of a bad flag is enough.
     if (!flags_parsed && rank != 0) return 1;
-    // One write, so the ranks' lines do not interleave.
-    const std::string line = "[rank " + std::to_string(rank) + "] ddp_resnet: " + e.what() + "\n";
-    [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, line.data(), line.size());
+    flags::report_rank_error(rank, "ddp_resnet", e.what());
     return 1;
   }
 }

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include <unistd.h>
+
 #include "tensor/error.h"
 
 namespace ember::flags {
@@ -99,6 +101,12 @@ CLI::Validator one_of(const std::vector<std::string>& names) {
 int launcher_rank() {
   const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
   return rank ? std::atoi(rank) : 0;
+}
+
+void report_rank_error(int rank, const char* program, const std::string& message) {
+  const std::string line =
+      "[rank " + std::to_string(rank) + "] " + program + ": " + message + "\n";
+  [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, line.data(), line.size());
 }
 
 CLI::Option* add_threads(CLI::App& app, int64_t* threads) {

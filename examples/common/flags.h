@@ -52,6 +52,11 @@ CLI::Validator one_of(const std::vector<std::string>& names);
 // process group exists, so every rank parses the command line and only rank 0 reports it.
 int launcher_rank();
 
+// Writes "[rank R] PROGRAM: MESSAGE" and a newline to stderr in one write(2). Under mpirun stderr is
+// a pipe that mpirun forwards as it reads, so a line made of several writes (std::cerr writes each
+// << on its own) can come out with mpirun's abort notice or another rank's line inside it.
+void report_rank_error(int rank, const char* program, const std::string& message);
+
 // The shared flags. Each returns its option, so a program can add to its help text.
 CLI::Option* add_threads(CLI::App& app, int64_t* threads);   // intra-op threads per process, 1..1024
 CLI::Option* add_batch(CLI::App& app, int64_t* batch, const std::string& help);  // positive
