@@ -8,14 +8,14 @@ test_suite `collectives_test` over them. The sanitizer runs (scripts/test.sh) ta
 per suite, 2 where it has one: the others are also tagged "mpi_extra_ranks".
 """
 
-load("//:ember.bzl", "EMBER_COPTS")
+load("//:ember.bzl", "EMBER_TEST_COPTS")
 
 def mpi_test(name, srcs, deps = [], ranks = [1, 2, 3, 4], tags = [], size = "medium", env = {}, **kwargs):
     binary = name + "_bin"
     native.cc_binary(
         name = binary,
         srcs = srcs,
-        copts = EMBER_COPTS,
+        copts = EMBER_TEST_COPTS,
         deps = deps + ["//tests/distributed:mpi_test_main"],
         testonly = True,
         **kwargs
