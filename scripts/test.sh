@@ -87,17 +87,26 @@ if [[ "${EMBER_SKIP_CUDASIM:-0}" != "1" ]]; then
   run_suite "cuda simulator" --config=cudasim --test_tag_filters=cuda //tests/...
 fi
 supp="$(pwd)/tests/sanitizers"
+# On a CPU without x86-64-v4 the sanitizer builds leave out the AVX-512 kernels, which could not run
+# (Note [Sanitizer builds compile the levels the CPU runs], tensor/cpu_kernels.bzl).
+levels=() no_levels_tag=""
+cpu_flags=" $(grep -m1 '^flags' /proc/cpuinfo) "
+for f in avx512f avx512bw avx512cd avx512dq avx512vl; do
+  if [[ "$cpu_flags" != *" $f "* ]]; then
+    levels=(--define=avx512_kernels=false) no_levels_tag=",-avx512_kernels"
+  fi
+done
 # Open MPI unloads its components at finalize; kept loaded, their frames in reports have names.
 mpi_env=(--test_env=OMPI_MCA_mca_base_component_disable_dlclose=1)
 if [[ "${EMBER_SKIP_ASAN:-0}" != "1" ]]; then
-  run_suite "asan" --config=asan --build_tests_only "${mpi_env[@]}" \
+  run_suite "asan" --config=asan --build_tests_only "${mpi_env[@]}" ${levels[@]+"${levels[@]}"} \
     --test_env=LSAN_OPTIONS=suppressions="$supp/lsan.supp":print_suppressions=0 \
-    --test_tag_filters=-mpi_extra_ranks,-sanitizer_slow,-benchmark,-cluster //tests/...
+    --test_tag_filters=-mpi_extra_ranks,-sanitizer_slow,-benchmark,-cluster"$no_levels_tag" //tests/...
 fi
 if [[ "${EMBER_SKIP_TSAN:-0}" != "1" ]]; then
-  run_suite "tsan" --config=tsan --build_tests_only "${mpi_env[@]}" \
+  run_suite "tsan" --config=tsan --build_tests_only "${mpi_env[@]}" ${levels[@]+"${levels[@]}"} \
     --test_env=TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions="$supp/tsan.supp" \
-    --test_tag_filters=tsan,mpi,-mpi_extra_ranks,-sanitizer_slow,-benchmark,-cluster //tests/...
+    --test_tag_filters=tsan,mpi,-mpi_extra_ranks,-sanitizer_slow,-benchmark,-cluster"$no_levels_tag" //tests/...
 fi
 
 # CI keeps only the tail of the output: name what failed right above the closing line.

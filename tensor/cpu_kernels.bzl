@@ -18,8 +18,21 @@ CPU_CAPABILITY_COPTS = {
     ],
 }
 
+# Note [Sanitizer builds compile the levels the CPU runs]
+# scripts/test.sh builds its sanitizer tiers with --define=avx512_kernels=false on a CPU without
+# x86-64-v4: code the CPU cannot run cannot be checked by a sanitizer there, and the AVX-512 copies
+# of the kernels are a third of the kernels' compile time (gemm_kernels.cc alone ~150 s under
+# ASan+UBSan on a Zen 3 vCPU). `name` then links the DEFAULT and AVX2 levels only; the code that
+# names the AVX512 namespace (tensor/cpu/kernel_table.cc, bench/eigen_baselines.cc) is compiled
+# with CPU_LEVEL_DEFINES, and cpu_capability_supported() never reports a level that is not linked.
+CPU_LEVEL_DEFINES = select({
+    "//tensor:no_avx512_kernels": ["EMBER_NO_AVX512_KERNELS"],
+    "//conditions:default": [],
+})
+
 def cpu_kernel_libraries(name, srcs, deps = [], **kwargs):
-    """One cc_library per level, `<name>_<level>`, and `name` depending on all of them."""
+    """One cc_library per level, `<name>_<level>`, and `name` depending on all of them (on the
+    DEFAULT and AVX2 ones under --define=avx512_kernels=false)."""
     levels = []
     for level, flags in CPU_CAPABILITY_COPTS.items():
         lib = name + "_" + level.lower()
@@ -36,4 +49,11 @@ def cpu_kernel_libraries(name, srcs, deps = [], **kwargs):
             **kwargs
         )
         levels.append(":" + lib)
-    native.cc_library(name = name, deps = levels, **kwargs)
+    native.cc_library(
+        name = name,
+        deps = select({
+            "//tensor:no_avx512_kernels": [l for l in levels if not l.endswith("_avx512")],
+            "//conditions:default": levels,
+        }),
+        **kwargs
+    )

@@ -15,7 +15,9 @@ namespace {
 CpuCapability detect() {
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
+#ifndef EMBER_NO_AVX512_KERNELS  // Note [Sanitizer builds compile the levels the CPU runs]
   if (__builtin_cpu_supports("x86-64-v4")) return CpuCapability::Avx512;
+#endif
   if (__builtin_cpu_supports("x86-64-v3")) return CpuCapability::Avx2;
 #endif
   return CpuCapability::Default;
