@@ -19,7 +19,8 @@ EMBER_COPTS = [
 # Test sources (tests/**) check the libraries, which keep -O3 (-O1 under the sanitizers); their own
 # code only builds inputs and compares results. They compile at -O1, and at -O0 under the
 # sanitizers, where UBSan's checks make -O1 cost most (elementwise_test.cc: 29 s at -O1, 11 s at
-# -O0 under ASan+UBSan; 17 s at -O3, 10 s at -O1 plain): CI compiles every test three times.
+# -O0 under ASan+UBSan; 17 s at -O3, 10 s at -O1 plain): CI compiles a test up to three times
+# (plain, ASan, TSan).
 EMBER_TEST_COPTS = EMBER_COPTS + select({
     "//third_party:sanitizer_build": ["-O0"],
     "//conditions:default": ["-O1"],
