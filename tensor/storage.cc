@@ -57,7 +57,9 @@ class CpuAllocator final : public Allocator {
       }
     }
     void* raw = std::malloc(size);
-    EMBER_CHECK(raw != nullptr, "CPU allocator: out of memory allocating ", nbytes, " bytes");
+    if (raw == nullptr) raw = malloc_after_failure(size);  // Note [When malloc fails]
+    EMBER_CHECK(raw != nullptr, "CPU allocator: out of memory allocating ", nbytes, " bytes (",
+                size, " with its header), after returning every cached block to malloc");
     // malloc aligns to 16, so `aligned` is 16..64 bytes in: room for the header below. Large
     // blocks start at staggered cache lines: mmap'd ones would all sit at the same offset in a
     // page, and out[i] = a[i] * b[i] over three such buffers hits 4K aliasing (measured: 3x slower).
@@ -98,8 +100,31 @@ class CpuAllocator final : public Allocator {
 #endif
   static constexpr size_t kCacheMaxBytes = size_t{512} << 20;
   static constexpr int kGlibcMmapThresholdMax = 32 << 20;  // DEFAULT_MMAP_THRESHOLD_MAX, 64-bit
+  static constexpr int kGlibcMmapThresholdDefault = 128 << 10;
   static constexpr size_t kStaggerSlots = 12;
   static constexpr size_t kStaggerStep = 5 * kCpuAlignment;  // 12 x 320 B spread over a 4 KiB page
+
+  // Note [When malloc fails]
+  // The raised mmap threshold puts large blocks on the heap, and a heap can stop growing while
+  // memory is left: valgrind gives it a fixed segment, where glibc's own fallback to mmap failed a
+  // 1.6 MB request of ResNet-20's first step. So a failed request is first tried as a mapping of its
+  // own, and when that works, large blocks are mapped from then on (glibc's default). When it fails
+  // too, every cached block goes back to malloc before the last try, as PyTorch's caching
+  // allocators do before they report out of memory.
+  void* malloc_after_failure(size_t size) {
+#if defined(__GLIBC__)
+    mallopt(M_MMAP_THRESHOLD, kGlibcMmapThresholdDefault);
+    if (void* raw = std::malloc(size)) return raw;
+    mallopt(M_MMAP_THRESHOLD, kGlibcMmapThresholdMax);
+#endif
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& entry : cache_) {
+      for (void* p : entry.second) std::free((static_cast<Header*>(p) - 1)->raw);
+    }
+    cache_.clear();
+    cached_bytes_ = 0;
+    return std::malloc(size);
+  }
 
   // Large sizes are rounded to whole pages so near-equal requests share a cache entry.
   static size_t block_size(size_t nbytes) {

@@ -41,6 +41,21 @@ TEST(StorageTest, LargeBlocksComeFromTheHeapNotMappings) {
 #endif
 }
 
+// Note [When malloc fails]: a request no memory can hold gets a clear error, and the allocator
+// goes on putting large blocks on the heap (the failed retry from a mapping restores the threshold).
+TEST(StorageTest, ARequestNoMemoryCanHoldThrowsAndTheHeapStaysInUse) {
+#if !defined(__GLIBC__) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "glibc's own malloc only (a sanitizer aborts on a request this large)";
+#else
+  { Storage cached(size_t{4} << 20, kCPU); }  // freed into the cache, which the failure empties
+  EXPECT_EMBER_ERROR(Storage(size_t{1} << 50, kCPU), "CPU allocator: out of memory",
+                     "1125899906842624 bytes", "every cached block");
+  const size_t mapped_before = mallinfo2().hblks;
+  Storage after(size_t{4} << 20, kCPU);
+  EXPECT_EQ(mallinfo2().hblks, mapped_before) << "a 4 MiB block was mmap'd after the failure";
+#endif
+}
+
 TEST(StorageTest, ZeroBytesHasNoData) {
   Storage s(0, kCPU);
   EXPECT_TRUE(s.defined());
