@@ -35,9 +35,10 @@ if [[ "${1:-}" == "profile" ]]; then
   callgrind_annotate --inclusive=yes "$out/callgrind.out" >"$out/inclusive.txt"
   callgrind_annotate "$out/callgrind.out" >"$out/self.txt"
   echo "-- top inclusive ember functions (instructions, % of the whole run incl. setup)"
-  grep -E '^ *[0-9,]+ .*ember::' "$out/inclusive.txt" | head -40 | sed 's|/proc/self/cwd/||' | cut -c1-170
+  # awk, not head: head's early exit would kill grep with SIGPIPE, and pipefail the script.
+  grep -E '^ *[0-9,]+ .*ember::' "$out/inclusive.txt" | awk 'NR <= 40' | sed 's|/proc/self/cwd/||' | cut -c1-170
   echo "-- top self-cost functions (GEMM kernels, im2col, memset of fresh outputs, ...)"
-  grep -E '^ *[0-9,]+ ' "$out/self.txt" | grep -v 'PROGRAM TOTALS' | head -15 | sed 's|/proc/self/cwd/||' | cut -c1-170
+  grep -E '^ *[0-9,]+ ' "$out/self.txt" | grep -v 'PROGRAM TOTALS' | awk 'NR <= 15' | sed 's|/proc/self/cwd/||' | cut -c1-170
   echo "== torch.profiler (3 steps, self CPU time per op)"
   "$py" bench/resnet_train_torch.py --steps 5 --warmup 2 --profile
   exit 0
