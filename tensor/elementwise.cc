@@ -295,6 +295,17 @@ Tensor rsqrt(const Tensor& t) {
   if (auto f = autograd_kernel(&AutogradKernels::rsqrt, {&t})) return f(t);
   return unary(UnaryOp::Rsqrt, t, true);
 }
+Tensor threshold_backward(const Tensor& grad_output, const Tensor& self, const Scalar& threshold) {
+  EMBER_CHECK(grad_output.defined() && self.defined(), "threshold_backward: undefined tensor (",
+              grad_output.describe(), ", ", self.describe(), ")");
+  EMBER_CHECK(self.dtype() != kBool && grad_output.dtype() != kBool,
+              "threshold_backward: not supported for bool tensors (", grad_output.describe(), ", ",
+              self.describe(), ")");
+  EMBER_CHECK(!GradMode::is_enabled() || !(grad_output.requires_grad() || self.requires_grad()),
+              "threshold_backward: not differentiable (ember computes no higher-order gradients); ",
+              "called on ", grad_output.describe(), ", ", self.describe(), " that require grad");
+  return binary(BinaryOp::ThresholdBackward, grad_output, self, threshold);
+}
 Tensor sigmoid(const Tensor& t) {
   if (auto f = autograd_kernel(&AutogradKernels::sigmoid, {&t})) return f(t);
   return unary(UnaryOp::Sigmoid, t, true);

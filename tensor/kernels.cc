@@ -13,6 +13,7 @@ const char* binary_op_name(BinaryOp op) {
     case BinaryOp::Pow: return "pow";
     case BinaryOp::Maximum: return "maximum";
     case BinaryOp::Minimum: return "minimum";
+    case BinaryOp::ThresholdBackward: return "threshold_backward";
     case BinaryOp::Eq: return "eq";
     case BinaryOp::Ne: return "ne";
     case BinaryOp::Lt: return "lt";
@@ -44,7 +45,7 @@ void check_binary_operands(BinaryOp op, ScalarType dtype, const Scalar& alpha) {
   EMBER_CHECK(!(dtype == kBool && op == BinaryOp::Sub),
               "sub: subtraction with two bool tensors is not supported; use logical_xor or ~ "
               "instead");
-  if (!is_floating_point(dtype)) {
+  if (!is_floating_point(dtype) && op != BinaryOp::ThresholdBackward) {
     EMBER_CHECK(!alpha.is_floating_point() || alpha.to_double() == std::floor(alpha.to_double()),
                 name, ": for integral input tensors, alpha must not be a fractional number (got ",
                 alpha, ")");

@@ -16,7 +16,11 @@ namespace cpu {
 struct ConvGeometry;  // tensor/cpu/conv_geometry.h
 }
 
-enum class BinaryOp { Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le, Gt, Ge };
+// ThresholdBackward is PyTorch's threshold_backward(grad = a, self = b, threshold = alpha):
+// out = b <= alpha ? 0 : a, so a NaN b passes a on. Comparisons come last (Eq onwards).
+enum class BinaryOp {
+  Add, Sub, Mul, Div, Pow, Maximum, Minimum, ThresholdBackward, Eq, Ne, Lt, Le, Gt, Ge
+};
 enum class UnaryOp { Neg, Abs, Relu, Sign, Exp, Log, Sqrt, Rsqrt, Sigmoid, Tanh };
 enum class ReduceOp { Sum, Max, Min, ArgMax, ArgMin };
 
@@ -46,7 +50,8 @@ struct BatchNormBackwardCoefficients {
 // kernel_coverage_test.cc) print, and kernel_slot_filled(). A slot's contract is the comment above it.
 #define EMBER_FORALL_KERNEL_SLOTS(_)                                                             \
   /* out = a (op) b. a and b share a dtype and are broadcast (expanded) to out's shape; out has */ \
-  /* that dtype too, except for comparisons, where it is bool. alpha scales b for Add and Sub. */  \
+  /* that dtype too, except for comparisons, where it is bool. alpha scales b for Add and Sub */  \
+  /* and is the threshold of ThresholdBackward. */                                               \
   _(binary, (BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b,                   \
              const Scalar& alpha))                                                               \
   /* out = op(in); same dtype and shape. */                                                      \

@@ -105,6 +105,11 @@ Tensor abs(const Tensor& t);
 Tensor relu(const Tensor& t);
 // In place, as torch.relu_ / nn.ReLU(inplace=True): autograd saves the result, not the input.
 const Tensor& relu_(const Tensor& t);
+// PyTorch's threshold_backward: grad_output where self > threshold, 0 elsewhere (a NaN in self
+// passes its gradient on), in one pass; relu's gradient is threshold_backward(grad, result, 0).
+// The operands broadcast and promote as in a binary op. Not differentiable itself: ember computes
+// no higher-order gradients, so it refuses operands that require grad while grad mode is on.
+Tensor threshold_backward(const Tensor& grad_output, const Tensor& self, const Scalar& threshold);
 Tensor sigmoid(const Tensor& t);
 Tensor tanh(const Tensor& t);
 Tensor sign(const Tensor& t);

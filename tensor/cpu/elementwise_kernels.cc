@@ -144,6 +144,8 @@ void arithmetic(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b
       return binary_loop<T, T>(out, a, b, [](T x, T y) {
         return is_nan(M(x)) ? x : is_nan(M(y)) ? y : (M(x) < M(y) ? x : y);
       });
+    case BinaryOp::ThresholdBackward:
+      return binary_loop<T, T>(out, a, b, [al](T g, T x) { return M(x) <= al ? T(M(0)) : g; });
     default:
       break;
   }

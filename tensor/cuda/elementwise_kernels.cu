@@ -162,6 +162,7 @@ struct Arithmetic {
         }
       case BinaryKind::Maximum: return is_nan(a) ? x : is_nan(b) ? y : (a > b ? x : y);
       case BinaryKind::Minimum: return is_nan(a) ? x : is_nan(b) ? y : (a < b ? x : y);
+      case BinaryKind::ThresholdBackward: return b <= alpha ? T(M(0)) : x;
       default: return x;
     }
   }

@@ -5,7 +5,9 @@
 namespace ember::cuda {
 namespace {
 
-static_assert(static_cast<int>(BinaryKind::Ge) == static_cast<int>(BinaryOp::Ge) &&
+static_assert(static_cast<int>(BinaryKind::ThresholdBackward) ==
+                      static_cast<int>(BinaryOp::ThresholdBackward) &&
+                  static_cast<int>(BinaryKind::Ge) == static_cast<int>(BinaryOp::Ge) &&
                   static_cast<int>(UnaryKind::Tanh) == static_cast<int>(UnaryOp::Tanh),
               "launch.h's kinds must follow tensor/kernels.h's ops");
 

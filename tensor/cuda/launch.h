@@ -13,7 +13,9 @@ namespace ember::cuda {
 // ember's ScalarType, in its order (cuda_kernels.cc static_asserts that they agree).
 enum class DType : int { Float32, Float64, Float16, BFloat16, Int32, Int64, UInt8, Bool };
 // BinaryOp and UnaryOp of tensor/kernels.h, in their order.
-enum class BinaryKind : int { Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le, Gt, Ge };
+enum class BinaryKind : int {
+  Add, Sub, Mul, Div, Pow, Maximum, Minimum, ThresholdBackward, Eq, Ne, Lt, Le, Gt, Ge
+};
 enum class UnaryKind : int { Neg, Abs, Relu, Sign, Exp, Log, Sqrt, Rsqrt, Sigmoid, Tanh };
 
 // A host Scalar in the three forms a kernel may compute with.

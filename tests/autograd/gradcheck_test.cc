@@ -90,6 +90,25 @@ TEST(GradientEdgeCases, ReluInPlaceResultModifiedAfterwardsIsAnError) {
   }
 }
 
+// threshold_backward, relu's one-pass gradient, has no gradient of its own (the engine runs
+// formulas under no-grad): it refuses operands that require grad rather than drop their graph.
+TEST(GradientEdgeCases, ThresholdBackwardRefusesOperandsThatRequireGrad) {
+  Tensor g = from_vector<float>({1.0f, 2.0f});
+  g.set_requires_grad(true);
+  const Tensor x = from_vector<float>({1.0f, -1.0f});
+  try {
+    threshold_backward(g, x, 0);
+    ADD_FAILURE() << "threshold_backward accepted an operand that requires grad";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("threshold_backward: not differentiable"),
+              std::string::npos) << e.what();
+  }
+  NoGradGuard no_grad;
+  const Tensor y = threshold_backward(g, x, 0);
+  EXPECT_EQ(y.data_ptr<float>()[0], 1.0f);
+  EXPECT_EQ(y.data_ptr<float>()[1], 0.0f);
+}
+
 // Every slot the tensor library exposes to autograd is filled (no op silently loses its graph).
 TEST(GradcheckCoverage, EveryAutogradSlotIsRegistered) {
   const std::vector<bool> filled = autograd_slots_filled(autograd_kernels());

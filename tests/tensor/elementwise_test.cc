@@ -201,6 +201,28 @@ TEST(ElementwiseTest, Unary) {
   EXPECT_EMBER_ERROR(relu(zeros({1}, kBool)), "relu", "bool");
 }
 
+// Expected values are torch.ops.aten.threshold_backward's (PyTorch 1.13) on the same operands.
+TEST(ElementwiseTest, ThresholdBackward) {
+  const Tensor g = f32({1, 2, 3, 4, 5, INFINITY}), x = f32({-1, 0, 0.5, NAN, 2, 0});
+  // A NaN in self passes its gradient on; an infinite gradient under a zero self gives 0.
+  EXPECT_TENSOR(threshold_backward(g, x, 0), (Shape{6}), ({0, 0, 3, 4, 5, 0}));
+  EXPECT_TENSOR(threshold_backward(g, x, 0.5), (Shape{6}), ({0, 0, 0, 4, 5, 0}));
+  EXPECT_EQ(threshold_backward(g.to(kFloat64), x, 0).dtype(), kFloat64);
+  EXPECT_EQ(threshold_backward(g, x.to(kFloat64), 0).dtype(), kFloat64);
+  EXPECT_TENSOR(threshold_backward(i64({3, 4, 5}), i64({-1, 0, 1}), 0), (Shape{3}), ({0, 0, 5}));
+  EXPECT_TENSOR(threshold_backward(f32({1, 2}, {2, 1}), f32({-1, 1, 2}), 0), (Shape{2, 3}),
+                ({0, 1, 1, 0, 2, 2}));
+  // Long enough for every vector width and a tail, and strided: the same as the two-pass form.
+  Generator gen(7);
+  const Tensor grad = randn({5, 37}, &gen), self = randn({37, 5}, &gen).t();
+  EXPECT_TRUE(equal(threshold_backward(grad, self, 0.25),
+                    where(le(self, 0.25), zeros_like(grad), grad)));
+  EXPECT_EMBER_ERROR(threshold_backward(zeros({1}, kBool), zeros({1}, kBool), 0),
+                     "threshold_backward", "bool");
+  EXPECT_EMBER_ERROR(threshold_backward(f32({1, 2}), f32({1, 2, 3}), 0), "threshold_backward",
+                     "[2]", "[3]");
+}
+
 TEST(ElementwiseTest, Clamp) {
   Tensor a = f32({-2, 0.5, 3, NAN});
   EXPECT_TENSOR(a.clamp(-1, 1), (Shape{4}), ({-1, 0.5, 1, NAN}));

@@ -30,6 +30,8 @@ const std::vector<Case>& cases() {
       {"pow", [](auto& x) { return pow(x[0], x[1]); }, 2, true, false, true},
       {"maximum", [](auto& x) { return maximum(x[0], x[1]); }, 2},
       {"minimum", [](auto& x) { return minimum(x[0], x[1]); }, 2},
+      {"threshold_backward", [](auto& x) { return threshold_backward(x[0], x[1], 0.5); }, 2,
+       false, false, true},
       {"eq", [](auto& x) { return eq(x[0], x[1]); }, 2},
       {"ne", [](auto& x) { return ne(x[0], x[1]); }, 2},
       {"lt", [](auto& x) { return lt(x[0], x[1]); }, 2},
