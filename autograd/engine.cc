@@ -26,9 +26,22 @@ struct InputBuffer {
       slot = sparse_add(slot, g);
     } else if (slot.is_sparse() || g.is_sparse()) {
       slot = slot.is_sparse() ? add_sparse_to_dense_(g.clone(), slot) : add_sparse_to_dense_(slot.clone(), g);
+    } else if (can_accumulate_in_place(slot, g)) {
+      slot.add_(g);
     } else {
-      slot = ember::add(slot, g);  // out of place: slot may be shared with another consumer
+      slot = ember::add(slot, g);
     }
+  }
+
+  // Note [In-place gradient accumulation]: as PyTorch's InputBuffer::accumulate, the sum is
+  // written into the first gradient when nothing else can see it: no other handle to the tensor or
+  // its storage (not another edge's copy, not a saved variable, not a view of a DDP bucket), dense,
+  // and already of the sum's shape and dtype. Saves a fresh output (allocated, cold) per sum: a
+  // ResNet's backward sums at every residual connection.
+  static bool can_accumulate_in_place(const Tensor& slot, const Tensor& g) {
+    return slot.impl_ptr().use_count() == 1 && slot.storage().use_count() == 1 &&
+           slot.is_contiguous() && slot.sizes() == g.sizes() && slot.dtype() == g.dtype() &&
+           slot.device() == g.device();
   }
 };
 

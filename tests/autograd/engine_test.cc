@@ -74,6 +74,33 @@ TEST(AutogradBasics, SharedLeafUsedTwiceGetsSummedGradAndOneAccumulatorCall) {
   EXPECT_FLOAT_EQ(w.grad().item<float>(), 7.0f);
 }
 
+// Note [In-place gradient accumulation]: w = u + exp(u) passes w's gradient on to u unchanged;
+// exp's share is added into that very tensor when nothing else holds it, and into a fresh one when
+// something does (here a hook that keeps w's gradient), which must not change.
+TEST(AutogradAccumulation, SumsIntoTheFirstGradientOnlyWhenNothingElseHoldsIt) {
+  for (bool keep : {false, true}) {
+    Tensor x = leaf({0.5f, 1.0f});
+    Tensor u = mul(x, 2.0);
+    Tensor w = add(u, exp(u));
+    Tensor kept;
+    const void* w_grad_data = nullptr;
+    const void* u_grad_data = nullptr;
+    w.register_hook([&](const Tensor& g) {
+      w_grad_data = g.data_ptr();
+      if (keep) kept = g;
+      return Tensor();
+    });
+    u.register_hook([&](const Tensor& g) { u_grad_data = g.data_ptr(); return Tensor(); });
+    sum(mul(w, 3.0)).backward();
+    EXPECT_EQ(u_grad_data == w_grad_data, !keep) << "keep " << keep;
+    if (keep) {
+      EXPECT_TRUE(allclose(kept, from_vector<float>({3, 3})));
+    }
+    const std::vector<float> expected = {6 * (1 + std::exp(1.0f)), 6 * (1 + std::exp(2.0f))};
+    EXPECT_TRUE(allclose(x.grad(), from_vector<float>(expected))) << "keep " << keep;
+  }
+}
+
 TEST(AutogradHooks, PostAccumulateHooksFollowDeterministicReadyOrder) {
   // A 3-layer chain: gradients become ready from the last layer to the first.
   Tensor w1 = leaf({1}), w2 = leaf({2}), w3 = leaf({3});
