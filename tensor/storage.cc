@@ -29,13 +29,13 @@ namespace {
 // Because the cache never frees a large block, glibc never raises its mmap threshold (it does so
 // when an mmap'd block is freed, up to 32 MiB), and every block above 128 KiB stayed a mapping of
 // its own. The allocator sets that threshold to glibc's ceiling, 32 MiB, so large blocks come from
-// the heap as in a process that freed them. ResNet-20 batch 64, 2 threads, interleaved pairs on
-// this project's 2-vCPU VM: when the host is busy (1-thread steps 100-140 ms), 72.3 -> 66.9 ms a
-// step (median of eight, every pair lower; padding the heap's top instead did as well and used 9%
-// less CPU time, not less waiting); when it is quiet, 55-57 ms either way; 1 thread unchanged.
-// Why separate mappings (page-aligned, at 12 offsets) cost two threads sharing their cores with
-// other tenants that much is inferred (cache-set and 4K-alias conflicts between the planes they
-// stream), not proved.
+// the heap as in a process that freed them (until the heap cannot grow: Note [When malloc fails]).
+// ResNet-20 batch 64, 2 threads, interleaved pairs on this project's 2-vCPU VM: when the host is
+// busy (1-thread steps 100-140 ms), 72.3 -> 66.9 ms a step (median of eight, every pair lower;
+// padding the heap's top instead did as well and used 9% less CPU time, not less waiting); when it
+// is quiet, 55-57 ms either way; 1 thread unchanged. Why separate mappings (page-aligned, at 12
+// offsets) cost two threads sharing their cores with other tenants that much is inferred
+// (cache-set and 4K-alias conflicts between the planes they stream), not proved.
 class CpuAllocator final : public Allocator {
  public:
   CpuAllocator() {
