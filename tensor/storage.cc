@@ -76,7 +76,7 @@ class CpuAllocator final : public Allocator {
 
   void deallocate(void* ptr) override {
     if (ptr == nullptr) return;
-    const Header* h = static_cast<const Header*>(ptr) - 1;
+    const Header* h = header_of(ptr);
     if (h->size >= kCacheMinBytes) {
       std::lock_guard<std::mutex> lock(mu_);
       if (cached_bytes_ + h->size <= kCacheMaxBytes) {
@@ -93,6 +93,7 @@ class CpuAllocator final : public Allocator {
     void* raw;    // what malloc returned
     size_t size;  // bytes malloc'd, the cache key
   };
+  static const Header* header_of(const void* ptr) { return static_cast<const Header*>(ptr) - 1; }
 #if defined(__SANITIZE_ADDRESS__)
   static constexpr size_t kCacheMinBytes = SIZE_MAX;
 #else
@@ -118,12 +119,17 @@ class CpuAllocator final : public Allocator {
     mallopt(M_MMAP_THRESHOLD, kGlibcMmapThresholdMax);
 #endif
     std::lock_guard<std::mutex> lock(mu_);
+    release_cached_locked();
+    return std::malloc(size);
+  }
+
+  // Every cached block back to malloc. Callers hold mu_.
+  void release_cached_locked() {
     for (const auto& entry : cache_) {
-      for (void* p : entry.second) std::free((static_cast<Header*>(p) - 1)->raw);
+      for (void* p : entry.second) std::free(header_of(p)->raw);
     }
     cache_.clear();
     cached_bytes_ = 0;
-    return std::malloc(size);
   }
 
   // Large sizes are rounded to whole pages so near-equal requests share a cache entry.
