@@ -188,9 +188,11 @@ def result_fields(path):
     return result_lines(path)[0]
 
 
-def median_ms_per_step(path):
-    """A file of several runs (the no_sync steps that set the scale): the median run's step."""
-    return statistics.median(float(r["ms_per_step"]) for r in result_lines(path))
+def median_run(path):
+    """A file of REPEATS runs (bench/step_model.sh): the run whose step is the median (the lower
+    one of an even count), so its other fields come from the same run."""
+    runs = sorted(result_lines(path), key=lambda r: float(r["ms_per_step"]))
+    return runs[(len(runs) - 1) // 2]
 
 
 def report(directory, out_dir):
@@ -271,13 +273,12 @@ def report(directory, out_dir):
         fit = fits.get((link + dtype, hosts), fits.get((link, hosts)))
         if (model, hook) not in hook_profiles or fit is None or not os.path.exists(nosync_path):
             continue
-        meas = result_fields(os.path.join(directory, name))
-        nosync = median_ms_per_step(nosync_path)
+        meas = median_run(os.path.join(directory, name))
+        nosync = float(median_run(nosync_path)["ms_per_step"])
         prof = hook_profiles[(model, hook)]
-        # Shared cores stretch computation: no_sync where the ranks run over no_sync on one rank,
-        # each the median of NOSYNC_RUNS runs (one short run on a shared machine is off by 20%).
+        # Shared cores stretch computation: no_sync where the ranks run over no_sync on one rank.
         alone_path = os.path.join(directory, f"nosync_{model}_alone.txt")
-        alone = median_ms_per_step(alone_path) if os.path.exists(alone_path) else profiles[model]["step_ms"]
+        alone = float(median_run(alone_path)["ms_per_step"]) if os.path.exists(alone_path) else profiles[model]["step_ms"]
         first = float(meas["first_bucket_mb"]) * 2**20
         pred = simulate_step(prof, hosts, *fit, cap * 2**20, first, scale=nosync / alone,
                              byte_factor=factor, allreduces_per_bucket=rounds)

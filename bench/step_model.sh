@@ -11,13 +11,15 @@
 #   bench/step_model.sh [OUT_DIR]          (default docs/step_model; measurements in OUT_DIR/data)
 # Environment: LINKS="10gbit 1gbit", HOSTS="2 4", MODELS="resnet20 mlp", STEPS=12, WARMUP=3,
 # QUICK=1 (CI: one link, 2 hosts, the MLP only, fewer steps), MAX_ERROR=0.15 (exit 1 above it),
-# NOSYNC_RUNS=3 (the no_sync runs that set the shared cores' stretch; the report takes the median).
+# REPEATS=3 (the runs that are mostly computation -- no_sync, the 1-rank profiles, the hooks' DDP
+# runs -- are measured this often and the median run is used: one short run on a shared machine
+# has been 20% off, and those runs carry their error whole into a prediction or its measurement).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
 out="${1:-docs/step_model}"
 links="${LINKS:-10gbit 1gbit}" hosts_list="${HOSTS:-2 4}" models="${MODELS:-resnet20 mlp}"
-steps="${STEPS:-12}" warmup="${WARMUP:-3}" max_error="${MAX_ERROR:-0.15}" nosync_runs="${NOSYNC_RUNS:-3}"
+steps="${STEPS:-12}" warmup="${WARMUP:-3}" max_error="${MAX_ERROR:-0.15}" repeats="${REPEATS:-3}"
 if [[ "${QUICK:-0}" == 1 ]]; then links=1gbit hosts_list=2 models=mlp steps=10 warmup=3; fi
 data="$out/data"
 rm -rf "$data"
@@ -50,20 +52,24 @@ bench() {  # bench FILE HOSTS LINK MODEL FLAGS...
   echo "   $file: $(tail -n 1 "$data/$file" | sed -E 's/.*ms_per_step=([0-9.]+).*overlap=([0-9.]+).*/\1 ms\/step, overlap \2/')"
 }
 
-profile() {  # profile NAME MODEL FLAGS...: one rank's trace
-  local name="$1" model="$2"
+profile() {  # profile NAME MODEL FLAGS...: one rank's trace, of the median of REPEATS runs
+  local name="$1" model="$2" r median
   shift 2
-  # shellcheck disable=SC2046
-  EMBER_DDP_TRACE="$data/trace_$name" OMPI_MCA_btl=self,vader mpirun --allow-run-as-root -np 1 \
-    "$bench_bin" $(model_flags "$model") --mode=ddp --steps="$steps" --warmup="$warmup" "$@" 2>/dev/null |
-    grep '^RESULT' >"$data/profile_$name.result"
-  mv "$data/trace_$name/ember_trace_rank0.json" "$data/profile_$name.json"
-  rm -rf "$data/trace_$name"
+  for r in $(seq "$repeats"); do
+    # shellcheck disable=SC2046
+    EMBER_DDP_TRACE="$data/trace_${name}_$r" OMPI_MCA_btl=self,vader mpirun --allow-run-as-root -np 1 \
+      "$bench_bin" $(model_flags "$model") --mode=ddp --steps="$steps" --warmup="$warmup" "$@" 2>/dev/null |
+      grep '^RESULT' | sed "s/^RESULT /RESULT run=$r /" >>"$data/profile_$name.result"
+  done
+  median=$(sed -E 's/^RESULT run=([0-9]+) .* ms_per_step=([0-9.]+) .*/\2 \1/' "$data/profile_$name.result" | sort -n |
+    sed -n "$(((repeats + 1) / 2))p" | cut -d' ' -f2)
+  mv "$data/trace_${name}_$median/ember_trace_rank0.json" "$data/profile_$name.json"
+  rm -rf "$data/trace_${name}_"*
 }
 echo "== 1. compute profiles (one rank, traced)"
 for model in $models; do
   profile "$model" "$model"
-  for _ in $(seq "$nosync_runs"); do
+  for _ in $(seq "$repeats"); do
     # shellcheck disable=SC2046
     OMPI_MCA_btl=self,vader mpirun --allow-run-as-root -np 1 "$bench_bin" $(model_flags "$model") --mode=nosync \
       --steps="$steps" --warmup="$warmup" 2>/dev/null | grep '^RESULT' >>"$data/nosync_${model}_alone.txt"
@@ -80,7 +86,7 @@ for link in $links; do
     on_cluster "$h" "$link" "$allreduce_bin" --rounds=1 --max_bytes=$((16 << 20)) --loop_bytes=$((64 << 10)) \
       >"$data/allreduce_${link}_$h.txt"
     for model in $models; do
-      for _ in $(seq "$nosync_runs"); do bench "nosync_${model}_${link}_$h.txt" "$h" "$link" "$model" --mode=nosync; done
+      for _ in $(seq "$repeats"); do bench "nosync_${model}_${link}_$h.txt" "$h" "$link" "$model" --mode=nosync; done
       bench "ddp_${model}_${link}_${h}_none_cap25.txt" "$h" "$link" "$model" --mode=ddp
     done
   done
@@ -89,8 +95,10 @@ for link in $links; do
     h=${hosts_list##* }
     on_cluster "$h" "$link" "$allreduce_bin" --rounds=1 --max_bytes=$((16 << 20)) --loop_bytes=$((64 << 10)) \
       --dtype=float16 >"$data/allreduce_${link}_${h}_float16.txt"
-    bench "ddp_mlp_${link}_${h}_fp16_cap25.txt" "$h" "$link" mlp --mode=ddp --comm_hook=fp16
-    bench "ddp_mlp_${link}_${h}_powersgd_cap25.txt" "$h" "$link" mlp --mode=ddp --comm_hook=powersgd
+    for _ in $(seq "$repeats"); do
+      bench "ddp_mlp_${link}_${h}_fp16_cap25.txt" "$h" "$link" mlp --mode=ddp --comm_hook=fp16
+      bench "ddp_mlp_${link}_${h}_powersgd_cap25.txt" "$h" "$link" mlp --mode=ddp --comm_hook=powersgd
+    done
     for cap in 0.25 2 8; do
       bench "ddp_mlp_${link}_${h}_none_cap$cap.txt" "$h" "$link" mlp --mode=ddp --bucket_cap_mb="$cap" \
         --first_bucket_mb="$cap"
