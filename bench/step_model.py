@@ -184,10 +184,6 @@ def result_lines(path):
     return lines
 
 
-def result_fields(path):
-    return result_lines(path)[0]
-
-
 def median_run(path):
     """A file of REPEATS runs (bench/step_model.sh): the run whose step is the median (the lower
     one of an even count), so its other fields come from the same run."""
@@ -269,7 +265,7 @@ def report(directory, out_dir):
             plain = os.path.join(directory, f"profile_{model}.result")
             if not (os.path.exists(hooked) and os.path.exists(plain)):
                 continue
-            factor = float(result_fields(hooked)["bytes_per_step"]) / float(result_fields(plain)["bytes_per_step"])
+            factor = float(median_run(hooked)["bytes_per_step"]) / float(median_run(plain)["bytes_per_step"])
         fit = fits.get((link + dtype, hosts), fits.get((link, hosts)))
         if (model, hook) not in hook_profiles or fit is None or not os.path.exists(nosync_path):
             continue
