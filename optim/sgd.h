@@ -7,7 +7,9 @@
 // Sparse gradients (Embedding(sparse=true)) are supported as in PyTorch 1.13: the update touches
 // only the rows present in the coalesced gradient; with momentum the buffer is itself sparse (it
 // grows to the union of rows ever touched). weight_decay with a sparse gradient is rejected, as
-// PyTorch rejects add(sparse, dense).
+// PyTorch rejects add(sparse, dense). Dense float32/float64 parameters are updated by fused_sgd_
+// (tensor/fused_sgd.h: one pass a parameter, all of a group's at once, the same bits as the ops);
+// others by the tensor ops above.
 #pragma once
 
 #include "optim/optimizer.h"
@@ -46,6 +48,8 @@ class SGD : public Optimizer {
 
  private:
   void sparse_update(const Tensor& p, const Tensor& grad, const SGDOptions& o, size_t index);
+  // buf: the momentum buffer's slot (undefined before the first step), or null without momentum.
+  void dense_update(const Tensor& p, const Tensor& grad, Tensor* buf, const SGDOptions& o);
 };
 
 }  // namespace ember::optim

@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "tensor/fused_sgd.h"
 #include "tensor/generator.h"
 #include "tensor/tensor.h"
 
@@ -125,7 +126,11 @@ struct BatchNormBackwardCoefficients {
   /* PyTorch's adaptive windows [floor(o * in / out), ceil((o + 1) * in / out)). */             \
   _(adaptive_avg_pool2d, (const Tensor& out, const Tensor& input, const PoolGeometry& g))        \
   _(adaptive_avg_pool2d_backward, (const Tensor& grad_input, const Tensor& grad_out,             \
-                                   const PoolGeometry& g))
+                                   const PoolGeometry& g))                                       \
+  /* One SGD step over every parameter of the list (checked by fused_sgd_): each element */      \
+  /* rounds to the dtype after each of the op-by-op update's steps, so the bits are those of */   \
+  /* SGD's tensor ops (Note [Fused SGD], tensor/fused_sgd.cc). */                                 \
+  _(fused_sgd, (const std::vector<SgdParameter>& params, const SgdHyperparameters& h))
 
 // One 2-d pooling over `planes` = N * C planes of H x W (dense): window kh x kw, stride, padding
 // (count_include_pad averaging), output Ho x Wo. Adaptive pooling uses planes, H, W, Ho, Wo only.

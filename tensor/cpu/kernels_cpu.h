@@ -16,6 +16,7 @@
   void register_gemm_kernels(KernelTable& table);        \
   void register_conv_kernels(KernelTable& table);        \
   void register_batch_norm_kernels(KernelTable& table);  \
+  void register_sgd_kernels(KernelTable& table);         \
   void register_kernels(KernelTable& table);             \
   }
 

@@ -14,6 +14,7 @@ void register_kernels(KernelTable& table) {
   register_gemm_kernels(table);
   register_conv_kernels(table);
   register_batch_norm_kernels(table);
+  register_sgd_kernels(table);
 }
 
 }  // namespace ember::cpu::CPU_CAPABILITY

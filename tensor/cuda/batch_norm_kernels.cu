@@ -137,13 +137,6 @@ __global__ void backward_transform_kernel(T* gi, const T* g, const T* x, BatchNo
   }
 }
 
-template <typename Body>
-int floating(DType dtype, Body body) {
-  if (dtype == DType::Float32) return body(float{});
-  if (dtype == DType::Float64) return body(double{});
-  return static_cast<int>(cudaErrorInvalidValue);
-}
-
 }  // namespace
 
 int64_t batch_norm_workspace_doubles(const BatchNormDims& s) {
@@ -154,7 +147,7 @@ int launch_batch_norm_stats(DType dtype, const void* x, const BatchNormDims& s, 
                             double* mean, double* var, cudaStream_t stream) {
   if (s.C == 0) return 0;
   const double inv_count = 1.0 / static_cast<double>(s.N * s.inner);
-  return floating(dtype, [&](auto tag) {
+  return dispatch_float_and_double(dtype, [&](auto tag) {
     using T = decltype(tag);
     const T* data = static_cast<const T*>(x);
     const int rc = channel_sums<T>(data, nullptr, s, ChannelSum::kValues, nullptr, inv_count,
@@ -170,7 +163,7 @@ int launch_batch_norm_backward_reduce(DType dtype, const void* g, const void* x,
                                       double* workspace, double* sum_g, double* sum_gx,
                                       cudaStream_t stream) {
   if (s.C == 0) return 0;
-  return floating(dtype, [&](auto tag) {
+  return dispatch_float_and_double(dtype, [&](auto tag) {
     using T = decltype(tag);
     return channel_sums<T>(static_cast<const T*>(x), static_cast<const T*>(g), s,
                            ChannelSum::kGradients, mean, 1.0, workspace, sum_g, sum_gx, stream);
@@ -181,7 +174,7 @@ int launch_batch_norm_transform(DType dtype, void* out, const void* x, const Bat
                                 const double* scale, const double* shift, cudaStream_t stream) {
   const int64_t total = s.N * s.C * s.inner;
   if (total == 0) return 0;
-  return floating(dtype, [&](auto tag) {
+  return dispatch_float_and_double(dtype, [&](auto tag) {
     using T = decltype(tag);
     const auto kernel = transform_kernel<T>;
     EMBER_LAUNCH(kernel, blocks_for(total), kThreadsPerBlock, 0, stream, static_cast<T*>(out),
@@ -195,7 +188,7 @@ int launch_batch_norm_backward_transform(DType dtype, void* gi, const void* g, c
                                          const double* d, const double* mean, cudaStream_t stream) {
   const int64_t total = s.N * s.C * s.inner;
   if (total == 0) return 0;
-  return floating(dtype, [&](auto tag) {
+  return dispatch_float_and_double(dtype, [&](auto tag) {
     using T = decltype(tag);
     const auto kernel = backward_transform_kernel<T>;
     EMBER_LAUNCH(kernel, blocks_for(total), kThreadsPerBlock, 0, stream, static_cast<T*>(gi),

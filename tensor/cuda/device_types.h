@@ -120,6 +120,14 @@ int dispatch_all(DType dtype, Body&& body) {
   return static_cast<int>(cudaErrorInvalidValue);
 }
 
+// body(float{}) or body(double{}) for the kernels that take the two floating dtypes only.
+template <typename Body>
+int dispatch_float_and_double(DType dtype, Body&& body) {
+  if (dtype == DType::Float32) return body(float{});
+  if (dtype == DType::Float64) return body(double{});
+  return static_cast<int>(cudaErrorInvalidValue);
+}
+
 // This thread's element offsets in each of N operands for linear index i of the iteration space.
 template <int N>
 struct Offsets {

@@ -149,4 +149,13 @@ enum class PoolKind : int { Max, Avg, AvgBackward, AdaptiveAvg, AdaptiveAvgBackw
 int launch_pool(PoolKind kind, DType dtype, void* out, int64_t* indices, const void* in,
                 const PoolShape& g, cudaStream_t stream);
 
+// One SGD step on one dense parameter of n elements (fused_sgd_, tensor/fused_sgd.h): buf is null
+// when momentum is 0; first_step sets it to the decayed gradient.
+struct SgdArgs {
+  double lr, momentum, dampening, weight_decay;
+  bool nesterov, first_step;
+};
+int launch_fused_sgd(DType dtype, void* param, const void* grad, void* buf, int64_t n,
+                     const SgdArgs& args, cudaStream_t stream);
+
 }  // namespace ember::cuda

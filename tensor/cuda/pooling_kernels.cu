@@ -142,13 +142,6 @@ __global__ void adaptive_avg_pool_backward_kernel(T* grad_in, const T* grad_out,
   }
 }
 
-template <typename Body>
-int floating(DType dtype, Body body) {
-  if (dtype == DType::Float32) return body(float{});
-  if (dtype == DType::Float64) return body(double{});
-  return static_cast<int>(cudaErrorInvalidValue);
-}
-
 }  // namespace
 
 int launch_pool(PoolKind kind, DType dtype, void* out, int64_t* indices, const void* in,
@@ -156,7 +149,7 @@ int launch_pool(PoolKind kind, DType dtype, void* out, int64_t* indices, const v
   const bool backward = kind == PoolKind::AvgBackward || kind == PoolKind::AdaptiveAvgBackward;
   const int64_t total = backward ? g.planes * g.H * g.W : g.planes * g.Ho * g.Wo;
   if (total == 0) return 0;
-  return floating(dtype, [&](auto tag) {
+  return dispatch_float_and_double(dtype, [&](auto tag) {
     using T = decltype(tag);
     T* o = static_cast<T*>(out);
     const T* i = static_cast<const T*>(in);

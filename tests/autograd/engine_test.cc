@@ -222,6 +222,7 @@ TEST(AutogradErrors, InPlaceModificationOfSavedTensor) {
   EXPECT_THAT(msg, HasSubstr("modified by an in-place operation"));
   EXPECT_THAT(msg, HasSubstr("MulBackward"));
   EXPECT_THAT(msg, HasSubstr("is at version 1; expected version 0"));
+  EXPECT_THAT(msg, HasSubstr("[float32[2] on cpu]"));  // the saved tensor, as PyTorch names it
 }
 
 TEST(AutogradErrors, LeafInPlaceAndRequiresGradOnIntegers) {

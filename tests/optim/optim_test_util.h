@@ -1,5 +1,5 @@
 // Helpers shared by the optim suites: a leaf parameter from values, setting its gradient, reading
-// values back, and an error matcher that checks the ember::Error message.
+// values back, an error matcher that checks the ember::Error message, and SGD's update as tensor ops.
 #pragma once
 
 #include <functional>
@@ -33,6 +33,22 @@ inline std::vector<double> vals(const Tensor& t) {
 }
 
 using ::ember::testing::throws_with;
+
+// SGD's single-tensor rule as tensor ops (torch.optim.SGD; optim::SGD's path for what
+// fused_sgd_ does not take): buf is the momentum buffer, undefined before the first step.
+inline void sgd_op_by_op(const Tensor& p, const Tensor& grad, Tensor& buf,
+                         const SgdHyperparameters& h) {
+  Tensor d_p = h.weight_decay != 0 ? grad.add(p, h.weight_decay) : grad;
+  if (h.momentum != 0) {
+    if (!buf.defined()) {
+      buf = d_p.clone();
+    } else {
+      buf.mul_(h.momentum).add_(d_p, 1 - h.dampening);
+    }
+    d_p = h.nesterov ? d_p.add(buf, h.momentum) : buf;
+  }
+  p.add_(d_p, -h.lr);
+}
 
 
 // Every element within tol of the expected values.
