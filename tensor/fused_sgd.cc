@@ -11,11 +11,12 @@ namespace ember {
 // allocations; on ResNet-20 (65 small parameters) that was ~0.8 ms a step, all of it on the calling
 // thread, since each op is below the parallel grain. fused_sgd_ makes one pass per parameter, and
 // the CPU kernel splits all parameters' elements across threads at once. Each element still rounds
-// to the parameter's dtype after each step of the op-by-op rule, and `x + alpha * y` is computed as
-// the binary kernels compile it: one fused multiply-add where the level has FMA (AVX2, AVX-512; GCC
-// contracts the binary kernel's expression there), a multiply then an add where it has not. So
-// fused and op-by-op SGD give the same bits at every level (tests/optim/fused_sgd_test.cc); a CUDA
-// kernel rounds the same way (nvcc contracts too).
+// to the parameter's dtype after each step of the op-by-op rule, and both the CPU binary kernel's
+// add(x, y, alpha) and this kernel compute `x + alpha * y` with tensor/cpu/add_scaled.h (one fused
+// multiply-add where the level has FMA, as PyTorch's vectorised add). So fused and op-by-op SGD
+// give the same bits at every level and optimisation level (tests/optim/fused_sgd_test.cc, also
+// under the sanitizers' -O1); a CUDA kernel rounds the same way (nvcc contracts the binary kernel's
+// expression into an FMA too).
 void fused_sgd_(const std::vector<SgdParameter>& params, const SgdHyperparameters& h) {
   if (params.empty()) return;
   const Tensor& first = params.front().param;

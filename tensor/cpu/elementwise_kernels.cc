@@ -6,6 +6,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "tensor/cpu/add_scaled.h"
 #include "tensor/cpu/convert.h"
 #include "tensor/cpu/kernels_cpu.h"
 #include "tensor/cpu/loops.h"
@@ -117,6 +118,10 @@ void arithmetic(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b
   switch (op) {
     case BinaryOp::Add:
       if (unit_alpha) return binary_loop<T, T>(out, a, b, [](T x, T y) { return T(add_w(M(x), M(y))); });
+      if constexpr (std::is_floating_point_v<M>) {  // rounded as add_scaled.h says
+        return binary_loop<T, T>(out, a, b,
+                                 [al](T x, T y) { return T(add_scaled(M(x), al, M(y))); });
+      }
       return binary_loop<T, T>(out, a, b,
                                [al](T x, T y) { return T(add_w(M(x), mul_w(al, M(y)))); });
     case BinaryOp::Sub:

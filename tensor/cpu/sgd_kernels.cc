@@ -1,26 +1,15 @@
 // The CPU kernel of fused_sgd_ (Note [Fused SGD], tensor/fused_sgd.cc): all parameters' elements
 // are cut into chunks and the chunks split across threads in one parallel region, so a model of
 // many small parameters is updated by every thread instead of one op at a time on the caller's.
-#include <cmath>
 #include <type_traits>
 #include <vector>
 
+#include "tensor/cpu/add_scaled.h"
 #include "tensor/cpu/kernels_cpu.h"
 #include "tensor/parallel.h"
 
 namespace ember::cpu::CPU_CAPABILITY {
 namespace {
-
-// x + a * y as the binary kernels compute add(x, y, alpha = a) at this level: GCC contracts their
-// expression into one fused multiply-add where the level has FMA (Note [Fused SGD]).
-template <typename T>
-inline T add_scaled(T x, T a, T y) {
-#ifdef __FMA__
-  return std::fma(a, y, x);
-#else
-  return x + a * y;
-#endif
-}
 
 // The hyperparameters as the op-by-op update rounds them: each op converts its scalar to T.
 template <typename T>
