@@ -52,22 +52,6 @@ void SGD::validate_options(const OptimizerOptions& options) const {
               o->momentum(), ", dampening ", o->dampening(), ")");
 }
 
-namespace {
-
-// Whether fused_sgd_ takes this parameter (Note [Fused SGD], tensor/fused_sgd.cc): dense
-// contiguous float32/float64 tensors of one dtype and shape, none sharing another's storage.
-bool fusable(const Tensor& p, const Tensor& grad, const Tensor& buf) {
-  auto plain = [&](const Tensor& t) {
-    return !t.is_sparse() && t.is_contiguous() && t.dtype() == p.dtype() &&
-           t.sizes() == p.sizes() && t.device() == p.device();
-  };
-  return (p.dtype() == kFloat32 || p.dtype() == kFloat64) && plain(p) && plain(grad) &&
-         !p.is_alias_of(grad) &&
-         (!buf.defined() || (plain(buf) && !buf.is_alias_of(p) && !buf.is_alias_of(grad)));
-}
-
-}  // namespace
-
 void SGD::step() {
   NoGradGuard no_grad;
   size_t index = 0;  // global parameter index, for error messages
@@ -92,7 +76,7 @@ void SGD::step() {
                     " has a sparse momentum buffer but now a dense gradient; mixing the two is ",
                     "not supported");
       }
-      if (!fusable(p, grad, buf ? *buf : Tensor())) {
+      if (!fused_sgd_takes(p, grad, buf ? *buf : Tensor())) {
         dense_update(p, grad, buf, o);
         ++index;
         continue;

@@ -56,4 +56,15 @@ void fused_sgd_(const std::vector<SgdParameter>& params, const SgdHyperparameter
   }
 }
 
+bool fused_sgd_takes(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer) {
+  auto plain = [&](const Tensor& t) {
+    return !t.is_sparse() && t.is_contiguous() && t.dtype() == param.dtype() &&
+           t.sizes() == param.sizes() && t.device() == param.device();
+  };
+  const Tensor& buf = momentum_buffer;
+  return (param.dtype() == kFloat32 || param.dtype() == kFloat64) && plain(param) && plain(grad) &&
+         !param.is_alias_of(grad) &&
+         (!buf.defined() || (plain(buf) && !buf.is_alias_of(param) && !buf.is_alias_of(grad)));
+}
+
 }  // namespace ember

@@ -31,4 +31,8 @@ struct SgdHyperparameters {
 // (their versions bump once). Not differentiable: call it with grad mode off, as SGD::step does.
 void fused_sgd_(const std::vector<SgdParameter>& params, const SgdHyperparameters& h);
 
+// Whether fused_sgd_ takes these tensors (an undefined momentum_buffer: none yet, or no momentum),
+// for a caller that falls back to tensor ops where it does not.
+bool fused_sgd_takes(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer);
+
 }  // namespace ember

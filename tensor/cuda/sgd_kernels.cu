@@ -31,8 +31,8 @@ __global__ void fused_sgd_kernel(T* param, const T* grad, T* buf, int64_t n, Sgd
     T g = grad[i];
     if (h.weight_decay != 0) g = add_scaled(g, weight_decay, param[i]);
     if (h.momentum != 0) {
-      const T decayed = h.first_step ? T(0) : T(buf[i] * momentum);  // buf.mul_(momentum)
-      const T b = h.first_step ? g : add_scaled(decayed, one_minus_dampening, g);
+      // Otherwise buf.mul_(momentum), rounded to T, then add_(g, 1 - dampening).
+      const T b = h.first_step ? g : add_scaled(T(buf[i] * momentum), one_minus_dampening, g);
       buf[i] = b;
       g = h.nesterov ? add_scaled(g, momentum, b) : b;
     }
