@@ -14,6 +14,8 @@
 #include <memory>
 #include <mutex>
 
+#include "tensor/parallel_profile.h"
+
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -67,10 +69,12 @@ void run_pieces(int64_t begin, int64_t end, int threads, int64_t pieces, const F
   // An exception may not leave an OpenMP region: the first one is kept and rethrown here.
   std::exception_ptr error;
   std::mutex error_mutex;
+  RegionProfile profile(threads);  // Note [Parallel profile]
 #pragma omp parallel num_threads(threads)
   {
     // OpenMP may start fewer threads than asked; the runs of those missing are taken as thefts.
     const int t = omp_get_thread_num();
+    profile.thread_began(t);
     try {
       int64_t p;
       while (take_piece(runs[t], /*from_back=*/false, &p)) f(piece_begin(p), piece_begin(p + 1));
@@ -82,7 +86,9 @@ void run_pieces(int64_t begin, int64_t end, int threads, int64_t pieces, const F
       std::lock_guard<std::mutex> lock(error_mutex);
       if (!error) error = std::current_exception();
     }
+    profile.thread_finished(t);
   }
+  profile.record(typeid(F));
   if (error) std::rethrow_exception(error);
 #else
   (void)threads;
