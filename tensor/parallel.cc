@@ -1,5 +1,6 @@
 #include "tensor/parallel.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 
@@ -58,6 +59,30 @@ bool take_piece(PieceRun& run, bool from_back, int64_t* piece) {
       return true;
     }
   }
+}
+
+int64_t cut_shares(int64_t begin, int64_t end, int threads, int64_t per_thread, int64_t min_piece,
+                   int64_t* cuts, PieceRun* runs) {
+  // Shares of q or q + 1 elements, the first r of them longer.
+  const int64_t q = (end - begin) / threads, r = (end - begin) % threads;
+  auto share_begin = [&](int64_t t) { return begin + t * q + std::min(t, r); };
+  int64_t pieces = 0;
+  for (int t = 0; t < threads; ++t) {
+    int64_t lo = share_begin(t);
+    const int64_t hi = share_begin(t + 1), first = pieces;
+    const int64_t quarter = std::max(min_piece, (hi - lo + 3) / 4);
+    for (int64_t k = 1; lo < hi; ++k) {
+      const int64_t rest = hi - lo;
+      int64_t length = std::min(quarter, std::max(min_piece, rest / 2));
+      // The last piece a thread may have, or one that would leave less than the grain, is the rest.
+      if (k == per_thread || rest - length < min_piece) length = rest;
+      cuts[pieces++] = lo;
+      lo += length;
+    }
+    set_piece_run(runs[t], first, pieces);
+  }
+  cuts[pieces] = end;
+  return pieces;
 }
 
 }  // namespace detail

@@ -16,7 +16,8 @@ namespace ember {
 // exit, prints per call site -- the body's type, which names the function that called
 // parallel_for -- the regions, their wall time, the thread time idle in them (threads x wall minus
 // the time threads spent taking and running pieces), how late the last thread began, and how far
-// apart the first and last thread finished. Without the variable a region pays one flag test.
+// apart the first and last thread finished. Without the variable a region pays four calls that
+// test a flag.
 bool parallel_profile_enabled();
 // The report printed at exit (also at any time, for tests): a header and one line per call site,
 // most idle thread time first. Empty when the profile is disabled.

@@ -84,7 +84,59 @@ TEST_F(ParallelTest, ParallelForGivesASlowThreadsPiecesToTheOthers) {
     }
   });
   for (size_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i].load(), 1) << i;
-  EXPECT_LE(by_caller.load(), 16) << "the caller ran " << by_caller.load() << " of 64 elements";
+  // Its first piece, a quarter of its share, and no more.
+  EXPECT_LE(by_caller.load(), 8) << "the caller ran " << by_caller.load() << " of 64 elements";
+}
+
+// Note [Balanced parallel_for]: each thread's share is where a static split puts it, cut into at
+// most per_thread pieces that never grow towards the back, the first a quarter of the share at
+// most, none under the grain unless the share is.
+TEST_F(ParallelTest, SharesAreCutIntoPiecesThatShrinkTowardsTheBack) {
+  struct Case { int64_t begin, end; int threads; int64_t per_thread, min_piece; };
+  for (const Case& c : {Case{0, 64, 2, 8, 1}, Case{5, 100008, 3, 8, 1000}, Case{0, 7, 2, 8, 3},
+                        Case{0, 101, 2, 1, 1}, Case{0, 1 << 20, 4, 8, 1}, Case{0, 33, 4, 8, 1}}) {
+    SCOPED_TRACE(::testing::Message() << "[" << c.begin << ", " << c.end << ") threads "
+                                      << c.threads << " per_thread " << c.per_thread << " grain "
+                                      << c.min_piece);
+    std::vector<int64_t> cuts(c.threads * c.per_thread + 1, -1);
+    std::vector<detail::PieceRun> runs(c.threads);
+    const int64_t pieces = detail::cut_shares(c.begin, c.end, c.threads, c.per_thread,
+                                              c.min_piece, cuts.data(), runs.data());
+    ASSERT_EQ(cuts[pieces], c.end);
+    int64_t next_piece = 0;
+    for (int t = 0; t < c.threads; ++t) {
+      // Shares as a static split's: the first (end - begin) % threads one element longer.
+      const int64_t q = (c.end - c.begin) / c.threads, r = (c.end - c.begin) % c.threads;
+      const int64_t lo = c.begin + t * q + std::min<int64_t>(t, r);
+      const int64_t hi = lo + q + (t < r ? 1 : 0);
+      std::vector<int64_t> lengths;
+      int64_t p;
+      while (detail::take_piece(runs[t], /*from_back=*/false, &p)) {
+        ASSERT_EQ(p, next_piece++);
+        lengths.push_back(cuts[p + 1] - cuts[p]);
+      }
+      ASSERT_FALSE(lengths.empty());
+      EXPECT_EQ(cuts[p + 1 - static_cast<int64_t>(lengths.size())], lo) << "thread " << t;
+      EXPECT_EQ(cuts[p + 1], hi) << "thread " << t;
+      EXPECT_LE(static_cast<int64_t>(lengths.size()), c.per_thread) << "thread " << t;
+      if (c.per_thread > 1 && hi - lo >= 4 * c.min_piece) {
+        EXPECT_LE(lengths.front(), (hi - lo + 3) / 4) << "thread " << t;
+      }
+      for (size_t i = 0; i < lengths.size(); ++i) {
+        EXPECT_GE(lengths[i], std::min(c.min_piece, hi - lo)) << "thread " << t << " piece " << i;
+        if (i > 0 && i + 1 < lengths.size()) {
+          EXPECT_LE(lengths[i], lengths[i - 1]) << "thread " << t << " piece " << i;
+        }
+      }
+    }
+    EXPECT_EQ(next_piece, pieces);
+  }
+  // 32 elements a thread, grain 1: a quarter three times, then halves down to single elements.
+  std::vector<int64_t> cuts(17);
+  std::vector<detail::PieceRun> runs(2);
+  ASSERT_EQ(detail::cut_shares(0, 64, 2, 8, 1, cuts.data(), runs.data()), 14);
+  EXPECT_EQ(std::vector<int64_t>(cuts.begin(), cuts.begin() + 8),
+            (std::vector<int64_t>{0, 8, 16, 24, 28, 30, 31, 32}));
 }
 
 // parallel_for_static calls f once per thread's share, whichever thread runs it.
