@@ -22,6 +22,15 @@ using Ms = std::chrono::duration<double, std::milli>;
 struct SiteTotals {
   int64_t regions = 0;
   double wall = 0, idle = 0, last_began = 0, finish_spread = 0;
+
+  SiteTotals& operator+=(const SiteTotals& other) {
+    regions += other.regions;
+    wall += other.wall;
+    idle += other.idle;
+    last_began += other.last_began;
+    finish_spread += other.finish_spread;
+    return *this;
+  }
 };
 
 // The body type's name without the parameter lists and anonymous namespaces: a lambda in
@@ -48,12 +57,7 @@ class Profile {
  public:
   void add(const std::type_info& site, const SiteTotals& region) {
     std::lock_guard<std::mutex> lock(mutex_);
-    SiteTotals& s = sites_[std::type_index(site)];
-    s.regions += region.regions;
-    s.wall += region.wall;
-    s.idle += region.idle;
-    s.last_began += region.last_began;
-    s.finish_spread += region.finish_spread;
+    sites_[std::type_index(site)] += region;
   }
 
   std::string report() {
@@ -62,11 +66,7 @@ class Profile {
     std::sort(sites.begin(), sites.end(),
               [](const auto& a, const auto& b) { return a.second.idle > b.second.idle; });
     SiteTotals all;
-    for (const auto& [site, s] : sites) {
-      all.regions += s.regions;
-      all.wall += s.wall;
-      all.idle += s.idle;
-    }
+    for (const auto& [site, s] : sites) all += s;
     std::string out = fmt::format(
         "parallel regions (EMBER_PARALLEL_PROFILE): {} regions, {:.1f} ms wall, {:.1f} ms of "
         "thread time idle in them\n{:>8} {:>10} {:>10} {:>12} {:>14}  call site\n",
