@@ -5,7 +5,8 @@
 // (tensor/cpu/winograd_conv.h); other stride-1 float convolutions on wide enough maps skip im2col
 // with the direct kernel (tensor/cpu/direct_conv.h).
 // Threads split the images (forward, input gradient) and fixed chunks of images (weight gradient;
-// Note [Deterministic parallel kernels]). Checks and output allocation are the op's (tensor/conv.cc).
+// Note [Deterministic parallel kernels]); a backward pass with both gradients runs them in one
+// region (Note [Two-part regions]). Checks and output allocation are the op's (tensor/conv.cc).
 #include <type_traits>
 #include <vector>
 
@@ -104,10 +105,10 @@ void winograd_forward_images(const float* in, const float* u, const float* b, co
 }
 
 // The whole batch by Winograd F(2x2, 3x3), for geometries where winograd_conv_applies.
-void winograd_forward(const float* in, const float* w, WinogradWeight layout, const float* b,
-                      const ConvGeometry& g, int64_t O, float* o) {
+void winograd_forward(const float* in, const float* w, const float* b, const ConvGeometry& g,
+                      int64_t O, float* o) {
   Tensor u = scratch<float>(winograd_weight_size(g, O));  // shared by every image and thread
-  winograd_transform_weight(w, layout, g, O, u.data_ptr<float>());
+  winograd_transform_weight(w, WinogradWeight::kAsGiven, g, O, u.data_ptr<float>());
   const float* uw = u.data_ptr<float>();
   parallel_for(0, g.N, 1, [&](int64_t begin, int64_t end) {
     winograd_forward_images(in, uw, b, g, O, o, begin, end);
@@ -124,7 +125,7 @@ void conv_forward_impl(const Tensor& out, const Tensor& input, const Tensor& wei
   const int64_t O = weight.size(0);
   if constexpr (std::is_same_v<T, float>) {
     if (G == 1 && winograd_conv_applies(g, O)) {
-      winograd_forward(in, w, WinogradWeight::kAsGiven, b, g, O, o);
+      winograd_forward(in, w, b, g, O, o);
       return;
     }
   }
@@ -159,23 +160,6 @@ Tensor flipped_transposed_weight(const Tensor& weight, int64_t G) {
   return out;
 }
 
-// The input gradient as the convolution `t` of grad_out with the flipped, transposed kernel.
-template <typename T>
-void input_grad_by_conv(const Tensor& grad_out, const Tensor& weight, const ConvGeometry& t,
-                        int64_t G, const Tensor& grad_input) {
-  if constexpr (std::is_same_v<T, float>) {
-    // Winograd reads the kernel flipped where it is, instead of after a serial pass copying it.
-    if (G == 1 && winograd_conv_applies(t, weight.size(1))) {
-      winograd_forward(grad_out.data_ptr<float>(), weight.data_ptr<float>(),
-                       WinogradWeight::kFlippedTransposed, nullptr, t, weight.size(1),
-                       grad_input.data_ptr<float>());
-      return;
-    }
-  }
-  conv_forward_impl<T>(grad_input, grad_out, flipped_transposed_weight<T>(weight, G), Tensor(), t,
-                       G);
-}
-
 // gw [O, K] (per group) += grad_out(n) [O, P] x columns(n)^T for the images [begin, end).
 template <typename T>
 void weight_grad_images(const T* in, const T* go, const ConvGeometry& g, int64_t O, int64_t G,
@@ -204,63 +188,153 @@ void weight_grad_images(const T* in, const T* go, const ConvGeometry& g, int64_t
   }
 }
 
+// The weight gradient in fixed chunks of kImagesPerWeightChunk images: chunk 0 accumulates into
+// gw itself, the others into partials that finish() adds in chunk order, so the result is the
+// same whichever thread runs a chunk (Note [Deterministic parallel kernels]).
 template <typename T>
-void weight_grad(const T* in, const T* go, const ConvGeometry& g, int64_t O, int64_t G, T* gw) {
-  const int64_t size = O * (g.C / G) * g.kh * g.kw, P = g.Ho * g.Wo;
-  const int64_t chunks = (g.N + kImagesPerWeightChunk - 1) / kImagesPerWeightChunk;
-  const bool winograd = std::is_same_v<T, float> && G == 1 && winograd_weight_grad_applies(g, O);
-  const bool direct = std::is_same_v<T, float> && G == 1 && direct_conv_applies(g, O);
-  const int64_t cols_size =
-      winograd ? winograd_weight_grad_scratch_size(g, O, std::min(g.N, kImagesPerWeightChunk))
-      : direct ? direct_conv_weight_grad_scratch_size(g, O)
-      : is_pointwise(g) ? 0
-                        : g.C * g.kh * g.kw * P;
-  // Chunk 0 accumulates into gw itself; the others into partials added afterwards in order.
-  Tensor partials = scratch<T>((chunks - 1) * size);
-  parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
-    Tensor buffer = scratch<T>(cols_size);
-    for (int64_t c = begin; c < end; ++c) {
-      T* target = c == 0 ? gw : partials.data_ptr<T>() + (c - 1) * size;
-      std::fill(target, target + size, T(0));
-      weight_grad_images<T>(in, go, g, O, G, target, c * kImagesPerWeightChunk,
-                            std::min(g.N, (c + 1) * kImagesPerWeightChunk), buffer.data_ptr<T>());
+class WeightGradChunks {
+ public:
+  WeightGradChunks(const T* in, const T* go, const ConvGeometry& g, int64_t O, int64_t G, T* gw)
+      : in_(in), go_(go), g_(g), O_(O), G_(G), gw_(gw), size_(O * (g.C / G) * g.kh * g.kw),
+        count_((g.N + kImagesPerWeightChunk - 1) / kImagesPerWeightChunk),
+        partials_(scratch<T>((count_ - 1) * size_)) {
+    const int64_t P = g.Ho * g.Wo;
+    const bool winograd =
+        std::is_same_v<T, float> && G == 1 && winograd_weight_grad_applies(g, O);
+    const bool direct = std::is_same_v<T, float> && G == 1 && direct_conv_applies(g, O);
+    buffer_size_ =
+        winograd ? winograd_weight_grad_scratch_size(g, O, std::min(g.N, kImagesPerWeightChunk))
+        : direct ? direct_conv_weight_grad_scratch_size(g, O)
+        : is_pointwise(g) ? 0
+                          : g.C * g.kh * g.kw * P;
+  }
+
+  int64_t count() const { return count_; }
+
+  // Chunks [begin, end), in one working buffer: the thread's own for float (Note [Thread scratch]).
+  void operator()(int64_t begin, int64_t end) const {
+    if constexpr (std::is_same_v<T, float>) {
+      ThreadScratch buffer(buffer_size_);
+      run(begin, end, buffer.data());
+    } else {
+      Tensor buffer = scratch<T>(buffer_size_);
+      run(begin, end, buffer.data_ptr<T>());
     }
-  });
-  if (chunks > 1) {
-    const T* p = partials.data_ptr<T>();
-    parallel_for(0, size, 4096, [&](int64_t begin, int64_t end) {
-      for (int64_t c = 1; c < chunks; ++c) {
-        const T* part = p + (c - 1) * size;
-        for (int64_t i = begin; i < end; ++i) gw[i] += part[i];
+  }
+
+  // gw += the other chunks' partials, in chunk order.
+  void finish() const {
+    if (count_ == 1) return;
+    const T* p = partials_.data_ptr<T>();
+    parallel_for(0, size_, 4096, [&](int64_t begin, int64_t end) {
+      for (int64_t c = 1; c < count_; ++c) {
+        const T* part = p + (c - 1) * size_;
+        for (int64_t i = begin; i < end; ++i) gw_[i] += part[i];
       }
     });
   }
-}
 
-// The input gradient by transposed GEMM + col2im, image by image (strided or 1x1 convolutions).
+ private:
+  void run(int64_t begin, int64_t end, T* buffer) const {
+    for (int64_t c = begin; c < end; ++c) {
+      T* target = c == 0 ? gw_ : partials_.data_ptr<T>() + (c - 1) * size_;
+      std::fill(target, target + size_, T(0));
+      weight_grad_images<T>(in_, go_, g_, O_, G_, target, c * kImagesPerWeightChunk,
+                            std::min(g_.N, (c + 1) * kImagesPerWeightChunk), buffer);
+    }
+  }
+
+  const T* in_;
+  const T* go_;
+  const ConvGeometry& g_;
+  int64_t O_, G_;
+  T* gw_;
+  int64_t size_, count_;
+  Tensor partials_;
+  int64_t buffer_size_ = 0;
+};
+
+// The input gradient of images [begin, end) once its kernel is prepared. Stride-1 layers
+// (input_grad_is_a_conv): the convolution of grad_out with the flipped, transposed kernel -- by
+// Winograd from its transform, which reads the kernel flipped where it is, or else by im2col + GEMM
+// from a flipped copy. Strided and 1x1 layers: a transposed GEMM + col2im per image.
 template <typename T>
-void input_grad_by_gemm(const T* w, const T* go, const ConvGeometry& g, int64_t O, int64_t G,
-                        T* gi) {
-  const int64_t Og = O / G, Cg = g.C / G, K = Cg * g.kh * g.kw, P = g.Ho * g.Wo;
-  ConvGeometry one = g;
-  one.N = 1;
-  parallel_for(0, g.N, 1, [&](int64_t begin, int64_t end) {
-    Tensor gcols = scratch<T>(is_pointwise(g) ? 0 : g.C * g.kh * g.kw * P);
-    for (int64_t n = begin; n < end; ++n) {
-      T* gi_n = gi + n * g.C * g.H * g.W;
-      T* target = is_pointwise(g) ? gi_n : gcols.data_ptr<T>();
-      for (int64_t grp = 0; grp < G; ++grp) {
-        MapMatrix<T>(target + grp * K * P, K, P).noalias() =
-            ConstMapMatrix<T>(w + grp * Og * K, Og, K).transpose() *
-            ConstMapMatrix<T>(go + (n * O + grp * Og) * P, Og, P);
+class InputGradImages {
+ public:
+  InputGradImages(const Tensor& grad_out, const Tensor& weight, const ConvGeometry& g, int64_t G,
+                  const Tensor& grad_input)
+      : g_(g), t_(g), O_(weight.size(0)), G_(G), go_(grad_out.data_ptr<T>()),
+        w_(weight.data_ptr<T>()), gi_(grad_input.data_ptr<T>()) {
+    if (!input_grad_is_a_conv(g)) return;
+    path_ = Path::kConv;
+    t_ = ConvGeometry{g.N, O_, g.Ho, g.Wo, g.kh, g.kw, 1, 1,
+                      g.dh * (g.kh - 1) - g.ph, g.dw * (g.kw - 1) - g.pw, g.dh, g.dw, g.H, g.W};
+    if constexpr (std::is_same_v<T, float>) {
+      if (G == 1 && winograd_conv_applies(t_, g.C)) {
+        path_ = Path::kWinograd;
+        kernel_ = scratch<float>(winograd_weight_size(t_, g.C));  // shared by every image
+        winograd_transform_weight(w_, WinogradWeight::kFlippedTransposed, t_, g.C,
+                                  kernel_.data_ptr<float>());
+        return;
       }
-      if (!is_pointwise(g)) {
-        std::fill(gi_n, gi_n + g.C * g.H * g.W, T(0));
+    }
+    kernel_ = flipped_transposed_weight<T>(weight, G);
+  }
+
+  // The images per call that fill Winograd's GEMM tiles (more than one on small maps), else 1.
+  int64_t grain() const {
+    if constexpr (std::is_same_v<T, float>) {
+      if (path_ == Path::kWinograd) return winograd_images_per_call(t_);
+    }
+    return 1;
+  }
+
+  void operator()(int64_t begin, int64_t end) const {
+    if (path_ == Path::kGemm) {
+      gemm_images(begin, end);
+      return;
+    }
+    if constexpr (std::is_same_v<T, float>) {
+      if (path_ == Path::kWinograd) {
+        winograd_forward_images(go_, kernel_.data_ptr<float>(), nullptr, t_, g_.C, gi_, begin, end);
+        return;
+      }
+    }
+    conv_forward_images<T>(go_, kernel_.data_ptr<T>(), nullptr, t_, g_.C, G_, gi_, begin, end);
+  }
+
+ private:
+  enum class Path { kWinograd, kConv, kGemm };
+
+  void gemm_images(int64_t begin, int64_t end) const {
+    const int64_t Og = O_ / G_, Cg = g_.C / G_, K = Cg * g_.kh * g_.kw, P = g_.Ho * g_.Wo;
+    ConvGeometry one = g_;
+    one.N = 1;
+    Tensor gcols = scratch<T>(is_pointwise(g_) ? 0 : g_.C * g_.kh * g_.kw * P);
+    for (int64_t n = begin; n < end; ++n) {
+      T* gi_n = gi_ + n * g_.C * g_.H * g_.W;
+      T* target = is_pointwise(g_) ? gi_n : gcols.data_ptr<T>();
+      for (int64_t grp = 0; grp < G_; ++grp) {
+        MapMatrix<T>(target + grp * K * P, K, P).noalias() =
+            ConstMapMatrix<T>(w_ + grp * Og * K, Og, K).transpose() *
+            ConstMapMatrix<T>(go_ + (n * O_ + grp * Og) * P, Og, P);
+      }
+      if (!is_pointwise(g_)) {
+        std::fill(gi_n, gi_n + g_.C * g_.H * g_.W, T(0));
         col2im(gcols.data_ptr<T>(), one, gi_n);
       }
     }
-  });
-}
+  }
+
+  const ConvGeometry& g_;
+  ConvGeometry t_;  // the input gradient's own convolution (kWinograd, kConv)
+  int64_t O_, G_;
+  const T* go_;
+  const T* w_;
+  T* gi_;
+  Path path_ = Path::kGemm;
+  Tensor kernel_;  // Winograd's transform, or the flipped copy
+};
 
 template <typename T>
 void conv_backward_impl(const Tensor& grad_out, const Tensor& input, const Tensor& weight,
@@ -268,17 +342,23 @@ void conv_backward_impl(const Tensor& grad_out, const Tensor& input, const Tenso
                         const Tensor& grad_weight, const Tensor& grad_bias) {
   const int64_t O = weight.size(0), P = g.Ho * g.Wo;
   const T* go = grad_out.data_ptr<T>();
-  if (grad_input.defined()) {
-    if (input_grad_is_a_conv(g)) {
-      ConvGeometry t{g.N, O, g.Ho, g.Wo, g.kh, g.kw, 1, 1,
-                     g.dh * (g.kh - 1) - g.ph, g.dw * (g.kw - 1) - g.pw, g.dh, g.dw, g.H, g.W};
-      input_grad_by_conv<T>(grad_out, weight, t, G, grad_input);
-    } else {
-      input_grad_by_gemm<T>(weight.data_ptr<T>(), go, g, O, G, grad_input.data_ptr<T>());
-    }
-  }
-  if (grad_weight.defined()) {
-    weight_grad<T>(input.data_ptr<T>(), go, g, O, G, grad_weight.data_ptr<T>());
+  // The two gradients are independent: with both, one region runs the weight gradient's chunks
+  // and the input gradient's images (Note [Two-part regions]).
+  if (grad_input.defined() && grad_weight.defined()) {
+    const InputGradImages<T> input_grad(grad_out, weight, g, G, grad_input);
+    const WeightGradChunks<T> weight_grad(input.data_ptr<T>(), go, g, O, G,
+                                          grad_weight.data_ptr<T>());
+    parallel_for_two_parts(
+        weight_grad.count(), [&](int64_t chunk) { weight_grad(chunk, chunk + 1); }, g.N,
+        input_grad.grain(), input_grad);
+    weight_grad.finish();
+  } else if (grad_input.defined()) {
+    parallel_for(0, g.N, 1, InputGradImages<T>(grad_out, weight, g, G, grad_input));
+  } else if (grad_weight.defined()) {
+    const WeightGradChunks<T> weight_grad(input.data_ptr<T>(), go, g, O, G,
+                                          grad_weight.data_ptr<T>());
+    parallel_for(0, weight_grad.count(), 1, weight_grad);
+    weight_grad.finish();
   }
   if (grad_bias.defined()) {
     T* gb = grad_bias.data_ptr<T>();

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <numeric>
 #include <string>
 #include <thread>
 #include <utility>
@@ -139,6 +140,125 @@ TEST_F(ParallelTest, SharesAreCutIntoPiecesThatShrinkTowardsTheBack) {
             (std::vector<int64_t>{0, 8, 16, 24, 28, 30, 31, 32}));
 }
 
+// Note [Two-part regions]: thread t's run is its static share of the heavy items, one piece each,
+// then its static share of the light elements in equal pieces (at most per_thread, none under the
+// grain unless the share is), numbered after the heavy items.
+TEST_F(ParallelTest, TwoPartRunsHoldHeavyItemsThenEqualLightPieces) {
+  struct Case { int64_t heavy, light; int threads; int64_t per_thread, grain; };
+  for (const Case& c : {Case{16, 64, 2, 32, 1}, Case{16, 64, 2, 32, 4}, Case{3, 7, 4, 32, 1},
+                        Case{0, 100, 3, 8, 1}, Case{5, 0, 2, 32, 1}, Case{2, 6, 2, 32, 4}}) {
+    SCOPED_TRACE(::testing::Message() << "heavy " << c.heavy << " light " << c.light << " threads "
+                                      << c.threads << " per_thread " << c.per_thread << " grain "
+                                      << c.grain);
+    const int64_t room = c.heavy + c.threads * c.per_thread;
+    std::vector<int64_t> begins(room, -1), ends(room, -1);
+    std::vector<detail::PieceRun> runs(c.threads);
+    const int64_t pieces = detail::cut_two_parts(c.heavy, c.light, c.threads, c.per_thread,
+                                                 c.grain, begins.data(), ends.data(), runs.data());
+    std::vector<int> covered(c.heavy + c.light, 0);
+    int64_t next_piece = 0;
+    for (int t = 0; t < c.threads; ++t) {
+      // Heavy items are shared by every thread; light ones by as many as they have grains.
+      const auto share_of = [](int64_t n, int64_t parts, int64_t k) {
+        return k >= parts ? n : k * (n / parts) + std::min<int64_t>(k, n % parts);
+      };
+      const int64_t light_threads =
+          std::max<int64_t>(1, std::min<int64_t>(c.threads, c.light / c.grain));
+      const auto heavy_share = [&](int64_t k) { return share_of(c.heavy, c.threads, k); };
+      const auto light_share_begin = [&](int64_t k) { return share_of(c.light, light_threads, k); };
+      std::vector<int64_t> heavy_items, light_lengths;
+      int64_t p;
+      while (detail::take_piece(runs[t], /*from_back=*/false, &p)) {
+        ASSERT_EQ(p, next_piece++);
+        for (int64_t i = begins[p]; i < ends[p]; ++i) covered[i]++;
+        if (begins[p] < c.heavy) {
+          ASSERT_EQ(ends[p], begins[p] + 1) << "thread " << t << ": a heavy piece is one item";
+          ASSERT_TRUE(light_lengths.empty()) << "thread " << t << ": heavy items come first";
+          heavy_items.push_back(begins[p]);
+        } else {
+          light_lengths.push_back(ends[p] - begins[p]);
+          EXPECT_EQ(begins[p], c.heavy + light_share_begin(t) +
+                                   std::accumulate(light_lengths.begin(), light_lengths.end() - 1,
+                                                   int64_t{0}))
+              << "thread " << t << ": its light pieces are its share, in order";
+        }
+      }
+      std::vector<int64_t> expected_heavy;
+      for (int64_t i = heavy_share(t); i < heavy_share(t + 1); ++i) expected_heavy.push_back(i);
+      EXPECT_EQ(heavy_items, expected_heavy) << "thread " << t;
+      const int64_t light_share = light_share_begin(t + 1) - light_share_begin(t);
+      EXPECT_EQ(std::accumulate(light_lengths.begin(), light_lengths.end(), int64_t{0}),
+                light_share);
+      EXPECT_LE(static_cast<int64_t>(light_lengths.size()), c.per_thread) << "thread " << t;
+      if (!light_lengths.empty()) {
+        const auto [shortest, longest] =
+            std::minmax_element(light_lengths.begin(), light_lengths.end());
+        EXPECT_LE(*longest - *shortest, 1) << "thread " << t << ": light pieces are equal";
+        EXPECT_GE(*shortest, std::min(c.grain, c.light)) << "thread " << t;
+      }
+    }
+    EXPECT_EQ(next_piece, pieces);
+    for (size_t i = 0; i < covered.size(); ++i) EXPECT_EQ(covered[i], 1) << "element " << i;
+  }
+}
+
+// Every heavy item once and every light element once, at any thread count; inline at 1 thread.
+TEST_F(ParallelTest, ParallelForTwoPartsRunsEveryItemOnce) {
+  struct Case { int64_t heavy, light, grain; };
+  for (int threads : {1, 2, 3, 4}) {
+    set_num_threads(threads);
+    for (const Case& c : {Case{16, 64, 1}, Case{16, 64, 4}, Case{0, 10, 1}, Case{5, 0, 1},
+                          Case{3, 7, 4}, Case{1, 1, 1}}) {
+      SCOPED_TRACE(::testing::Message() << threads << " threads, heavy " << c.heavy << " light "
+                                        << c.light << " grain " << c.grain);
+      std::vector<std::atomic<int>> heavy_hits(c.heavy), light_hits(c.light);
+      std::atomic<int> light_calls{0}, short_calls{0};
+      parallel_for_two_parts(
+          c.heavy, [&](int64_t i) { heavy_hits[i]++; }, c.light, c.grain,
+          [&](int64_t b, int64_t e) {
+            light_calls++;
+            if (e - b < std::min(c.grain, c.light)) short_calls++;
+            for (int64_t i = b; i < e; ++i) light_hits[i]++;
+          });
+      for (int64_t i = 0; i < c.heavy; ++i) EXPECT_EQ(heavy_hits[i].load(), 1) << "heavy " << i;
+      for (int64_t i = 0; i < c.light; ++i) EXPECT_EQ(light_hits[i].load(), 1) << "light " << i;
+      EXPECT_EQ(short_calls.load(), 0) << "a light chunk under the grain";
+      if (threads == 1) {
+        EXPECT_EQ(light_calls.load(), c.light > 0 ? 1 : 0);
+      }
+    }
+  }
+}
+
+// A thread held up in a heavy item leaves its light share to the others: the region ends on
+// light pieces, not on a second heavy item.
+TEST_F(ParallelTest, TwoPartRegionGivesAHeldUpThreadsLightShareToTheOthers) {
+  set_num_threads(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int64_t> light_by_caller{0};
+  std::atomic<bool> others_ran{false};
+  parallel_for_two_parts(
+      2,
+      [&](int64_t i) {
+        if (std::this_thread::get_id() == caller && i == 0) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+      },
+      64, 1,
+      [&](int64_t b, int64_t e) {
+        if (std::this_thread::get_id() == caller) {
+          light_by_caller += e - b;
+        } else {
+          others_ran = true;
+        }
+      });
+  // OpenMP may start fewer threads than asked; then the caller runs everything.
+  if (others_ran) {
+    EXPECT_LE(light_by_caller.load(), 1) << "the caller ran " << light_by_caller.load()
+                                         << " of 64 light elements after 50 ms in a heavy item";
+  }
+}
+
 // parallel_for_static calls f once per thread's share, whichever thread runs it.
 TEST_F(ParallelTest, ParallelForStaticCallsOncePerShare) {
   set_num_threads(2);
@@ -164,14 +284,18 @@ TEST_F(ParallelTest, Conv2dForwardAndBackwardAreThreadCountInvariant) {
   Generator gen(1);
   // 3x3 stride 1 (direct kernel), 3x3 stride 2 (im2col + col2im), 1x1, grouped; batch 9 spans
   // three weight-gradient chunks with a partial last one.
-  struct Case { int64_t c, o, k, stride, pad, groups; };
+  // A 7x7 map runs Winograd's input gradient several images per call (its light grain, Note
+  // [Two-part regions]); float64 takes the generic kernels.
+  struct Case { int64_t c, o, k, stride, pad, groups, side = 14; ScalarType dtype = kFloat32; };
   for (const Case& cs : {Case{16, 16, 3, 1, 1, 1}, Case{8, 16, 3, 2, 1, 1}, Case{16, 32, 1, 1, 0, 1},
-                         Case{8, 8, 3, 1, 1, 2}}) {
+                         Case{8, 8, 3, 1, 1, 2}, Case{16, 16, 3, 1, 1, 1, 7},
+                         Case{8, 8, 3, 1, 1, 1, 14, kFloat64}}) {
     SCOPED_TRACE(::testing::Message() << "C=" << cs.c << " O=" << cs.o << " k=" << cs.k
-                                    << " stride=" << cs.stride << " groups=" << cs.groups);
-    Tensor x = randn({9, cs.c, 14, 14}, &gen);
-    Tensor w = randn({cs.o, cs.c / cs.groups, cs.k, cs.k}, &gen);
-    Tensor b = randn({cs.o}, &gen);
+                                    << " stride=" << cs.stride << " groups=" << cs.groups
+                                    << " side=" << cs.side << " " << dtype_name(cs.dtype));
+    Tensor x = randn({9, cs.c, cs.side, cs.side}, &gen).to(cs.dtype);
+    Tensor w = randn({cs.o, cs.c / cs.groups, cs.k, cs.k}, &gen).to(cs.dtype);
+    Tensor b = randn({cs.o}, &gen).to(cs.dtype);
     Conv2dParams p;
     p.stride = {cs.stride, cs.stride};
     p.padding = {cs.pad, cs.pad};
