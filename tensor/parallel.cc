@@ -116,13 +116,10 @@ int64_t cut_two_parts(int64_t heavy, int64_t light, int threads, int64_t per_thr
       ends[pieces] = i + 1;
     }
     // The light share in equal pieces: as many as per_thread allows, none under the grain. The
-    // light elements are shared by as many threads as they have grains, as parallel_for's are.
-    if (t >= light_threads) {
-      set_piece_run(runs[t], first, pieces);
-      continue;
-    }
-    const int64_t lo = share_begin(0, light, light_threads, t);
-    const int64_t hi = share_begin(0, light, light_threads, t + 1);
+    // light elements are shared by as many threads as they have grains, as parallel_for's are;
+    // the other threads' light shares are empty.
+    const int64_t lo = share_begin(0, light, light_threads, std::min(t, light_threads));
+    const int64_t hi = share_begin(0, light, light_threads, std::min(t + 1, light_threads));
     const int64_t count = std::min(per_thread, std::max<int64_t>(1, (hi - lo) / light_grain));
     for (int64_t k = 0; k < count && lo < hi; ++k, ++pieces) {
       begins[pieces] = heavy + share_begin(lo, hi, static_cast<int>(count), k);

@@ -1,6 +1,7 @@
 // Intra-op parallelism through OpenMP (GCC's libgomp), as PyTorch's ATen/ParallelOpenMP.h.
 // set_num_threads(n) sets the threads every parallel kernel uses; kernels split work with
-// parallel_for (or, for two independent jobs of different grain, parallel_for_two_parts). Note [Deterministic parallel kernels]: a kernel's result never depends on the
+// parallel_for (or, for two independent jobs of different grain, parallel_for_two_parts).
+// Note [Deterministic parallel kernels]: a kernel's result never depends on the
 // number of threads, nor on how parallel_for cuts the range or which thread runs a chunk. Work is
 // split only where elements are independent (an image, an output channel, a run of elements); sums
 // over a split dimension use fixed-size chunks whose partial results are combined in chunk order,

@@ -155,17 +155,17 @@ TEST_F(ParallelTest, TwoPartRunsHoldHeavyItemsThenEqualLightPieces) {
     std::vector<detail::PieceRun> runs(c.threads);
     const int64_t pieces = detail::cut_two_parts(c.heavy, c.light, c.threads, c.per_thread,
                                                  c.grain, begins.data(), ends.data(), runs.data());
+    // Heavy items are shared by every thread; light ones by as many as they have grains.
+    const auto share_of = [](int64_t n, int64_t parts, int64_t k) {
+      return k >= parts ? n : k * (n / parts) + std::min<int64_t>(k, n % parts);
+    };
+    const int64_t light_threads =
+        std::max<int64_t>(1, std::min<int64_t>(c.threads, c.light / c.grain));
+    const auto heavy_share = [&](int64_t k) { return share_of(c.heavy, c.threads, k); };
+    const auto light_share_begin = [&](int64_t k) { return share_of(c.light, light_threads, k); };
     std::vector<int> covered(c.heavy + c.light, 0);
     int64_t next_piece = 0;
     for (int t = 0; t < c.threads; ++t) {
-      // Heavy items are shared by every thread; light ones by as many as they have grains.
-      const auto share_of = [](int64_t n, int64_t parts, int64_t k) {
-        return k >= parts ? n : k * (n / parts) + std::min<int64_t>(k, n % parts);
-      };
-      const int64_t light_threads =
-          std::max<int64_t>(1, std::min<int64_t>(c.threads, c.light / c.grain));
-      const auto heavy_share = [&](int64_t k) { return share_of(c.heavy, c.threads, k); };
-      const auto light_share_begin = [&](int64_t k) { return share_of(c.light, light_threads, k); };
       std::vector<int64_t> heavy_items, light_lengths;
       int64_t p;
       while (detail::take_piece(runs[t], /*from_back=*/false, &p)) {
