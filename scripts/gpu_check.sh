@@ -14,6 +14,8 @@
 #             PyTorch's (torch.profiler, 2 steps)
 #   cpubench  bench/resnet_bench.sh at avx512/avx2 x 1/2 threads, REPS times, then 4, 8, 16 threads
 #   ddpbench  bench/ddp_bench.sh scaling, REPS times (TORCH=0 skips PyTorch)
+#   cpuprofile where a 2-thread CPU step waits: resnet_train_bench at 1 and 2 threads pinned to
+#             CPUs 0,1 with EMBER_PARALLEL_PROFILE=1 (per call site), avx512 and avx2
 # Logs go to $OUT (default /tmp/gpu_check): log.txt and logs.tgz with one log per suite.
 # BUNDLE=path (default .gpu/bundle.tar.xz), PYTHON=the Python holding PyTorch (default python3),
 # REPS (3), STEPS/WARMUP (20/5) for the CPU benchmarks.
@@ -128,6 +130,18 @@ if [[ "$parts" == *" cpubench "* ]]; then
   for threads in 4 8 16; do
     EMBER_CPU_CAPABILITY=avx512 timeout 60 "$d/bench/resnet_train_bench" --steps="${STEPS:-20}" \
       --warmup="${WARMUP:-5}" --threads=$threads | grep RESULT
+  done
+fi
+
+if [[ "$parts" == *" cpuprofile "* ]]; then
+  echo "== CPU: where 2 threads wait (EMBER_PARALLEL_PROFILE) $(elapsed)"
+  for level in avx512 avx2; do
+    for threads in 1 2; do
+      echo "-- $level, $threads thread(s), CPUs 0,1"
+      EMBER_PARALLEL_PROFILE=1 EMBER_CPU_CAPABILITY=$level timeout 60 taskset -c 0,1 \
+        "$d/bench/resnet_train_bench" --steps="${STEPS:-20}" --warmup=3 --threads=$threads 2>&1 |
+        grep -E 'RESULT|parallel regions|^ ' | cut -c1-160 | awk 'NR <= 16'
+    done
   done
 fi
 
