@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Packs the GPU suites and benchmarks for a machine that has a GPU but no Bazel, no Debian
 # libraries and no Debian OpenMPI (the H100/H200 machines lent to some sessions): the
-# --config=cuda binaries of every test tagged "cuda" and of the GPU and CPU benchmarks, the shared
+# --config=cuda binaries of every test tagged "cuda", of the CPU op suites that run once per
+# capability level (tests/common/cpu_capability_test.bzl: their AVX-512 copies skip on a CPU
+# without it, and the GPU machine's Xeon has it) and of the GPU and CPU benchmarks, the shared
 # libraries they load besides glibc, libstdc++ and CUDA's own (cudart, cuBLAS, NCCL: the GPU
 # machine has those), and OpenMPI with its plugins under a prefix of its own (OPAL_PREFIX).
 #   scripts/gpu_bundle.sh            -> .gpu/bundle.tar.xz (about 22 MB)
@@ -12,12 +14,14 @@ out=.gpu
 stage="$out/stage"
 bin=bazel-out/k8-fastbuild/bin  # the CUDA config shares the default output tree (.bazelrc)
 mapfile -t tests < <(bazel query 'attr(tags, "cuda", tests(//...))' 2>/dev/null)
+# One copy of each per-level suite: the level is EMBER_CPU_CAPABILITY's, set by gpu_check.sh.
+mapfile -t level_tests < <(bazel query 'attr(name, "_avx512$", tests(//...))' 2>/dev/null)
 benches=(//bench:gpu_bench //bench:ddp_bench //bench:nccl_allreduce_bench //bench:resnet_train_bench
   //bench:gemm_bench //bench:conv_bench)
-bazel build --config=cuda "${tests[@]}" "${benches[@]}"
+bazel build --config=cuda "${tests[@]}" "${level_tests[@]}" "${benches[@]}"
 
 rm -rf "$stage"
-mkdir -p "$stage/tests" "$stage/bench" "$stage/lib" "$stage/ompi"
+mkdir -p "$stage/tests" "$stage/cpu" "$stage/bench" "$stage/lib" "$stage/ompi"
 built=()
 for t in "${tests[@]}"; do
   path="${t#//}"; path="${path/://}"
@@ -29,11 +33,16 @@ for t in "${tests[@]}"; do
   cp "$bin/$path" "$stage/tests/"
   built+=("$bin/$path")
 done
+for t in "${level_tests[@]}"; do
+  path="${t#//}"; path="${path/://}"
+  cp "$bin/$path" "$stage/cpu/$(basename "${path%_avx512}")"
+  built+=("$bin/$path")
+done
 for b in "${benches[@]}"; do
   cp "$bin/bench/${b#//bench:}" "$stage/bench/"
   built+=("$bin/bench/${b#//bench:}")
 done
-strip --strip-debug "$stage"/tests/* "$stage"/bench/*
+strip --strip-debug "$stage"/tests/* "$stage"/cpu/* "$stage"/bench/*
 
 # Libraries from Debian and Bazel's _solib (fastbuild links tests against per-target .so files),
 # resolved from the binaries where they were built.

@@ -2,9 +2,11 @@
 # Runs scripts/gpu_bundle.sh's bundle on a machine with a GPU and no Bazel, from the repository
 # root (the bench scripts are read from the checkout):
 #   scripts/gpu_check.sh [PART ...]
-# PARTs (default: env tests mpitests gpubench gpuddp):
+# PARTs (default: env tests cputests mpitests gpubench gpuddp):
 #   env       CPU, GPU, driver, PyTorch, MPI
 #   tests     every single-process GPU suite (gtest binaries, 90 s each)
+#   cputests  the CPU op suites at every capability level (avx512, avx2, default; a level the CPU
+#             lacks reports its tests skipped), the check a machine without AVX-512 cannot make
 #   mpitests  ProcessGroupNCCL and DDP-on-CUDA suites under mpirun -np 1 and 2 (one GPU: NCCL at
 #             world 1; two ranks run the MPI backend's staging tests and skip the NCCL ones)
 #   gpubench  bench/gpu_bench.sh (GEMM vs cuBLAS, ResNet-20 step vs PyTorch)
@@ -24,7 +26,7 @@ cd "$(dirname "$0")/.."
 out="${OUT:-/tmp/gpu_check}"
 mkdir -p "$out"
 exec > >(tee -a "$out/log.txt") 2>&1
-parts=" ${*:-env tests mpitests gpubench gpuddp} "
+parts=" ${*:-env tests cputests mpitests gpubench gpuddp} "
 d=/tmp/ember_gpu_bundle
 t0=$(date +%s)
 elapsed() { echo "[+$(($(date +%s) - t0))s]"; }
@@ -70,6 +72,19 @@ if [[ "$parts" == *" tests "* ]]; then
     rc=$?
     echo "$n rc=$rc $(summary "$out/t_$n.log") $(elapsed)"
     [[ $rc != 0 ]] && grep -E "Failure|FAILED|rror|what\(\)" "$out/t_$n.log" | head -12
+  done
+fi
+
+if [[ "$parts" == *" cputests "* ]]; then
+  echo "== CPU op suites at every capability level $(elapsed)"
+  for t in "$d"/cpu/*; do
+    n=$(basename "$t")
+    for level in avx512 avx2 default; do
+      EMBER_CPU_CAPABILITY=$level timeout 120 "$t" --gtest_brief=1 --gtest_color=no >"$out/t_${n}_$level.log" 2>&1
+      rc=$?
+      echo "$n $level rc=$rc $(summary "$out/t_${n}_$level.log") $(elapsed)"
+      [[ $rc != 0 ]] && grep -E "Failure|FAILED|rror|what\(\)" "$out/t_${n}_$level.log" | head -12
+    done
   done
 fi
 
