@@ -6,7 +6,7 @@
 # without it, and the GPU machine's Xeon has it) and of the GPU and CPU benchmarks, the shared
 # libraries they load besides glibc, libstdc++ and CUDA's own (cudart, cuBLAS, NCCL: the GPU
 # machine has those), and OpenMPI with its plugins under a prefix of its own (OPAL_PREFIX).
-#   scripts/gpu_bundle.sh            -> .gpu/bundle.tar.xz (about 22 MB)
+#   scripts/gpu_bundle.sh            -> .gpu/bundle.tar.xz (about 29 MB)
 # Then, there, from the repository root: scripts/gpu_check.sh (see its header).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -48,6 +48,15 @@ run gemm_help 60 "$gemm" --help
 expect_success gemm_help
 grep -q -F -- "--benchmark_filter" "$work/gemm_help.out"
 check "gemm_bench --help names the pass-through flags" $?
+# Repetitions run in random order unless told otherwise; the table is in size order either way.
+for interleave in "" --benchmark_enable_random_interleaving=false; do
+  run gemm_table 120 "$gemm" '--benchmark_filter=/(256|64)$' --benchmark_repetitions=3 \
+    --benchmark_min_time=0.001 $interleave
+  expect_success gemm_table
+  sed -n '/^op /,$p' "$work/gemm_table.out" | awk '$1 == "matmul_f32" && $6 > 0 { print $2 }' |
+    tr '\n' ' ' | grep -q -x '64 256 '
+  check "gemm_bench ${interleave:-(interleaved)}: a ratio for 64 and 256, in size order" $?
+done
 
 echo "== allreduce_bench and ddp_bench under mpirun (2 ranks: rank 0 alone reports)" >&2
 bad allreduce_rounds "^allreduce_bench: --rounds: '0' is not positive" "${MPIRUN[@]}" -np 2 "$allreduce" --rounds=0
