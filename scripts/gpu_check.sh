@@ -153,9 +153,13 @@ if [[ "$parts" == *" cpuprofile "* ]]; then
   for level in avx512 avx2; do
     for threads in 1 2; do
       echo "-- $level, $threads thread(s), CPUs 0,1"
+      # The report goes to stderr at exit, before stdout's RESULT line is flushed: read them apart.
+      # The whole report (call sites are long template names) is kept in logs.tgz.
+      report="$out/t_profile_${level}_$threads.log"
       EMBER_PARALLEL_PROFILE=1 EMBER_CPU_CAPABILITY=$level timeout 60 taskset -c 0,1 \
-        "$d/bench/resnet_train_bench" --steps="${STEPS:-20}" --warmup=3 --threads=$threads 2>&1 |
-        grep -E 'RESULT|parallel regions|^ ' | cut -c1-160 | awk 'NR <= 16'
+        "$d/bench/resnet_train_bench" --steps="${STEPS:-20}" --warmup=3 --threads=$threads \
+        2>"$report" | grep RESULT
+      grep -E 'parallel regions|^ ' "$report" | cut -c1-200 | awk 'NR <= 16'
     done
   done
 fi
