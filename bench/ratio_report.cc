@@ -97,8 +97,9 @@ int run_with_ratio_table(int argc, char** argv, const char* rate_counter) {
     flags::configure(app);
     app.allow_extras();
     CLI::Option* threads_flag = flags::add_threads(app, &threads);
-    app.footer("Google Benchmark's flags pass through, e.g. --benchmark_filter=REGEX, --benchmark_repetitions=N "
-               "(5 unless given), --benchmark_enable_random_interleaving=false (true unless given), "
+    app.footer("Google Benchmark's flags pass through, e.g. --benchmark_filter=REGEX, "
+               "--benchmark_repetitions=N (5 unless given), "
+               "--benchmark_enable_random_interleaving=false (true unless given), "
                "--benchmark_min_time=SECONDS, --benchmark_list_tests, --benchmark_format=json.");
     if (flags::parse(app, argc, argv) == flags::Parsed::kHelp) return 0;
     if (threads_flag->count() > 0) set_num_threads(static_cast<int>(threads));
@@ -111,17 +112,14 @@ int run_with_ratio_table(int argc, char** argv, const char* rate_counter) {
   // one benchmark's repetitions take: repetitions of every benchmark run in random order, so ember
   // and its baseline see the same conditions (a 1024^3 GEMM ratio on a 2-vCPU VM, three runs:
   // 0.93 / 1.11 / 0.89 in sequence, 1.03 / 0.94 / 0.98 interleaved). The user's choices win.
-  std::vector<char*> args{argv[0]};
-  std::string reps = "--benchmark_repetitions=5";
-  std::string interleave = "--benchmark_enable_random_interleaving=true";
-  bool has_reps = false, has_interleave = false;
-  for (std::string& a : passed) {
-    if (a.rfind("--benchmark_repetitions", 0) == 0) has_reps = true;
-    if (a.rfind("--benchmark_enable_random_interleaving", 0) == 0) has_interleave = true;
-    args.push_back(a.data());
+  for (const char* flag :
+       {"--benchmark_repetitions=5", "--benchmark_enable_random_interleaving=true"}) {
+    const std::string name(flag, std::strchr(flag, '=') - flag);
+    const auto given = [&](const std::string& a) { return a.rfind(name, 0) == 0; };
+    if (std::none_of(passed.begin(), passed.end(), given)) passed.push_back(flag);
   }
-  if (!has_reps) args.push_back(reps.data());
-  if (!has_interleave) args.push_back(interleave.data());
+  std::vector<char*> args{argv[0]};
+  for (std::string& a : passed) args.push_back(a.data());
   int n = static_cast<int>(args.size());
   benchmark::Initialize(&n, args.data());
   if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;

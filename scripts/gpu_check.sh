@@ -63,15 +63,22 @@ if [[ "$parts" == *" env "* ]]; then
   mpirun --version 2>&1 | head -1
 fi
 
+# suite LABEL NAME COMMAND...: runs a gtest binary (COMMAND ends with it) into $out/t_NAME.log and
+# prints its PASSED/SKIPPED/FAILED counts, with the lines that say why when it fails.
+suite() {
+  local label="$1" log="$out/t_$2.log"
+  shift 2
+  "$@" --gtest_brief=1 --gtest_color=no >"$log" 2>&1
+  local rc=$?
+  echo "$label rc=$rc $(summary "$log") $(elapsed)"
+  [[ $rc != 0 ]] && grep -E "Failure|FAILED|rror|what\(\)|Signal|\] \[ *[0-9]+\]" "$log" | head -12
+}
+
 if [[ "$parts" == *" tests "* ]]; then
   echo "== GPU suites $(elapsed)"
   for t in "$d"/tests/*; do
     n=$(basename "$t")
-    [[ "$n" == *_bin ]] && continue
-    timeout 90 "$t" --gtest_brief=1 --gtest_color=no >"$out/t_$n.log" 2>&1
-    rc=$?
-    echo "$n rc=$rc $(summary "$out/t_$n.log") $(elapsed)"
-    [[ $rc != 0 ]] && grep -E "Failure|FAILED|rror|what\(\)" "$out/t_$n.log" | head -12
+    [[ "$n" == *_bin ]] || suite "$n" "$n" timeout 90 "$t"
   done
 fi
 
@@ -80,10 +87,7 @@ if [[ "$parts" == *" cputests "* ]]; then
   for t in "$d"/cpu/*; do
     n=$(basename "$t")
     for level in avx512 avx2 default; do
-      EMBER_CPU_CAPABILITY=$level timeout 120 "$t" --gtest_brief=1 --gtest_color=no >"$out/t_${n}_$level.log" 2>&1
-      rc=$?
-      echo "$n $level rc=$rc $(summary "$out/t_${n}_$level.log") $(elapsed)"
-      [[ $rc != 0 ]] && grep -E "Failure|FAILED|rror|what\(\)" "$out/t_${n}_$level.log" | head -12
+      suite "$n $level" "${n}_$level" env EMBER_CPU_CAPABILITY=$level timeout 120 "$t"
     done
   done
 fi
@@ -93,10 +97,7 @@ if [[ "$parts" == *" mpitests "* ]]; then
   for t in "$d"/tests/*_bin; do
     n=$(basename "$t")
     for np in 1 2; do
-      timeout 90 mpirun --bind-to none -np $np "$t" --gtest_brief=1 --gtest_color=no >"$out/t_${n}_np$np.log" 2>&1
-      rc=$?
-      echo "$n np$np rc=$rc $(summary "$out/t_${n}_np$np.log") $(elapsed)"
-      [[ $rc != 0 ]] && grep -E "Failure|FAILED|rror|what\(\)|Signal|\] \[ *[0-9]+\]" "$out/t_${n}_np$np.log" | head -12
+      suite "$n np$np" "${n}_np$np" timeout 90 mpirun --bind-to none -np $np "$t"
     done
   done
 fi
