@@ -83,11 +83,10 @@ def main():
         reference = conv_direct(x.astype(float), w.astype(float))
         results = [("direct float32", conv_direct(x, w))]
         results += [(name, conv_winograd(x, w, m, points)) for name, m, points in VARIANTS]
-        direct_rms = None
-        for name, y in results:
-            error = np.abs(y.astype(float) - reference)
+        errors = [(name, np.abs(y.astype(float) - reference)) for name, y in results]
+        direct_rms = np.sqrt((errors[0][1]**2).mean())
+        for name, error in errors:
             rms = np.sqrt((error**2).mean())
-            direct_rms = direct_rms or rms
             print(f"{channels:>3}x{size}x{size:<4} {name:<20} {error.max():9.2e} {rms:9.2e} "
                   f"{error.max() / np.abs(reference).max():9.2e} {rms / direct_rms:10.1f}")
 
