@@ -1,7 +1,7 @@
 // conv2d forward and backward CPU kernels: image by image, im2col into a per-thread buffer and one
 // GEMM per group straight into NCHW. Backward recomputes the columns rather than keeping them alive
 // between forward and backward. Float 3x3 stride-1 convolutions (ResNet's 3x3 layers: forward,
-// input gradient, and the weight gradient on maps of 32 tiles or more) run Winograd F(2x2, 3x3)
+// input gradient, and the weight gradient on maps of 16 tiles or more) run Winograd F(2x2, 3x3)
 // (tensor/cpu/winograd_conv.h); other stride-1 float convolutions on wide enough maps skip im2col
 // with the direct kernel (tensor/cpu/direct_conv.h).
 // Threads split the images (forward, input gradient) and fixed chunks of images (weight gradient;
@@ -32,8 +32,9 @@ template <typename T>
 using ConstMapMatrix = Eigen::Map<const RowMatrix<T>>;
 
 // Images per weight-gradient chunk: each chunk sums its images into its own buffer and the chunks
-// are added in order, so the result is the same for any thread count.
-constexpr int64_t kImagesPerWeightChunk = 4;
+// are added in order, so the result is the same for any thread count. 8 rather than 4: Winograd's
+// products run over a chunk's tiles side by side, and at 7x7 4 images were too short a product.
+constexpr int64_t kImagesPerWeightChunk = 8;
 
 // A 1x1, stride-1, unpadded convolution reads the input plane directly as its column matrix.
 bool is_pointwise(const ConvGeometry& g) {
@@ -166,11 +167,6 @@ void weight_grad_images(const T* in, const T* go, const ConvGeometry& g, int64_t
                         T* gw, int64_t begin, int64_t end, T* buffer) {
   const int64_t Og = O / G, Cg = g.C / G, K = Cg * g.kh * g.kw, P = g.Ho * g.Wo;
   if constexpr (std::is_same_v<T, float>) {
-    if (G == 1 && winograd_weight_grad_applies(g, O)) {
-      winograd_weight_grad(in + begin * g.C * g.H * g.W, go + begin * O * P, g, O, end - begin, gw,
-                           buffer);
-      return;
-    }
     if (G == 1 && direct_conv_applies(g, O)) {
       for (int64_t n = begin; n < end; ++n) {
         direct_conv_weight_grad(in + n * g.C * g.H * g.W, go + n * O * P, g, O, gw, buffer);
@@ -190,21 +186,23 @@ void weight_grad_images(const T* in, const T* go, const ConvGeometry& g, int64_t
 
 // The weight gradient in fixed chunks of kImagesPerWeightChunk images: chunk 0 accumulates into
 // gw itself, the others into partials that finish() adds in chunk order, so the result is the
-// same whichever thread runs a chunk (Note [Deterministic parallel kernels]).
+// same whichever thread runs a chunk (Note [Deterministic parallel kernels]). By Winograd, every
+// chunk's partial is its dU [16, O, C], and finish() transforms their ordered sum into gw once
+// (Note [Winograd weight gradient]).
 template <typename T>
 class WeightGradChunks {
  public:
   WeightGradChunks(const T* in, const T* go, const ConvGeometry& g, int64_t O, int64_t G, T* gw)
-      : in_(in), go_(go), g_(g), O_(O), G_(G), gw_(gw), size_(O * (g.C / G) * g.kh * g.kw),
+      : in_(in), go_(go), g_(g), O_(O), G_(G), gw_(gw),
+        winograd_(std::is_same_v<T, float> && G == 1 && winograd_weight_grad_applies(g, O)),
+        size_(winograd_ ? winograd_weight_size(g, O) : O * (g.C / G) * g.kh * g.kw),
         count_((g.N + kImagesPerWeightChunk - 1) / kImagesPerWeightChunk),
-        partials_(scratch<T>((count_ - 1) * size_)) {
+        partials_(scratch<T>((winograd_ ? count_ : count_ - 1) * size_)) {
     const int64_t P = g.Ho * g.Wo;
-    const bool winograd =
-        std::is_same_v<T, float> && G == 1 && winograd_weight_grad_applies(g, O);
     const bool direct = std::is_same_v<T, float> && G == 1 && direct_conv_applies(g, O);
     buffer_size_ =
-        winograd ? winograd_weight_grad_scratch_size(g, O, std::min(g.N, kImagesPerWeightChunk))
-        : direct ? direct_conv_weight_grad_scratch_size(g, O)
+        winograd_ ? winograd_weight_grad_scratch_size(g, O, std::min(g.N, kImagesPerWeightChunk))
+        : direct  ? direct_conv_weight_grad_scratch_size(g, O)
         : is_pointwise(g) ? 0
                           : g.C * g.kh * g.kw * P;
   }
@@ -222,25 +220,39 @@ class WeightGradChunks {
     }
   }
 
-  // gw += the other chunks' partials, in chunk order.
+  // gw += the other chunks' partials, in chunk order (Winograd: gw = G^T (sum of dU) G).
   void finish() const {
-    if (count_ == 1) return;
-    const T* p = partials_.data_ptr<T>();
-    parallel_for(0, size_, 4096, [&](int64_t begin, int64_t end) {
-      for (int64_t c = 1; c < count_; ++c) {
-        const T* part = p + (c - 1) * size_;
-        for (int64_t i = begin; i < end; ++i) gw_[i] += part[i];
-      }
-    });
+    T* p = partials_.data_ptr<T>();
+    T* sum = winograd_ ? p : gw_;
+    const T* first_part = winograd_ ? p + size_ : p;
+    if (count_ > 1) {
+      parallel_for(0, size_, 4096, [&](int64_t begin, int64_t end) {
+        for (int64_t c = 1; c < count_; ++c) {
+          const T* part = first_part + (c - 1) * size_;
+          for (int64_t i = begin; i < end; ++i) sum[i] += part[i];
+        }
+      });
+    }
+    if constexpr (std::is_same_v<T, float>) {
+      if (winograd_) winograd_weight_grad_transform(sum, g_, O_, gw_);
+    }
   }
 
  private:
   void run(int64_t begin, int64_t end, T* buffer) const {
     for (int64_t c = begin; c < end; ++c) {
+      const int64_t first = c * kImagesPerWeightChunk;
+      const int64_t last = std::min(g_.N, first + kImagesPerWeightChunk);
+      if constexpr (std::is_same_v<T, float>) {
+        if (winograd_) {
+          winograd_weight_grad(in_ + first * g_.C * g_.H * g_.W, go_ + first * O_ * g_.Ho * g_.Wo,
+                               g_, O_, last - first, partials_.data_ptr<T>() + c * size_, buffer);
+          continue;
+        }
+      }
       T* target = c == 0 ? gw_ : partials_.data_ptr<T>() + (c - 1) * size_;
       std::fill(target, target + size_, T(0));
-      weight_grad_images<T>(in_, go_, g_, O_, G_, target, c * kImagesPerWeightChunk,
-                            std::min(g_.N, (c + 1) * kImagesPerWeightChunk), buffer);
+      weight_grad_images<T>(in_, go_, g_, O_, G_, target, first, last, buffer);
     }
   }
 
@@ -249,6 +261,7 @@ class WeightGradChunks {
   const ConvGeometry& g_;
   int64_t O_, G_;
   T* gw_;
+  bool winograd_;
   int64_t size_, count_;
   Tensor partials_;
   int64_t buffer_size_ = 0;

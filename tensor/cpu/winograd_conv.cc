@@ -241,7 +241,10 @@ void transform_output(const float* m, int64_t ld, const ConvGeometry& g, int64_t
 // The gradient of M[x] = U[x] V[x] is dU[x] [O, C] = dM[x] [O, T] V[x]^T summed over images, with
 // dM = A dY A^T per tile (dY the tile's 2x2 output gradient) and then dg = G^T dU G per channel
 // pair: 16 products of length T per pair instead of 9 of length 4 T. Junk and padding tiles have
-// dY = 0, so their V columns (finite junk) add nothing.
+// dY = 0, so their V columns (finite junk) add nothing. G^T dU G is linear, so it runs once per
+// call on dU summed over every chunk of images (conv_kernels.cc's WeightGradChunks), not once per
+// chunk: at 7x7 with 64 channels, 16 per-chunk transforms of 4096 pairs cost as much as the
+// products (conv_bench's 7x7 weight gradient: 58 GFLOP/s with them, 72-78 without).
 
 // Row i of A dY, r = ca dY_0 + cb dY_1, then its four columns times A^T, for every tile:
 // dY_ab = p_a[2 t + b].
@@ -418,33 +421,34 @@ void winograd_conv(const float* in, const float* u, const ConvGeometry& g, int64
 }
 
 // Images transformed per pass of the weight gradient: their V and dM (16 (C + O) Tpad floats
-// each) stay within about 512 KB, in L2 for the products.
+// each) stay within about 1 MB, in L2 for the products (at 7x7 with 64 channels, 8 images: 512 KB
+// gave half as long products, and 2 MB spilt; conv_bench interleaved runs at avx512).
 int64_t images_per_pass(const ConvGeometry& g, int64_t O, const Tiling& t, int64_t images) {
-  constexpr int64_t kPassFloats = 128 * 1024;
+  constexpr int64_t kPassFloats = 256 * 1024;
   return std::clamp<int64_t>(kPassFloats / (16 * (g.C + O) * t.Tpad), 1, images);
 }
 
 bool winograd_weight_grad_applies(const ConvGeometry& g, int64_t O) {
-  // Smaller maps (7x7: 16 tiles) make each channel pair's product so short that the per-pair sums
-  // and transforms outweigh the multiplications saved (conv_bench 7x7 at avx512: 94 GFLOP/s
-  // against 129 for im2col + GEMM).
-  return winograd_conv_applies(g, O) && tiling(g).T >= 32;
+  // Smaller maps make each channel pair's product so short that the per-pair sums cost more than
+  // the multiplications saved. 7x7 (16 tiles) gains since G^T dU G runs once per call instead of
+  // once per chunk: conv_bench at avx512, 10 interleaved runs, medians 65 GFLOP/s against 58 for
+  // im2col + GEMM.
+  return winograd_conv_applies(g, O) && tiling(g).T >= 16;
 }
 
 int64_t winograd_weight_grad_scratch_size(const ConvGeometry& g, int64_t O, int64_t images) {
   const Tiling t = tiling(g);
   const int64_t L = images_per_pass(g, O, t, images) * t.Tpad;
-  return 16 * (g.C + O) * L + 16 * O * g.C + 2 * t.plane + 8 * t.S;  // planes: both transforms
+  return 16 * (g.C + O) * L + 2 * t.plane + 8 * t.S;  // planes: both transforms
 }
 
 void winograd_weight_grad(const float* in, const float* grad_out, const ConvGeometry& g, int64_t O,
-                          int64_t images, float* gw, float* scratch) {
+                          int64_t images, float* du, float* scratch) {
   const Tiling t = tiling(g);
   const int64_t pass = images_per_pass(g, O, t, images);
   float* v = scratch;
   float* dm = v + 16 * g.C * pass * t.Tpad;
-  float* du = dm + 16 * O * pass * t.Tpad;
-  float* planes = du + 16 * O * g.C;
+  float* planes = dm + 16 * O * pass * t.Tpad;
   float* h = planes + 2 * t.plane;
   std::memset(du, 0, sizeof(float) * static_cast<size_t>(16 * O * g.C));
   for (int64_t first = 0; first < images; first += pass) {
@@ -457,24 +461,28 @@ void winograd_weight_grad(const float* in, const float* grad_out, const ConvGeom
     }
     multiply_transposed(dm, v, g.C, O, L, du);
   }
-  // gw [o, c] += G^T dU G, in double.
+}
+
+void winograd_weight_grad_transform(const float* du, const ConvGeometry& g, int64_t O, float* gw) {
   const int64_t pairs = O * g.C;
-  for (int64_t pair = 0; pair < pairs; ++pair) {
-    double d[4][4];
-    for (int x = 0; x < 16; ++x) d[x / 4][x % 4] = du[x * pairs + pair];
-    double r[3][4];  // G^T dU
-    for (int j = 0; j < 4; ++j) {
-      r[0][j] = d[0][j] + 0.5 * (d[1][j] + d[2][j]);
-      r[1][j] = 0.5 * (d[1][j] - d[2][j]);
-      r[2][j] = 0.5 * (d[1][j] + d[2][j]) + d[3][j];
+  parallel_for(0, pairs, 256, [&](int64_t begin, int64_t end) {
+    for (int64_t pair = begin; pair < end; ++pair) {
+      double d[4][4];
+      for (int x = 0; x < 16; ++x) d[x / 4][x % 4] = du[x * pairs + pair];
+      double r[3][4];  // G^T dU
+      for (int j = 0; j < 4; ++j) {
+        r[0][j] = d[0][j] + 0.5 * (d[1][j] + d[2][j]);
+        r[1][j] = 0.5 * (d[1][j] - d[2][j]);
+        r[2][j] = 0.5 * (d[1][j] + d[2][j]) + d[3][j];
+      }
+      float* k = gw + pair * 9;
+      for (int a = 0; a < 3; ++a) {
+        k[a * 3] = static_cast<float>(r[a][0] + 0.5 * (r[a][1] + r[a][2]));
+        k[a * 3 + 1] = static_cast<float>(0.5 * (r[a][1] - r[a][2]));
+        k[a * 3 + 2] = static_cast<float>(0.5 * (r[a][1] + r[a][2]) + r[a][3]);
+      }
     }
-    float* k = gw + pair * 9;
-    for (int a = 0; a < 3; ++a) {
-      k[a * 3] += static_cast<float>(r[a][0] + 0.5 * (r[a][1] + r[a][2]));
-      k[a * 3 + 1] += static_cast<float>(0.5 * (r[a][1] - r[a][2]));
-      k[a * 3 + 2] += static_cast<float>(0.5 * (r[a][1] + r[a][2]) + r[a][3]);
-    }
-  }
+  });
 }
 
 }  // namespace ember::cpu::CPU_CAPABILITY

@@ -35,14 +35,17 @@ int64_t winograd_conv_scratch_size(const ConvGeometry& g, int64_t O, int64_t ima
 void winograd_conv(const float* in, const float* u, const ConvGeometry& g, int64_t O,
                    int64_t images, float* out, float* scratch);
 
-// Whether winograd_weight_grad handles this geometry: winograd_conv's, on maps of at least 32 tiles.
+// Whether winograd_weight_grad handles this geometry: winograd_conv's, on maps of at least 16 tiles.
 bool winograd_weight_grad_applies(const ConvGeometry& g, int64_t O);
-// The weight gradient of `images` consecutive images (Note [Winograd weight gradient]):
-// gw [O, C, 3, 3] += their sum, in one pass over the images' tiles side by side; `scratch` holds
-// winograd_weight_grad_scratch_size floats (any contents).
+// The weight gradient of `images` consecutive images in the transformed domain (Note [Winograd
+// weight gradient]): du [16, O, C] (winograd_weight_size floats) = their dU, summed in one pass
+// over the images' tiles side by side; `scratch` holds winograd_weight_grad_scratch_size floats
+// (any contents). winograd_weight_grad_transform then sets gw [O, C, 3, 3] = G^T du G, once for
+// the dU of every image summed.
 int64_t winograd_weight_grad_scratch_size(const ConvGeometry& g, int64_t O, int64_t images);
 void winograd_weight_grad(const float* in, const float* grad_out, const ConvGeometry& g, int64_t O,
-                          int64_t images, float* gw, float* scratch);
+                          int64_t images, float* du, float* scratch);
+void winograd_weight_grad_transform(const float* du, const ConvGeometry& g, int64_t O, float* gw);
 
 }  // namespace CPU_CAPABILITY
 using namespace CPU_CAPABILITY;

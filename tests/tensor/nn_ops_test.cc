@@ -70,7 +70,7 @@ TEST(Conv2d, DirectFloatPathMatchesReference) {
   // Stride 1, no dilation, one group, >= 4 input and a multiple of 4 output channels, float32,
   // maps wide enough that the padded-width grid wastes <= 25%: the direct kernel
   // (tensor/cpu/direct_conv.cc) runs where Winograd does not apply (not 3x3, padding beyond 2; for
-  // the weight gradient also maps under 32 tiles), so ResNet's layers 1 and 2 below check the
+  // the weight gradient also maps under 16 tiles), so ResNet's layers 1 and 2 below check the
   // Winograd paths against float64 too. Widths whose grid is not a whole number of 24-column blocks
   // leave a partial last block; tap counts not a multiple of the weight-gradient tile (6 taps at
   // AVX-512, 3 at AVX2) leave partial tiles; big padding reads only zeros.
@@ -81,7 +81,7 @@ TEST(Conv2d, DirectFloatPathMatchesReference) {
       {{2, 8, 20, 20}, {4, 8, 5, 5}, {{1, 1}, {2, 2}, {1, 1}, 1}},
       {{1, 5, 6, 30}, {12, 5, 1, 3}, {{1, 1}, {0, 1}, {1, 1}, 1}},
       {{1, 4, 16, 16}, {4, 4, 3, 3}, {{1, 1}, {3, 3}, {1, 1}, 1}},     // padding beyond the kernel
-      {{2, 64, 7, 7}, {64, 64, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},    // 7x7: im2col + GEMM instead
+      {{2, 64, 7, 7}, {64, 64, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},    // 7x7: Winograd for all three
   };
   Generator gen(6);
   for (const auto& c : cases) {
@@ -114,8 +114,9 @@ double relative_max_error(const Tensor& got, const Tensor& want) {
 TEST(Conv2d, WinogradMatchesFloat64) {
   // Float32 3x3 stride-1 convolutions with >= 4 input and a multiple of 4 output channels run
   // Winograd F(2x2, 3x3) (tensor/cpu/winograd_conv.cc): forward, input and weight gradients (the
-  // weight gradient on maps of 32 tiles or more: 28x28, 14x14, 9x13, 8x17, 9x9 padded by 2 and
-  // 32x32 below; it sums chunks of 4 images, so cases of 1-3 images are one partial chunk). Odd
+  // weight gradient on maps of 16 tiles or more: all below but 9x3 and 3x11 out and the 1-tile
+  // maps; it sums the dU of chunks of 8 images before one G^T dU G, so 7x7's 10 images are two
+  // chunks, the second partial, and cases of 1-8 images one chunk). Odd
   // sizes leave half tiles; tile counts below, at and past one, two and three vectors of 4, 8 and 16
   // lanes; padding 0, 1 and 2 (the input gradient of padding 0 pads by 2); 1x1 and 2x2 maps; odd
   // widths with left padding, where the last tile wraps onto the next row (Note [Winograd flat
@@ -125,7 +126,7 @@ TEST(Conv2d, WinogradMatchesFloat64) {
   std::vector<ConvCase> cases = {
       {{2, 16, 28, 28}, {16, 16, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},  // ResNet-20's three stages
       {{2, 32, 14, 14}, {32, 32, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},
-      {{5, 64, 7, 7}, {64, 64, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},   // 4 images per GEMM, then 1
+      {{10, 64, 7, 7}, {64, 64, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},  // 2 images per GEMM
       {{1, 4, 1, 1}, {4, 4, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},       // one output, one tile
       {{3, 5, 2, 2}, {8, 5, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},
       {{1, 7, 9, 13}, {12, 7, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},     // odd both ways, 35 tiles

@@ -282,8 +282,8 @@ TEST_F(ParallelTest, ExceptionsInsideParallelForReachTheCaller) {
 
 TEST_F(ParallelTest, Conv2dForwardAndBackwardAreThreadCountInvariant) {
   Generator gen(1);
-  // 3x3 stride 1 (direct kernel), 3x3 stride 2 (im2col + col2im), 1x1, grouped; batch 9 spans
-  // three weight-gradient chunks with a partial last one.
+  // 3x3 stride 1 (Winograd), 3x3 stride 2 (im2col + col2im), 1x1, grouped; batch 17 spans
+  // three weight-gradient chunks of 8 with a partial last one.
   // A 7x7 map runs Winograd's input gradient several images per call (its light grain, Note
   // [Two-part regions]); float64 takes the generic kernels.
   struct Case { int64_t c, o, k, stride, pad, groups, side = 14; ScalarType dtype = kFloat32; };
@@ -293,7 +293,7 @@ TEST_F(ParallelTest, Conv2dForwardAndBackwardAreThreadCountInvariant) {
     SCOPED_TRACE(::testing::Message() << "C=" << cs.c << " O=" << cs.o << " k=" << cs.k
                                     << " stride=" << cs.stride << " groups=" << cs.groups
                                     << " side=" << cs.side << " " << dtype_name(cs.dtype));
-    Tensor x = randn({9, cs.c, cs.side, cs.side}, &gen).to(cs.dtype);
+    Tensor x = randn({17, cs.c, cs.side, cs.side}, &gen).to(cs.dtype);
     Tensor w = randn({cs.o, cs.c / cs.groups, cs.k, cs.k}, &gen).to(cs.dtype);
     Tensor b = randn({cs.o}, &gen).to(cs.dtype);
     Conv2dParams p;
