@@ -47,13 +47,22 @@ Tensor scratch(int64_t numel) {
   return empty({numel}, dtype_of<T>());
 }
 
-// One image's column matrix [C*kh*kw, Ho*Wo]: im2col into `buffer`, or the plane itself.
+// One image's column matrix [C*kh*kw, Ho*Wo]: im2col into `buffer` (image_columns_size floats;
+// strided layers also keep their parity planes there), or the plane itself.
+inline int64_t image_columns_size(const ConvGeometry& g) {
+  return is_pointwise(g) ? 0 : g.C * g.kh * g.kw * g.Ho * g.Wo + im2col_parity_size(g);
+}
+
 template <typename T>
 const T* image_columns(const T* image, const ConvGeometry& g, T* buffer) {
   if (is_pointwise(g)) return image;
   ConvGeometry one = g;
   one.N = 1;
-  im2col(image, one, buffer);
+  if (im2col_by_parity(g)) {  // Note [Stride-2 columns from parity planes]
+    im2col_stride2(image, one, buffer, buffer + g.C * g.kh * g.kw * g.Ho * g.Wo);
+  } else {
+    im2col(image, one, buffer);
+  }
   return buffer;
 }
 
@@ -73,8 +82,7 @@ void conv_forward_images(const T* in, const T* w, const T* b, const ConvGeometry
                          int64_t G, T* o, int64_t begin, int64_t end) {
   const int64_t Og = O / G, Cg = g.C / G, K = Cg * g.kh * g.kw, P = g.Ho * g.Wo;
   const bool direct = std::is_same_v<T, float> && G == 1 && direct_conv_applies(g, O);
-  Tensor buffer = scratch<T>(direct ? direct_conv_scratch_size(g, O)
-                                    : is_pointwise(g) ? 0 : g.C * g.kh * g.kw * P);
+  Tensor buffer = scratch<T>(direct ? direct_conv_scratch_size(g, O) : image_columns_size(g));
   for (int64_t n = begin; n < end; ++n) {
     if constexpr (std::is_same_v<T, float>) {
       if (direct) direct_conv(in + n * g.C * g.H * g.W, w, g, O, o + n * O * P, buffer.data_ptr<T>());
@@ -198,13 +206,11 @@ class WeightGradChunks {
         size_(winograd_ ? winograd_weight_size(g, O) : O * (g.C / G) * g.kh * g.kw),
         count_((g.N + kImagesPerWeightChunk - 1) / kImagesPerWeightChunk),
         partials_(scratch<T>((winograd_ ? count_ : count_ - 1) * size_)) {
-    const int64_t P = g.Ho * g.Wo;
     const bool direct = std::is_same_v<T, float> && G == 1 && direct_conv_applies(g, O);
     buffer_size_ =
         winograd_ ? winograd_weight_grad_scratch_size(g, O, std::min(g.N, kImagesPerWeightChunk))
-        : direct  ? direct_conv_weight_grad_scratch_size(g, O)
-        : is_pointwise(g) ? 0
-                          : g.C * g.kh * g.kw * P;
+        : direct ? direct_conv_weight_grad_scratch_size(g, O)
+                 : image_columns_size(g);
   }
 
   int64_t count() const { return count_; }

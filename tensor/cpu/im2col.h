@@ -21,40 +21,109 @@ inline void valid_range(int64_t size, int64_t out, int64_t s, int64_t p, int64_t
   hi = std::max(lo, std::min(hi, out));
 }
 
+// d [Ho, Wo] = a plane [Hs, Ws] shifted by (dr, dq): d[oh, ow] = plane[oh + dr, ow + dq] where
+// that lies inside the plane, else 0. With Ws == Wo the rows are one long copy of the plane
+// shifted by a constant, plus zeroed borders, instead of Ho short ones.
+template <typename T>
+void shifted_plane(const T* __restrict plane, int64_t Hs, int64_t Ws, int64_t dr, int64_t dq,
+                   int64_t Ho, int64_t Wo, T* __restrict d) {
+  const int64_t h_lo = std::clamp<int64_t>(-dr, 0, Ho), h_hi = std::clamp<int64_t>(Hs - dr, h_lo, Ho);
+  const int64_t w_lo = std::clamp<int64_t>(-dq, 0, Wo), w_hi = std::clamp<int64_t>(Ws - dq, w_lo, Wo);
+  const int64_t begin = h_lo * Wo, end = h_hi * Wo;
+  for (int64_t k = 0; k < begin; ++k) d[k] = T(0);
+  for (int64_t k = end; k < Ho * Wo; ++k) d[k] = T(0);
+  if (Ws != Wo) {
+    for (int64_t oh = h_lo; oh < h_hi; ++oh) {
+      T* __restrict row = d + oh * Wo;
+      const T* __restrict s = plane + (oh + dr) * Ws + dq;
+      for (int64_t ow = 0; ow < w_lo; ++ow) row[ow] = T(0);
+      for (int64_t ow = w_lo; ow < w_hi; ++ow) row[ow] = s[ow];
+      for (int64_t ow = w_hi; ow < Wo; ++ow) row[ow] = T(0);
+    }
+    return;
+  }
+  const int64_t shift = dr * Ws + dq;
+  // Clamp so the copy never reads outside the plane; clamped slots are borders anyway.
+  const int64_t k0 = std::max(begin, -shift), k1 = std::min(end, Hs * Ws - shift);
+  for (int64_t k = begin; k < k0; ++k) d[k] = T(0);
+  for (int64_t k = k0; k < k1; ++k) d[k] = plane[k + shift];
+  for (int64_t k = std::max(k1, k0); k < end; ++k) d[k] = T(0);
+  // Column by column: a strided loop of stores, where a row-by-row loop of 1-element runs becomes
+  // one memset call per output row.
+  for (int64_t ow = 0; ow < w_lo; ++ow) {
+    for (int64_t oh = h_lo; oh < h_hi; ++oh) d[oh * Wo + ow] = T(0);
+  }
+  for (int64_t ow = w_hi; ow < Wo; ++ow) {
+    for (int64_t oh = h_lo; oh < h_hi; ++oh) d[oh * Wo + ow] = T(0);
+  }
+}
+
 // Stride 1 and "same" width (Wo == W): each (c, kh, kw) row of one image is the input plane
-// shifted by a constant offset, so it is one long copy plus zeroed borders instead of Ho short ones.
+// shifted by a constant offset.
 template <typename T>
 void im2col_same_width(const T* in, const ConvGeometry& g, T* cols) {
   const int64_t plane_in = g.H * g.W, plane_out = g.Ho * g.Wo, L = g.N * plane_out;
   for (int64_t c = 0; c < g.C; ++c) {
     for (int64_t i = 0; i < g.kh; ++i) {
-      int64_t h_lo, h_hi;
-      valid_range(g.H, g.Ho, 1, g.ph, i * g.dh, h_lo, h_hi);
       for (int64_t j = 0; j < g.kw; ++j) {
         T* row = cols + ((c * g.kh + i) * g.kw + j) * L;
-        int64_t w_lo, w_hi;
-        valid_range(g.W, g.Wo, 1, g.pw, j * g.dw, w_lo, w_hi);
-        const int64_t shift = (i * g.dh - g.ph) * g.W + (j * g.dw - g.pw);
         for (int64_t n = 0; n < g.N; ++n) {
-          const T* __restrict plane = in + (n * g.C + c) * plane_in;
-          T* __restrict d = row + n * plane_out;
-          const int64_t begin = h_lo * g.Wo, end = h_hi * g.Wo;
-          for (int64_t k = 0; k < begin; ++k) d[k] = T(0);
-          // Clamp so the copy never reads outside this plane; clamped slots are borders anyway.
-          const int64_t k0 = std::max(begin, -shift), k1 = std::min(end, plane_in - shift);
-          for (int64_t k = begin; k < k0; ++k) d[k] = T(0);
-          for (int64_t k = k0; k < k1; ++k) d[k] = plane[k + shift];
-          for (int64_t k = std::max(k1, k0); k < end; ++k) d[k] = T(0);
-          for (int64_t k = end; k < plane_out; ++k) d[k] = T(0);
-          // Column by column: a strided loop of stores, where a row-by-row loop of 1-element
-          // runs becomes one memset call per output row.
-          for (int64_t ow = 0; ow < w_lo; ++ow) {
-            for (int64_t oh = h_lo; oh < h_hi; ++oh) d[oh * g.Wo + ow] = T(0);
-          }
-          for (int64_t ow = w_hi; ow < g.Wo; ++ow) {
-            for (int64_t oh = h_lo; oh < h_hi; ++oh) d[oh * g.Wo + ow] = T(0);
-          }
+          shifted_plane(in + (n * g.C + c) * plane_in, g.H, g.W, i * g.dh - g.ph, j * g.dw - g.pw,
+                        g.Ho, g.Wo, row + n * plane_out);
         }
+      }
+    }
+  }
+}
+
+// Note [Stride-2 columns from parity planes]
+// With stride 2 (no dilation), tap (i, j) reads input row 2 oh + i - ph: row oh + floor((i - ph)
+// / 2) of the plane of rows of parity (i - ph) mod 2, and likewise for columns. Split once into
+// the four parity planes, every (c, i, j) row of the column matrix is one of them shifted, as in
+// the stride-1 case: a long copy instead of Ho stride-2 gathers of Wo floats (ResNet's strided
+// 3x3 layers and 1x1 projections, at 28x28 -> 14x14 and 14x14 -> 7x7). The planes take
+// im2col_parity_size floats.
+inline bool im2col_by_parity(const ConvGeometry& g) {
+  return g.sh == 2 && g.sw == 2 && g.dh == 1 && g.dw == 1;
+}
+
+inline int64_t im2col_parity_size(const ConvGeometry& g) {
+  return im2col_by_parity(g) ? g.C * (g.H + 1) * (g.W + 1) : 0;
+}
+
+// One image (g.N == 1): `planes` holds im2col_parity_size floats.
+template <typename T>
+void im2col_stride2(const T* in, const ConvGeometry& g, T* cols, T* planes) {
+  const int64_t plane_out = g.Ho * g.Wo;
+  const int64_t rows[2] = {(g.H + 1) / 2, g.H / 2}, widths[2] = {(g.W + 1) / 2, g.W / 2};
+  // Plane (a, b) of channel c at planes + (c * 4 + 2 a + b) * quarter.
+  const int64_t quarter = ((g.H + 1) / 2) * ((g.W + 1) / 2);
+  for (int64_t c = 0; c < g.C; ++c) {
+    for (int64_t h = 0; h < g.H; ++h) {
+      const T* __restrict s = in + (c * g.H + h) * g.W;
+      T* __restrict even = planes + (c * 4 + 2 * (h % 2)) * quarter + (h / 2) * widths[0];
+      T* __restrict odd = planes + (c * 4 + 2 * (h % 2) + 1) * quarter + (h / 2) * widths[1];
+      for (int64_t q = 0; q < widths[1]; ++q) {
+        even[q] = s[2 * q];
+        odd[q] = s[2 * q + 1];
+      }
+      if (g.W % 2) even[widths[0] - 1] = s[g.W - 1];
+    }
+  }
+  // Floor division of a tap offset that may be negative: (i - ph) = 2 dr + a.
+  auto split = [](int64_t offset, int64_t& shift, int64_t& parity) {
+    parity = ((offset % 2) + 2) % 2;
+    shift = (offset - parity) / 2;
+  };
+  for (int64_t c = 0; c < g.C; ++c) {
+    for (int64_t i = 0; i < g.kh; ++i) {
+      int64_t dr, a;
+      split(i - g.ph, dr, a);
+      for (int64_t j = 0; j < g.kw; ++j) {
+        int64_t dq, b;
+        split(j - g.pw, dq, b);
+        shifted_plane(planes + (c * 4 + 2 * a + b) * quarter, rows[a], widths[b], dr, dq, g.Ho,
+                      g.Wo, cols + ((c * g.kh + i) * g.kw + j) * plane_out);
       }
     }
   }

@@ -119,6 +119,14 @@ inline const std::map<std::string, Case>& cases() {
          p.groups = 2;
          return conv2d(x[0], x[1], x[2], p);
        }}},
+      {"conv2d_stride2", {{{2, 3, 7, 6}, {4, 3, 3, 3}, {4}}, [](const Inputs& x) {
+         // Stride 2 both ways: the parity-plane im2col (Note [Stride-2 columns from parity
+         // planes]), odd height, uneven padding.
+         Conv2dParams p;
+         p.stride = {2, 2};
+         p.padding = {1, 0};
+         return conv2d(x[0], x[1], x[2], p);
+       }}},
       {"max_pool2d", {{{2, 2, 5, 5}}, [](const Inputs& x) { return max_pool2d(x[0], {3, 3}, {2, 2}, {1, 1}); }}},
       {"avg_pool2d", {{{2, 2, 5, 5}}, [](const Inputs& x) { return avg_pool2d(x[0], {3, 3}, {2, 2}, {1, 1}); }}},
       {"adaptive_avg_pool2d", {{{2, 2, 5, 5}}, [](const Inputs& x) { return adaptive_avg_pool2d(x[0], {2, 3}); }}},

@@ -55,6 +55,11 @@ TEST(Conv2d, MatchesDirectConvolution) {
       {{1, 4, 6, 9}, {6, 2, 3, 2}, {{1, 2}, {2, 0}, {2, 1}, 2}},   // groups, dilation, asymmetric
       {{3, 4, 5, 5}, {8, 4, 1, 1}, {{1, 1}, {0, 0}, {1, 1}, 1}},   // pointwise (no im2col)
       {{2, 4, 6, 6}, {8, 4, 1, 1}, {{2, 2}, {0, 0}, {1, 1}, 1}},   // 1x1 stride-2 projection
+      // Stride 2 by parity planes: odd sizes, padding 0 to 2, a 2x4 kernel, ResNet's stage 2.
+      {{2, 4, 9, 7}, {6, 4, 3, 3}, {{2, 2}, {1, 1}, {1, 1}, 1}},
+      {{1, 3, 7, 8}, {4, 3, 2, 4}, {{2, 2}, {0, 2}, {1, 1}, 1}},
+      {{2, 4, 7, 7}, {8, 4, 1, 1}, {{2, 2}, {0, 0}, {1, 1}, 1}},
+      {{1, 16, 28, 28}, {32, 16, 3, 3}, {{2, 2}, {1, 1}, {1, 1}, 1}},
   };
   Generator gen(5);
   for (const auto& c : cases) {
