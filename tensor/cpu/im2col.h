@@ -27,8 +27,10 @@ inline void valid_range(int64_t size, int64_t out, int64_t s, int64_t p, int64_t
 template <typename T>
 void shifted_plane(const T* __restrict plane, int64_t Hs, int64_t Ws, int64_t dr, int64_t dq,
                    int64_t Ho, int64_t Wo, T* __restrict d) {
-  const int64_t h_lo = std::clamp<int64_t>(-dr, 0, Ho), h_hi = std::clamp<int64_t>(Hs - dr, h_lo, Ho);
-  const int64_t w_lo = std::clamp<int64_t>(-dq, 0, Wo), w_hi = std::clamp<int64_t>(Ws - dq, w_lo, Wo);
+  const int64_t h_lo = std::clamp<int64_t>(-dr, 0, Ho);
+  const int64_t h_hi = std::clamp<int64_t>(Hs - dr, h_lo, Ho);
+  const int64_t w_lo = std::clamp<int64_t>(-dq, 0, Wo);
+  const int64_t w_hi = std::clamp<int64_t>(Ws - dq, w_lo, Wo);
   const int64_t begin = h_lo * Wo, end = h_hi * Wo;
   for (int64_t k = 0; k < begin; ++k) d[k] = T(0);
   for (int64_t k = end; k < Ho * Wo; ++k) d[k] = T(0);
