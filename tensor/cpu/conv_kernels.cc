@@ -175,6 +175,11 @@ void weight_grad_images(const T* in, const T* go, const ConvGeometry& g, int64_t
                         T* gw, int64_t begin, int64_t end, T* buffer) {
   const int64_t Og = O / G, Cg = g.C / G, K = Cg * g.kh * g.kw, P = g.Ho * g.Wo;
   if constexpr (std::is_same_v<T, float>) {
+    if (G == 1 && winograd_weight_grad_applies(g, O)) {  // gw: the images' dU [16, O, C], set
+      winograd_weight_grad(in + begin * g.C * g.H * g.W, go + begin * O * P, g, O, end - begin, gw,
+                           buffer);
+      return;
+    }
     if (G == 1 && direct_conv_applies(g, O)) {
       for (int64_t n = begin; n < end; ++n) {
         direct_conv_weight_grad(in + n * g.C * g.H * g.W, go + n * O * P, g, O, gw, buffer);
@@ -192,11 +197,11 @@ void weight_grad_images(const T* in, const T* go, const ConvGeometry& g, int64_t
   }
 }
 
-// The weight gradient in fixed chunks of kImagesPerWeightChunk images: chunk 0 accumulates into
-// gw itself, the others into partials that finish() adds in chunk order, so the result is the
-// same whichever thread runs a chunk (Note [Deterministic parallel kernels]). By Winograd, every
-// chunk's partial is its dU [16, O, C], and finish() transforms their ordered sum into gw once
-// (Note [Winograd weight gradient]).
+// The weight gradient in fixed chunks of kImagesPerWeightChunk images: each chunk sums its images
+// into its own partial and finish() adds them in chunk order, so the result is the same whichever
+// thread runs a chunk (Note [Deterministic parallel kernels]). By Winograd a partial is the
+// chunk's dU [16, O, C], and finish() transforms the sum into gw once (Note [Winograd weight
+// gradient]); otherwise it is the chunk's gw, and the sum is copied.
 template <typename T>
 class WeightGradChunks {
  public:
@@ -205,7 +210,7 @@ class WeightGradChunks {
         winograd_(std::is_same_v<T, float> && G == 1 && winograd_weight_grad_applies(g, O)),
         size_(winograd_ ? winograd_weight_size(g, O) : O * (g.C / G) * g.kh * g.kw),
         count_((g.N + kImagesPerWeightChunk - 1) / kImagesPerWeightChunk),
-        partials_(scratch<T>((winograd_ ? count_ : count_ - 1) * size_)) {
+        partials_(scratch<T>(count_ * size_)) {
     const bool direct = std::is_same_v<T, float> && G == 1 && direct_conv_applies(g, O);
     buffer_size_ =
         winograd_ ? winograd_weight_grad_scratch_size(g, O, std::min(g.N, kImagesPerWeightChunk))
@@ -226,39 +231,33 @@ class WeightGradChunks {
     }
   }
 
-  // gw += the other chunks' partials, in chunk order (Winograd: gw = G^T (sum of dU) G).
+  // gw = the chunks' partials summed in chunk order (Winograd: G^T (that sum) G).
   void finish() const {
-    T* p = partials_.data_ptr<T>();
-    T* sum = winograd_ ? p : gw_;
-    const T* first_part = winograd_ ? p + size_ : p;
+    T* sum = partials_.data_ptr<T>();
     if (count_ > 1) {
       parallel_for(0, size_, 4096, [&](int64_t begin, int64_t end) {
         for (int64_t c = 1; c < count_; ++c) {
-          const T* part = first_part + (c - 1) * size_;
+          const T* part = sum + c * size_;
           for (int64_t i = begin; i < end; ++i) sum[i] += part[i];
         }
       });
     }
     if constexpr (std::is_same_v<T, float>) {
-      if (winograd_) winograd_weight_grad_transform(sum, g_, O_, gw_);
+      if (winograd_) {
+        winograd_weight_grad_transform(sum, g_, O_, gw_);
+        return;
+      }
     }
+    std::copy(sum, sum + size_, gw_);
   }
 
  private:
   void run(int64_t begin, int64_t end, T* buffer) const {
     for (int64_t c = begin; c < end; ++c) {
-      const int64_t first = c * kImagesPerWeightChunk;
-      const int64_t last = std::min(g_.N, first + kImagesPerWeightChunk);
-      if constexpr (std::is_same_v<T, float>) {
-        if (winograd_) {
-          winograd_weight_grad(in_ + first * g_.C * g_.H * g_.W, go_ + first * O_ * g_.Ho * g_.Wo,
-                               g_, O_, last - first, partials_.data_ptr<T>() + c * size_, buffer);
-          continue;
-        }
-      }
-      T* target = c == 0 ? gw_ : partials_.data_ptr<T>() + (c - 1) * size_;
+      T* target = partials_.data_ptr<T>() + c * size_;
       std::fill(target, target + size_, T(0));
-      weight_grad_images<T>(in_, go_, g_, O_, G_, target, first, last, buffer);
+      weight_grad_images<T>(in_, go_, g_, O_, G_, target, c * kImagesPerWeightChunk,
+                            std::min(g_.N, (c + 1) * kImagesPerWeightChunk), buffer);
     }
   }
 

@@ -27,10 +27,9 @@ inline void valid_range(int64_t size, int64_t out, int64_t s, int64_t p, int64_t
 template <typename T>
 void shifted_plane(const T* __restrict plane, int64_t Hs, int64_t Ws, int64_t dr, int64_t dq,
                    int64_t Ho, int64_t Wo, T* __restrict d) {
-  const int64_t h_lo = std::clamp<int64_t>(-dr, 0, Ho);
-  const int64_t h_hi = std::clamp<int64_t>(Hs - dr, h_lo, Ho);
-  const int64_t w_lo = std::clamp<int64_t>(-dq, 0, Wo);
-  const int64_t w_hi = std::clamp<int64_t>(Ws - dq, w_lo, Wo);
+  int64_t h_lo, h_hi, w_lo, w_hi;
+  valid_range(Hs, Ho, 1, 0, dr, h_lo, h_hi);
+  valid_range(Ws, Wo, 1, 0, dq, w_lo, w_hi);
   const int64_t begin = h_lo * Wo, end = h_hi * Wo;
   for (int64_t k = 0; k < begin; ++k) d[k] = T(0);
   for (int64_t k = end; k < Ho * Wo; ++k) d[k] = T(0);
@@ -89,8 +88,11 @@ inline bool im2col_by_parity(const ConvGeometry& g) {
   return g.sh == 2 && g.sw == 2 && g.dh == 1 && g.dw == 1;
 }
 
+// Floats of one parity plane as laid out: every plane as large as the even rows' and columns'.
+inline int64_t parity_plane_size(const ConvGeometry& g) { return ((g.H + 1) / 2) * ((g.W + 1) / 2); }
+
 inline int64_t im2col_parity_size(const ConvGeometry& g) {
-  return im2col_by_parity(g) ? g.C * (g.H + 1) * (g.W + 1) : 0;
+  return im2col_by_parity(g) ? 4 * g.C * parity_plane_size(g) : 0;
 }
 
 // One image (g.N == 1): `planes` holds im2col_parity_size floats.
@@ -99,7 +101,7 @@ void im2col_stride2(const T* in, const ConvGeometry& g, T* cols, T* planes) {
   const int64_t plane_out = g.Ho * g.Wo;
   const int64_t rows[2] = {(g.H + 1) / 2, g.H / 2}, widths[2] = {(g.W + 1) / 2, g.W / 2};
   // Plane (a, b) of channel c at planes + (c * 4 + 2 a + b) * quarter.
-  const int64_t quarter = ((g.H + 1) / 2) * ((g.W + 1) / 2);
+  const int64_t quarter = parity_plane_size(g);
   for (int64_t c = 0; c < g.C; ++c) {
     for (int64_t h = 0; h < g.H; ++h) {
       const T* __restrict s = in + (c * g.H + h) * g.W;

@@ -206,7 +206,8 @@ void multiply(const float* u, const float* v, int64_t C, int64_t O, int64_t L, f
 }
 
 // out [O, Ho, Wo] = A^T M A for every output channel and tile of one image whose Tpad columns of
-// M [16, O, ld] start at m; y holds 4 T + kLanes floats.
+// M [16, O, ld] start at m; y holds 4 T + kLanes floats (a row's whole-vector copy may read up to
+// a vector past the last row of `bottom`).
 void transform_output(const float* m, int64_t ld, const ConvGeometry& g, int64_t O, const Tiling& t,
                       float* out, float* y) {
   const int64_t Wq = 2 * t.tq;  // a tile row's outputs, junk tile included
