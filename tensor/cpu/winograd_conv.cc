@@ -33,8 +33,21 @@
 // junk tile per row, computed and never read) unless the last tile's columns 2 tw and 2 tw + 1 may
 // wrap onto the next row's columns 0 and 1: with an odd Wo and left padding, column 2 tw is padding
 // (zero, as column 0 is) and column 2 tw + 1 feeds only the discarded output column Wo; then
-// tq = tw. The GEMMs use explicit vectors of the level's width (16 floats with AVX-512, 8 with
-// AVX2, 4 at baseline).
+// tq = tw; with one column of padding each side and an even width, the planes drop the left
+// padding column instead (Note [Winograd compact rows]). The GEMMs use explicit vectors of the
+// level's width (16 floats with AVX-512, 8 with AVX2, 4 at baseline).
+//
+// Note [Winograd compact rows]
+// ResNet's 3x3 layers and their input gradients have one column of padding each side and an even
+// width W = Wo. The junk tile would there be one GEMM column in every tw + 1, and at 28x28 it takes
+// the columns from 196 tiles to 210, two vectors more (224 instead of 208). So their planes drop
+// the left padding column: rows are W = 2 tw wide, tq = tw, and tile t reads flat offset
+// 2 t + k - 1. Two values per tile row then come out wrong: the first tile's d0 is the previous
+// row's last column (it should be the left padding, 0) and the last tile's d3 the next row's
+// first (the right padding, 0). The row pass rewrites the two values of h they feed, h0 = 0 - d2
+// and h3 = d1 - 0, after its loop: the same floats as with the padding. The forward and input
+// gradient come out bit for bit as before; the weight gradient's sums over tiles fall into other
+// vector lanes, so its last bits may differ. (At 14x14 the 49 tiles still take 64 columns.)
 
 namespace ember::cpu::CPU_CAPABILITY {
 namespace {
@@ -51,20 +64,24 @@ struct Tiling {
   int64_t tq;      // tiles per row as computed: tw, or tw + 1 with a junk tile
   int64_t T;       // tiles as computed (th tq): GEMM columns
   int64_t Tpad;    // T rounded up to whole vectors
+  int64_t shift;   // 1 where the planes drop the left padding column (Note [Winograd compact rows])
   int64_t S;       // positions per parity plane the row pass computes: Tpad + tq
-  int64_t plane;   // floats per parity plane: rows of 2 tq, then a zero tail the last reads reach
+  int64_t plane;   // floats per parity plane: a float before the rows (read when shift is 1),
+                   // rows of 2 tq, then a zero tail the last reads reach
 };
 
 Tiling tiling(const ConvGeometry& g) {
   Tiling t;
   t.th = (g.Ho + 1) / 2;
   t.tw = (g.Wo + 1) / 2;
-  // Note [Winograd flat tiles]: no junk tile when the last one may wrap onto the next row.
-  t.tq = (g.Wo % 2 == 1 && g.pw >= 1) ? t.tw : t.tw + 1;
+  t.shift = (g.pw == 1 && g.Wo % 2 == 0) ? 1 : 0;
+  // Note [Winograd flat tiles]: no junk tile when the last one may wrap onto the next row, nor
+  // with compact rows.
+  t.tq = (t.shift == 1 || (g.Wo % 2 == 1 && g.pw >= 1)) ? t.tw : t.tw + 1;
   t.T = t.th * t.tq;
   t.Tpad = (t.T + kLanes - 1) / kLanes * kLanes;
   t.S = t.Tpad + t.tq;
-  t.plane = 2 * t.S + 2;
+  t.plane = 2 * t.S + 4;
   return t;
 }
 
@@ -125,18 +142,29 @@ void transform_input(const float* in, const ConvGeometry& g, const Tiling& t, fl
   // Padding, junk columns and the tails are zero; only the input rows are rewritten per channel.
   std::memset(planes, 0, sizeof(float) * static_cast<size_t>(2 * t.plane));
   const int64_t rows_copied = std::min(g.H, Hq - g.ph);
+  // Parity k's rows start at rows[k]; tile s reads d_j = reads[k][2 s + j].
+  float* rows[2] = {planes + 1, planes + t.plane + 1};
+  const float* reads[2] = {rows[0] - t.shift, rows[1] - t.shift};
   for (int64_t c = 0; c < g.C; ++c) {
     const float* plane = in + c * g.H * g.W;
     for (int64_t ih = 0; ih < rows_copied; ++ih) {
       const int64_t r = ih + g.ph;
-      std::memcpy(planes + (r % 2) * t.plane + (r / 2) * Wp + g.pw, plane + ih * g.W,
+      std::memcpy(rows[r % 2] + (r / 2) * Wp + g.pw - t.shift, plane + ih * g.W,
                   sizeof(float) * static_cast<size_t>(g.W));
     }
     // h [4 (j), 2 (parity), S]: tile row ty reads padded rows 2ty + i at position t (+ tq for
     // i >= 2) of parity i % 2.
     for (int64_t parity = 0; parity < 2; ++parity) {
       float* hp = h + parity * t.S;
-      row_transform(planes + parity * t.plane, hp, hp + 2 * t.S, hp + 4 * t.S, hp + 6 * t.S, t.S);
+      const float* d = reads[parity];
+      row_transform(d, hp, hp + 2 * t.S, hp + 4 * t.S, hp + 6 * t.S, t.S);
+      if (t.shift == 1) {  // Note [Winograd compact rows]: each tile row's ends read zeros
+        for (int64_t first = 0; first <= t.T; first += t.tq) {
+          const int64_t last = first + t.tq - 1;
+          hp[first] = 0.0f - d[2 * first + 2];
+          hp[6 * t.S + last] = d[2 * last + 1] - 0.0f;
+        }
+      }
     }
     // B^T down the columns, every tile at once. Columns T..Tpad hold finite junk from the last
     // padded rows: the GEMM keeps columns apart and the output transform never reads them.
