@@ -1,5 +1,10 @@
 // Storage: 64-byte aligned CPU allocations, shared ownership between views, caller-owned memory.
+#include <cinttypes>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
 #include <vector>
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -26,18 +31,79 @@ TEST(StorageTest, CpuAllocationsAre64ByteAligned) {
   }
 }
 
-// Note [CPU allocator]: large blocks come from glibc's heap, not a mapping each, up to 32 MiB.
-TEST(StorageTest, LargeBlocksComeFromTheHeapNotMappings) {
-#if !defined(__GLIBC__) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "glibc's own malloc only (a sanitizer brings its own)";
+#if defined(__linux__)
+// The VmFlags of the mapping holding p, from /proc/self/smaps ("" when none holds it).
+std::string mapping_flags(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    uintptr_t begin = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR " ", &begin, &end) == 2 &&
+        line.find(' ') > line.find('-')) {
+      inside = a >= begin && a < end;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line;
+    }
+  }
+  return "";
+}
+bool huge_page_advised(const void* p) { return mapping_flags(p).find(" hg") != std::string::npos; }
+#endif
+
+// Note [Huge-page arena]: large blocks come from one mapping advised for huge pages, not from
+// malloc (which would have mmap'd the 40 MiB one).
+TEST(StorageTest, LargeBlocksComeFromTheHugePageArena) {
+#if !defined(__GLIBC__) || !defined(__linux__) || defined(__SANITIZE_ADDRESS__) || \
+    defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "Linux with glibc's own malloc only (a sanitizer brings its own)";
 #else
   Storage first(1, kCPU);  // the allocator is set up
+  EXPECT_FALSE(huge_page_advised(first.data())) << "a small block is malloc's";
   const size_t mapped_before = mallinfo2().hblks;
   std::vector<Storage> blocks;
-  for (size_t mib : {1u, 4u, 16u}) blocks.emplace_back(mib << 20, kCPU);
-  EXPECT_EQ(mallinfo2().hblks, mapped_before) << "blocks of 1, 4 and 16 MiB were mmap'd";
-  blocks.emplace_back(size_t{40} << 20, kCPU);  // above glibc's ceiling: a mapping of its own
+  for (size_t mib : {1u, 4u, 16u, 40u}) {
+    blocks.emplace_back(mib << 20, kCPU);
+    EXPECT_TRUE(huge_page_advised(blocks.back().data())) << mib << " MiB: " << mapping_flags(blocks.back().data());
+  }
+  EXPECT_EQ(mallinfo2().hblks, mapped_before);
+#endif
+}
+
+// Note [CPU allocator], Note [Huge-page arena]: once the arena's 1 GiB is taken, large blocks come
+// from glibc's heap, not a mapping each, up to 32 MiB; freed arena blocks past the cache's idle cap
+// lose their pages but are handed out again.
+TEST(StorageTest, PastTheArenaLargeBlocksComeFromTheHeap) {
+#if !defined(__GLIBC__) || !defined(__linux__) || defined(__SANITIZE_ADDRESS__) || \
+    defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "Linux with glibc's own malloc only (a sanitizer brings its own)";
+#else
+  // Address space only: nothing below writes these blocks, so they take no memory.
+  std::vector<Storage> blocks;
+  while (blocks.size() < 80) {
+    blocks.emplace_back(size_t{16} << 20, kCPU);
+    if (!huge_page_advised(blocks.back().data())) break;
+  }
+  ASSERT_FALSE(huge_page_advised(blocks.back().data())) << "the arena held 80 blocks of 16 MiB";
+  const size_t mapped_before = mallinfo2().hblks;
+  blocks.emplace_back(size_t{5} << 20, kCPU);  // a size the cache has not seen
+  EXPECT_EQ(mallinfo2().hblks, mapped_before) << "a 5 MiB block was mmap'd";
+  blocks.emplace_back(size_t{48} << 20, kCPU);  // above glibc's ceiling: a mapping of its own
   EXPECT_EQ(mallinfo2().hblks, mapped_before + 1);
+  // 1 GiB freed: past the 512 MiB cap the arena's blocks go cold, and come back.
+  std::vector<const void*> arena_blocks;
+  for (const Storage& s : blocks) {
+    if (s.nbytes() == (size_t{16} << 20) && huge_page_advised(s.data())) arena_blocks.push_back(s.data());
+  }
+  blocks.clear();
+  std::vector<Storage> again;
+  for (size_t i = 0; i < arena_blocks.size() + 8; ++i) again.emplace_back(size_t{16} << 20, kCPU);
+  for (const void* p : arena_blocks) {
+    bool reused = false;
+    for (const Storage& s : again) reused = reused || s.data() == p;
+    EXPECT_TRUE(reused) << p << " of " << arena_blocks.size();
+  }
+  std::memset(again.back().data(), 1, size_t{16} << 20);  // cold or not, it is memory
 #endif
 }
 
