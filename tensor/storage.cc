@@ -29,6 +29,8 @@ namespace {
 // a plain loop (bench/). Training allocates the same sizes every step, so the cache hits. Under
 // AddressSanitizer nothing is cached, so use-after-free stays detectable.
 //
+// Large blocks now come first from the arena of Note [Huge-page arena]; what follows is how
+// malloc serves them once the arena is full (or cannot be mapped).
 // Because the cache never frees a large block, glibc never raises its mmap threshold (it does so
 // when an mmap'd block is freed, up to 32 MiB), and every block above 128 KiB stayed a mapping of
 // its own. The allocator sets that threshold to glibc's ceiling, 32 MiB, so large blocks come from

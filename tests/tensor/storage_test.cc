@@ -31,7 +31,14 @@ TEST(StorageTest, CpuAllocationsAre64ByteAligned) {
   }
 }
 
-#if defined(__linux__)
+// The arena and glibc's heap are what these tests look at: Linux with glibc's own malloc only (a
+// sanitizer brings its own, and the arena is off under them).
+#if defined(__GLIBC__) && defined(__linux__) && !defined(__SANITIZE_ADDRESS__) && \
+    !defined(__SANITIZE_THREAD__)
+#define EMBER_GLIBC_HEAP_TESTS 1
+#endif
+
+#if defined(EMBER_GLIBC_HEAP_TESTS)
 // The VmFlags of the mapping holding p, from /proc/self/smaps ("" when none holds it).
 std::string mapping_flags(const void* p) {
   std::ifstream smaps("/proc/self/smaps");
@@ -54,8 +61,7 @@ bool huge_page_advised(const void* p) { return mapping_flags(p).find(" hg") != s
 // Note [Huge-page arena]: large blocks come from one mapping advised for huge pages, not from
 // malloc (which would have mmap'd the 40 MiB one).
 TEST(StorageTest, LargeBlocksComeFromTheHugePageArena) {
-#if !defined(__GLIBC__) || !defined(__linux__) || defined(__SANITIZE_ADDRESS__) || \
-    defined(__SANITIZE_THREAD__)
+#if !defined(EMBER_GLIBC_HEAP_TESTS)
   GTEST_SKIP() << "Linux with glibc's own malloc only (a sanitizer brings its own)";
 #else
   Storage first(1, kCPU);  // the allocator is set up
@@ -74,8 +80,7 @@ TEST(StorageTest, LargeBlocksComeFromTheHugePageArena) {
 // from glibc's heap, not a mapping each, up to 32 MiB; freed arena blocks past the cache's idle cap
 // lose their pages but are handed out again.
 TEST(StorageTest, PastTheArenaLargeBlocksComeFromTheHeap) {
-#if !defined(__GLIBC__) || !defined(__linux__) || defined(__SANITIZE_ADDRESS__) || \
-    defined(__SANITIZE_THREAD__)
+#if !defined(EMBER_GLIBC_HEAP_TESTS)
   GTEST_SKIP() << "Linux with glibc's own malloc only (a sanitizer brings its own)";
 #else
   // Address space only: nothing below writes these blocks, so they take no memory.
