@@ -70,7 +70,8 @@ TEST(StorageTest, LargeBlocksComeFromTheHugePageArena) {
   std::vector<Storage> blocks;
   for (size_t mib : {1u, 4u, 16u, 40u}) {
     blocks.emplace_back(mib << 20, kCPU);
-    EXPECT_TRUE(huge_page_advised(blocks.back().data())) << mib << " MiB: " << mapping_flags(blocks.back().data());
+    const void* p = blocks.back().data();
+    EXPECT_TRUE(huge_page_advised(p)) << mib << " MiB: " << mapping_flags(p);
   }
   EXPECT_EQ(mallinfo2().hblks, mapped_before);
 #endif
@@ -98,7 +99,9 @@ TEST(StorageTest, PastTheArenaLargeBlocksComeFromTheHeap) {
   // 1 GiB freed: past the 512 MiB cap the arena's blocks go cold, and come back.
   std::vector<const void*> arena_blocks;
   for (const Storage& s : blocks) {
-    if (s.nbytes() == (size_t{16} << 20) && huge_page_advised(s.data())) arena_blocks.push_back(s.data());
+    if (s.nbytes() == (size_t{16} << 20) && huge_page_advised(s.data())) {
+      arena_blocks.push_back(s.data());
+    }
   }
   blocks.clear();
   std::vector<Storage> again;
