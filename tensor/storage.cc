@@ -57,20 +57,19 @@ namespace {
 // full, or mmap fails, blocks come from malloc as above.
 class HugePageArena {
  public:
-  // Whole cache lines of the reservation, or nullptr when it is full or cannot be made.
+  HugePageArena() : base_(reserve()) {}
+
+  // Whole cache lines of the reservation, or nullptr when it is full or could not be made.
   void* take(size_t size) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!reserved_) reserve();
-    char* base = base_.load(std::memory_order_relaxed);
-    if (base == nullptr || size > kBytes - used_) return nullptr;
-    void* p = base + used_;
+    if (base_ == nullptr || size > kBytes - used_) return nullptr;
+    void* p = base_ + used_;
     used_ += (size + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
     return p;
   }
   bool contains(const void* p) const {
     const char* c = static_cast<const char*>(p);
-    const char* base = base_.load(std::memory_order_acquire);
-    return base != nullptr && c >= base && c < base + kBytes;
+    return base_ != nullptr && c >= base_ && c < base_ + kBytes;
   }
   // The whole pages inside [begin, end) back to the kernel; they read as zeros when next touched.
   static void release(const void* begin_at, const void* end_at) {
@@ -85,26 +84,27 @@ class HugePageArena {
   }
 
  private:
-  void reserve() {
-    reserved_ = true;
+  // The reservation's start, or nullptr where there is none (no Linux, a sanitizer, mmap failed).
+  static char* reserve() {
 #if defined(__linux__) && defined(MADV_HUGEPAGE) && !defined(__SANITIZE_ADDRESS__) && \
     !defined(__SANITIZE_THREAD__)
     // Address space only (MAP_NORESERVE): pages are the kernel's when first touched. 2 MiB more
     // than used, so that the arena can start on a huge-page boundary.
     void* m = mmap(nullptr, kBytes + kHugePage, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED) return;
+    if (m == MAP_FAILED) return nullptr;
     const uintptr_t start = (reinterpret_cast<uintptr_t>(m) + kHugePage - 1) & ~(kHugePage - 1);
     madvise(reinterpret_cast<void*>(start), kBytes, MADV_HUGEPAGE);  // a hint: may fail harmlessly
-    base_.store(reinterpret_cast<char*>(start), std::memory_order_release);
+    return reinterpret_cast<char*>(start);
+#else
+    return nullptr;
 #endif
   }
 
   static constexpr size_t kBytes = size_t{1} << 30;
   static constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
-  std::mutex mu_;
-  bool reserved_ = false;
-  std::atomic<char*> base_{nullptr};  // read unlocked by contains(): set once, under mu_
+  char* const base_;  // set once, at construction: contains() reads it unlocked
+  std::mutex mu_;     // guards used_
   size_t used_ = 0;
 };
 
@@ -163,11 +163,8 @@ class CpuAllocator final : public Allocator {
         cached_bytes_ += h->size;
         return;
       }
-      if (arena_.contains(h->raw)) {  // it cannot be freed: its pages go, its addresses wait
-        release_pages(ptr);
-        cold_[h->size].push_back(ptr);
-        return;
-      }
+      retire_locked(ptr);
+      return;
     }
     std::free(h->raw);
   }
@@ -178,10 +175,17 @@ class CpuAllocator final : public Allocator {
     size_t size;  // bytes malloc'd, the cache key
   };
   static const Header* header_of(const void* ptr) { return static_cast<const Header*>(ptr) - 1; }
-  // An arena block's pages after the one holding its header, back to the kernel.
-  static void release_pages(const void* ptr) {
+  // A large block the cache does not keep: back to malloc, or, from the arena (which cannot take
+  // it back), its pages after the one holding its header go back to the kernel and it waits cold
+  // (Note [Huge-page arena]). Callers hold mu_.
+  void retire_locked(void* ptr) {
     const Header* h = header_of(ptr);
+    if (!arena_.contains(h->raw)) {
+      std::free(h->raw);
+      return;
+    }
     HugePageArena::release(ptr, static_cast<const char*>(h->raw) + h->size);
+    cold_[h->size].push_back(ptr);
   }
 #if defined(__SANITIZE_ADDRESS__)
   static constexpr size_t kCacheMinBytes = SIZE_MAX;
@@ -212,18 +216,10 @@ class CpuAllocator final : public Allocator {
     return std::malloc(size);
   }
 
-  // Every cached block back to malloc. Callers hold mu_.
+  // Every cached block back to malloc (arena blocks: cold). Callers hold mu_.
   void release_cached_locked() {
     for (const auto& entry : cache_) {
-      for (void* p : entry.second) {
-        const Header* h = header_of(p);
-        if (arena_.contains(h->raw)) {
-          release_pages(p);
-          cold_[h->size].push_back(p);
-        } else {
-          std::free(h->raw);
-        }
-      }
+      for (void* p : entry.second) retire_locked(p);
     }
     cache_.clear();
     cached_bytes_ = 0;
