@@ -75,8 +75,8 @@ using Embedding = Tensor (*)(const Tensor&, const Tensor&, bool);
   _(index_add_, IndexAdd)                                                                       \
   /* neural-network primitives (tensor/nn_ops.h) */                                             \
   _(conv2d, Conv2d) _(max_pool2d, Pool2d) _(avg_pool2d, Pool2d)                                 \
-  _(adaptive_avg_pool2d, AdaptivePool2d) _(batch_norm, BatchNorm) _(log_softmax, WithDim)       \
-  _(nll_loss, NllLoss) _(embedding, Embedding)
+  _(adaptive_avg_pool2d, AdaptivePool2d) _(batch_norm, BatchNorm) _(batch_norm_relu, BatchNorm)  \
+  _(log_softmax, WithDim) _(nll_loss, NllLoss) _(embedding, Embedding)
 
 struct AutogradKernels {
 #define EMBER_DECLARE_AUTOGRAD_SLOT(name, signature) autograd_fn::signature name = nullptr;

@@ -43,6 +43,19 @@ BatchNormShape check_bn(const char* op, const Tensor& input, const Tensor& weigh
 // VM), so CPU tensors get host loops over C doubles. Both evaluate the same templates
 // (tensor/batch_norm_channels.h): the same float64 operations in the same order.
 
+// Note [Batch norm + ReLU]
+// ResNet's blocks apply ReLU to a batch norm's output. As two ops that is two more passes over the
+// data forward (ReLU reads and writes the output in place) and three backward (threshold_backward
+// reads the gradient and the output and writes the masked gradient, which batch norm's backward
+// then reads twice). batch_norm_relu folds ReLU into batch norm's passes: the transform writes
+// y < 0 ? 0 : y, and the backward's reduction and transform mask grad_out themselves. The mask is
+// ReLU's, zero where y <= 0 (threshold_backward), but y is not read: the backward recomputes it
+// from the input it reads anyway and the forward's per-channel scale and shift, saved in float64
+// (BatchNormRelu, tensor/kernels.h), with the very arithmetic the forward rounded it with (one
+// function per backend: the CPU's affine(), one FMA where the level has FMA, and the CUDA kernels'
+// affine_output). So the outputs, masks and gradients are those of relu_(batch_norm(...)) to the
+// bit: tests/tensor/batch_norm_relu_test checks it at every capability level.
+
 namespace bnc = batch_norm_channels;
 
 // t as C contiguous doubles on its device, or C copies of `fill` on `device` for an undefined t.
@@ -106,12 +119,14 @@ HostValues per_channel(const F& f, const HostValues& first, const Inputs&... res
   return out;
 }
 
-using ForwardResult = std::tuple<Tensor, Tensor, Tensor>;
+// The forward's output, the statistics it used, and (with ReLU) the per-channel scale and shift
+// that the backward recomputes the output from (Note [Batch norm + ReLU]).
+using ForwardResult = BatchNormReluForward;
 
 ForwardResult forward_on_host(const Tensor& in, const BatchNormShape& s, const Tensor& weight,
                               const Tensor& bias, const Tensor& running_mean,
                               const Tensor& running_var, bool training, double momentum,
-                              double eps) {
+                              double eps, bool relu) {
   const int64_t M = s.N * s.inner;
   HostValues mean(s.C), var(s.C);
   if (training) {
@@ -138,14 +153,19 @@ ForwardResult forward_on_host(const Tensor& in, const BatchNormShape& s, const T
   }
   Tensor out = empty(in.sizes(), TensorOptions(in.dtype(), in.device()));
   kernel_for(&KernelTable::batch_norm_transform, "batch_norm", {&in})(out, in, s, scale.data(),
-                                                                      shift.data());
-  return {out, host_tensor(mean, in.dtype()), host_tensor(invstd, in.dtype())};
+                                                                      shift.data(), relu);
+  ForwardResult r{out, host_tensor(mean, in.dtype()), host_tensor(invstd, in.dtype()), {}, {}};
+  if (relu) {
+    r.relu_scale = host_tensor(scale, kFloat64);
+    r.relu_shift = host_tensor(shift, kFloat64);
+  }
+  return r;
 }
 
 ForwardResult forward_on_device(const Tensor& in, const BatchNormShape& s, const Tensor& weight,
                                 const Tensor& bias, const Tensor& running_mean,
                                 const Tensor& running_var, bool training, double momentum,
-                                double eps) {
+                                double eps, bool relu) {
   const int64_t M = s.N * s.inner;
   const Device device = in.device();
   Tensor mean, var;
@@ -168,17 +188,16 @@ ForwardResult forward_on_device(const Tensor& in, const BatchNormShape& s, const
                                     channel_values(bias, s.C, 0.0, device), eps);
   Tensor out = empty(in.sizes(), TensorOptions(in.dtype(), device));
   kernel_for(&KernelTable::batch_norm_transform, "batch_norm", {&in})(
-      out, in, s, doubles(n.scale), doubles(n.shift));
+      out, in, s, doubles(n.scale), doubles(n.shift), relu);
   // In eval, mean may be running_mean itself (float64): the saved statistic is a copy, as before.
-  return {out, mean.to(in.dtype(), /*copy=*/true), n.invstd.to(in.dtype())};
+  ForwardResult r{out, mean.to(in.dtype(), /*copy=*/true), n.invstd.to(in.dtype()), {}, {}};
+  if (relu) r.relu_scale = n.scale, r.relu_shift = n.shift;
+  return r;
 }
 
-}  // namespace
-
-std::tuple<Tensor, Tensor, Tensor> batch_norm_forward(const Tensor& input, const Tensor& weight,
-                                                      const Tensor& bias, const Tensor& running_mean,
-                                                      const Tensor& running_var, bool training,
-                                                      double momentum, double eps) {
+ForwardResult forward(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                      const Tensor& running_mean, const Tensor& running_var, bool training,
+                      double momentum, double eps, bool relu) {
   const BatchNormShape s = check_bn("batch_norm", input, weight, bias, running_mean, running_var);
   EMBER_CHECK(training || (running_mean.defined() && running_var.defined()),
               "batch_norm: running_mean and running_var are required in eval mode");
@@ -189,8 +208,27 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_forward(const Tensor& input, const
               "batch_norm: supports float32 and float64, got ", input.describe());
   NoGradGuard no_grad;  // the per-channel arithmetic is not part of any graph
   const Tensor in = input.contiguous();
-  const auto forward = input.device().is_cpu() ? forward_on_host : forward_on_device;
-  return forward(in, s, weight, bias, running_mean, running_var, training, momentum, eps);
+  const auto on_device = input.device().is_cpu() ? forward_on_host : forward_on_device;
+  return on_device(in, s, weight, bias, running_mean, running_var, training, momentum, eps, relu);
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor, Tensor> batch_norm_forward(const Tensor& input, const Tensor& weight,
+                                                      const Tensor& bias, const Tensor& running_mean,
+                                                      const Tensor& running_var, bool training,
+                                                      double momentum, double eps) {
+  ForwardResult r = forward(input, weight, bias, running_mean, running_var, training, momentum, eps,
+                            /*relu=*/false);
+  return {r.out, r.mean, r.invstd};
+}
+
+BatchNormReluForward batch_norm_relu_forward(const Tensor& input, const Tensor& weight,
+                                             const Tensor& bias, const Tensor& running_mean,
+                                             const Tensor& running_var, bool training,
+                                             double momentum, double eps) {
+  return forward(input, weight, bias, running_mean, running_var, training, momentum, eps,
+                 /*relu=*/true);
 }
 
 Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
@@ -203,18 +241,32 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
       batch_norm_forward(input, weight, bias, running_mean, running_var, training, momentum, eps));
 }
 
+Tensor batch_norm_relu(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                       const Tensor& running_mean, const Tensor& running_var, bool training,
+                       double momentum, double eps) {
+  if (auto f = autograd_kernel(&AutogradKernels::batch_norm_relu, {&input, &weight, &bias})) {
+    return f(input, weight, bias, running_mean, running_var, training, momentum, eps);
+  }
+  return batch_norm_relu_forward(input, weight, bias, running_mean, running_var, training,
+                                 momentum, eps)
+      .out;
+}
+
 namespace {
 
 using BackwardResult = std::tuple<Tensor, Tensor, Tensor>;
 
-// What both backward paths take: the contiguous gradient and input, their shape, the mode, and
-// which of grad_input, grad_weight and grad_bias to make.
+// What both backward paths take: the contiguous gradient and input, their shape, the mode,
+// which of grad_input, grad_weight and grad_bias to make, and the forward's scale and shift when
+// a ReLU followed (undefined otherwise).
 struct BackwardInputs {
   const Tensor& go;
   const Tensor& in;
   const BatchNormShape& s;
   bool training;
   std::array<bool, 3> mask;
+  const Tensor& relu_scale;
+  const Tensor& relu_shift;
 };
 
 BackwardResult backward_on_host(const BackwardInputs& x, const Tensor& weight, const Tensor& mean,
@@ -222,9 +274,15 @@ BackwardResult backward_on_host(const BackwardInputs& x, const Tensor& weight, c
   const int64_t C = x.s.C, M = x.s.N * x.s.inner;
   const HostValues mu = host_values(mean, C, 0.0), is = host_values(invstd, C, 1.0),
                    w = host_values(weight, C, 1.0);
+  HostValues relu_scale, relu_shift;
+  BatchNormRelu relu;
+  if (x.relu_scale.defined()) {
+    relu_scale = host_values(x.relu_scale, C, 1.0), relu_shift = host_values(x.relu_shift, C, 0.0);
+    relu.scale = relu_scale.data(), relu.shift = relu_shift.data();
+  }
   HostValues sum_g(C), sum_gx(C);
   kernel_for(&KernelTable::batch_norm_backward_reduce, "batch_norm_backward", {&x.go, &x.in})(
-      x.go, x.in, x.s, mu.data(), sum_g.data(), sum_gx.data());
+      x.go, x.in, x.s, mu.data(), relu, sum_g.data(), sum_gx.data());
   Tensor grad_input;
   if (x.mask[0]) {
     HostValues a(C), b(C), d(C);
@@ -235,6 +293,7 @@ BackwardResult backward_on_host(const BackwardInputs& x, const Tensor& weight, c
     BatchNormBackwardCoefficients k;
     k.a = a.data();
     if (x.training) k.b = b.data(), k.d = d.data(), k.mean = mu.data();
+    k.relu = relu;
     grad_input = empty(x.in.sizes(), TensorOptions(x.in.dtype(), x.in.device()));
     kernel_for(&KernelTable::batch_norm_backward_transform, "batch_norm_backward",
                {&x.go, &x.in})(grad_input, x.go, x.in, x.s, k);
@@ -255,8 +314,15 @@ BackwardResult backward_on_device(const BackwardInputs& x, const Tensor& weight,
   const Tensor w = channel_values(weight, C, 1.0, device);
   const Tensor sum_g = empty({C}, TensorOptions(kFloat64, device));
   const Tensor sum_gx = empty({C}, TensorOptions(kFloat64, device));
+  Tensor relu_scale, relu_shift;
+  BatchNormRelu relu;
+  if (x.relu_scale.defined()) {
+    relu_scale = channel_values(x.relu_scale, C, 1.0, device);
+    relu_shift = channel_values(x.relu_shift, C, 0.0, device);
+    relu.scale = doubles(relu_scale), relu.shift = doubles(relu_shift);
+  }
   kernel_for(&KernelTable::batch_norm_backward_reduce, "batch_norm_backward", {&x.go, &x.in})(
-      x.go, x.in, x.s, doubles(mu), doubles(sum_g), doubles(sum_gx));
+      x.go, x.in, x.s, doubles(mu), relu, doubles(sum_g), doubles(sum_gx));
   Tensor grad_input;
   if (x.mask[0]) {
     const auto coefficients = bnc::input_gradient(w, is, sum_g, sum_gx, M, x.training);
@@ -265,6 +331,7 @@ BackwardResult backward_on_device(const BackwardInputs& x, const Tensor& weight,
     if (x.training) {
       k.b = doubles(coefficients.b), k.d = doubles(coefficients.d), k.mean = doubles(mu);
     }
+    k.relu = relu;
     grad_input = empty(x.in.sizes(), TensorOptions(x.in.dtype(), device));
     kernel_for(&KernelTable::batch_norm_backward_transform, "batch_norm_backward",
                {&x.go, &x.in})(grad_input, x.go, x.in, x.s, k);
@@ -277,20 +344,45 @@ BackwardResult backward_on_device(const BackwardInputs& x, const Tensor& weight,
 
 }  // namespace
 
-std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(const Tensor& grad_out, const Tensor& input,
-                                                       const Tensor& weight, const Tensor& mean,
-                                                       const Tensor& invstd, bool training,
-                                                       std::array<bool, 3> mask) {
+namespace {
+
+BackwardResult backward(const Tensor& grad_out, const Tensor& input, const Tensor& weight,
+                        const Tensor& mean, const Tensor& invstd, const Tensor& relu_scale,
+                        const Tensor& relu_shift, bool training, std::array<bool, 3> mask) {
   const BatchNormShape s = check_bn("batch_norm_backward", input, weight, Tensor(), mean, invstd);
+  if (relu_scale.defined()) {
+    check_bn("batch_norm_relu_backward", input, relu_scale, relu_shift, Tensor(), Tensor());
+  }
   EMBER_CHECK(input.dtype() == kFloat32 || input.dtype() == kFloat64,
               "batch_norm_backward: supports float32 and float64, got ", input.describe());
   const Tensor in = input.contiguous();
   const Tensor go = grad_out.contiguous().to(input.dtype());
   NoGradGuard no_grad;  // Note [Per-channel batch-norm values stay on the device]
   // dx = w*invstd * (g - mean(g) - xhat * mean(g * xhat)) in training; w*invstd * g in eval.
-  const BackwardInputs x{go, in, s, training, mask};
+  const BackwardInputs x{go, in, s, training, mask, relu_scale, relu_shift};
   return input.device().is_cpu() ? backward_on_host(x, weight, mean, invstd)
                                  : backward_on_device(x, weight, mean, invstd);
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(const Tensor& grad_out, const Tensor& input,
+                                                       const Tensor& weight, const Tensor& mean,
+                                                       const Tensor& invstd, bool training,
+                                                       std::array<bool, 3> mask) {
+  return backward(grad_out, input, weight, mean, invstd, Tensor(), Tensor(), training, mask);
+}
+
+std::tuple<Tensor, Tensor, Tensor> batch_norm_relu_backward(const Tensor& grad_out,
+                                                            const Tensor& input,
+                                                            const Tensor& weight,
+                                                            const BatchNormReluForward& forward,
+                                                            bool training,
+                                                            std::array<bool, 3> mask) {
+  EMBER_CHECK(forward.relu_scale.defined() && forward.relu_shift.defined(),
+              "batch_norm_relu_backward: needs the scale and shift of batch_norm_relu_forward");
+  return backward(grad_out, input, weight, forward.mean, forward.invstd, forward.relu_scale,
+                  forward.relu_shift, training, mask);
 }
 
 }  // namespace ember

@@ -39,11 +39,21 @@ struct BatchNormShape {
 // grad_input = a[c] * grad_out - b[c] - d[c] * (input - mean[c]) (training); with b == nullptr,
 // grad_input = a[c] * grad_out (eval: statistics are constants). Arrays of C doubles on the
 // device of the tensors.
+// Batch norm followed by ReLU in one pass (batch_norm_relu, Note [Batch norm + ReLU] in
+// tensor/batch_norm.cc): the forward's scale[c] and shift[c] (C doubles on the device of the
+// tensors), from which the backward recomputes each output y = input * scale + shift as
+// batch_norm_transform computed it, and zeroes grad_out where y <= 0 (ReLU's threshold_backward).
+// Null scale: no ReLU.
+struct BatchNormRelu {
+  const double* scale = nullptr;
+  const double* shift = nullptr;
+};
 struct BatchNormBackwardCoefficients {
   const double* a = nullptr;
   const double* b = nullptr;
   const double* d = nullptr;
   const double* mean = nullptr;
+  BatchNormRelu relu;  // grad_out is masked first when set
 };
 
 // Every slot of the per-device kernel table, written once as _(name, parameters): it generates
@@ -103,13 +113,14 @@ struct BatchNormBackwardCoefficients {
   /* C doubles in the input's device memory (Note [Per-channel batch-norm values stay on the */   \
   /* device], tensor/batch_norm.cc). mean[c] and biased var[c] of input: */                     \
   _(batch_norm_stats, (const Tensor& input, const BatchNormShape& s, double* mean, double* var)) \
-  /* out = input * scale[c] + shift[c]: */                                                       \
+  /* out = input * scale[c] + shift[c], then ReLU's x < 0 ? 0 : x where relu is set: */          \
   _(batch_norm_transform, (const Tensor& out, const Tensor& input, const BatchNormShape& s,       \
-                           const double* scale, const double* shift))                            \
-  /* sum_g[c] = sum of grad_out, sum_gx[c] = sum of grad_out * (input - mean[c]): */            \
+                           const double* scale, const double* shift, bool relu))                 \
+  /* sum_g[c] = sum of grad_out, sum_gx[c] = sum of grad_out * (input - mean[c]), grad_out */     \
+  /* masked by relu first where it is set (BatchNormRelu): */                                    \
   _(batch_norm_backward_reduce, (const Tensor& grad_out, const Tensor& input,                    \
-                                 const BatchNormShape& s, const double* mean, double* sum_g,     \
-                                 double* sum_gx))                                                \
+                                 const BatchNormShape& s, const double* mean,                    \
+                                 const BatchNormRelu& relu, double* sum_g, double* sum_gx))      \
   /* grad_input from BatchNormBackwardCoefficients: */                                         \
   _(batch_norm_backward_transform, (const Tensor& grad_input, const Tensor& grad_out,            \
                                     const Tensor& input, const BatchNormShape& s,                \

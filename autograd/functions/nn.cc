@@ -8,6 +8,54 @@
 
 namespace ember::autograd {
 
+namespace {
+
+// batch_norm's node, or batch_norm_relu's (Note [Batch norm + ReLU]): the raw forward's statistics
+// (and scale and shift) are bound into the formula once the forward ran.
+Tensor record_batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                         const Tensor& running_mean, const Tensor& running_var, bool training,
+                         double momentum, double eps, bool relu) {
+  RecordSpec spec{relu ? "BatchNormReluBackward" : "NativeBatchNormBackward", {input}};
+  if (weight.defined()) spec.inputs.push_back(weight);
+  if (bias.defined()) spec.inputs.push_back(bias);
+  const bool has_w = weight.defined(), has_b = bias.defined();
+  spec.saved = {input, weight};
+  BatchNormReluForward forward;
+  Tensor out = record_op(spec,
+                         [&] {
+                           if (relu) {
+                             forward = batch_norm_relu_forward(input, weight, bias, running_mean,
+                                                               running_var, training, momentum,
+                                                               eps);
+                           } else {
+                             auto [o, m, is] = batch_norm_forward(input, weight, bias,
+                                                                  running_mean, running_var,
+                                                                  training, momentum, eps);
+                             forward.out = o, forward.mean = m, forward.invstd = is;
+                           }
+                           return forward.out;
+                         },
+                         nullptr);
+  forward.out = Tensor();  // the formula needs the statistics, not the output
+  auto* node = static_cast<FunctionNode*>(out.grad_fn().get());
+  node->set_formula([=](const Tensor& g, const variable_list& s,
+                        const std::vector<bool>& n) -> variable_list {
+    const bool need_w = has_w && n[1];
+    const bool need_b = has_b && n[has_w ? 2 : 1];
+    const std::array<bool, 3> mask{n[0], need_w, need_b};
+    auto [gi, gw, gb] =
+        relu ? batch_norm_relu_backward(g, s[0], s[1], forward, training, mask)
+             : batch_norm_backward(g, s[0], s[1], forward.mean, forward.invstd, training, mask);
+    variable_list r{gi};
+    if (has_w) r.push_back(gw);
+    if (has_b) r.push_back(gb);
+    return r;
+  });
+  return out;
+}
+
+}  // namespace
+
 void register_nn_formulas(AutogradKernels& k) {
   using Needs = std::vector<bool>;
   k.conv2d = [](const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dParams& p) {
@@ -56,33 +104,14 @@ void register_nn_formulas(AutogradKernels& k) {
   k.batch_norm = [](const Tensor& input, const Tensor& weight, const Tensor& bias,
                     const Tensor& running_mean, const Tensor& running_var, bool training,
                     double momentum, double eps) {
-    Tensor mean, invstd;
-    RecordSpec spec{"NativeBatchNormBackward", {input}};
-    if (weight.defined()) spec.inputs.push_back(weight);
-    if (bias.defined()) spec.inputs.push_back(bias);
-    const bool has_w = weight.defined(), has_b = bias.defined();
-    spec.saved = {input, weight};
-    Tensor out = record_op(spec,
-                           [&] {
-                             auto [o, m, is] = batch_norm_forward(input, weight, bias, running_mean,
-                                                                  running_var, training, momentum, eps);
-                             mean = m;
-                             invstd = is;
-                             return o;
-                           },
-                           nullptr);
-    auto* node = static_cast<FunctionNode*>(out.grad_fn().get());
-    node->set_formula([=](const Tensor& g, const variable_list& s, const Needs& n) -> variable_list {
-      const bool need_w = has_w && n[1];
-      const bool need_b = has_b && n[has_w ? 2 : 1];
-      auto [gi, gw, gb] = batch_norm_backward(g, s[0], s[1], mean, invstd, training,
-                                              {n[0], need_w, need_b});
-      variable_list r{gi};
-      if (has_w) r.push_back(gw);
-      if (has_b) r.push_back(gb);
-      return r;
-    });
-    return out;
+    return record_batch_norm(input, weight, bias, running_mean, running_var, training, momentum,
+                             eps, /*relu=*/false);
+  };
+  k.batch_norm_relu = [](const Tensor& input, const Tensor& weight, const Tensor& bias,
+                         const Tensor& running_mean, const Tensor& running_var, bool training,
+                         double momentum, double eps) {
+    return record_batch_norm(input, weight, bias, running_mean, running_var, training, momentum,
+                             eps, /*relu=*/true);
   };
   k.log_softmax = [](const Tensor& input, int64_t dim) {
     return record_op({"LogSoftmaxBackward", {input}, {}, true}, [&] { return log_softmax(input, dim); },

@@ -33,6 +33,16 @@ void BatchNorm2d::redirect_forward(std::shared_ptr<Module> replacement) {
 
 Tensor BatchNorm2d::forward(const Tensor& input) {
   if (redirect_) return redirect_->forward(input);
+  return normalise(input, batch_norm);
+}
+
+Tensor BatchNorm2d::forward_relu(const Tensor& input) {
+  if (redirect_) return relu_(redirect_->forward(input));
+  return normalise(input, batch_norm_relu);
+}
+
+template <typename Op>
+Tensor BatchNorm2d::normalise(const Tensor& input, Op op) {
   EMBER_CHECK(input.defined() && input.dim() == 4 && input.size(1) == num_features_,
               "BatchNorm2d: expected input [N, ", num_features_, ", H, W], got ", input.describe());
   const bool use_batch_stats = is_training() || !track_running_stats_;
@@ -42,8 +52,8 @@ Tensor BatchNorm2d::forward(const Tensor& input) {
     NoGradGuard g;
     add_(buffer("num_batches_tracked"), 1);
   }
-  return batch_norm(input, affine_ ? param("weight") : Tensor(), affine_ ? param("bias") : Tensor(),
-                    rm, rv, use_batch_stats, momentum_, eps_);
+  return op(input, affine_ ? param("weight") : Tensor(), affine_ ? param("bias") : Tensor(), rm, rv,
+            use_batch_stats, momentum_, eps_);
 }
 
 std::string BatchNorm2d::extra_repr() const {

@@ -23,7 +23,7 @@ BasicBlock::BasicBlock(int64_t in_planes, int64_t planes, int64_t stride, Genera
 // out += identity): batch norm's backward reads its input, not its output, so overwriting the
 // output is safe, and each saves a fresh activation-sized tensor and a pass writing it.
 Tensor BasicBlock::forward(const Tensor& x) {
-  Tensor out = relu_(bn1_->forward(conv1_->forward(x)));
+  Tensor out = bn1_->forward_relu(conv1_->forward(x));
   out = bn2_->forward(conv2_->forward(out));
   out.add_(shortcut_->size() ? shortcut_->forward(x) : x);
   return relu_(out);
@@ -53,7 +53,7 @@ ResNet::ResNet(const ResNetOptions& o, Generator* gen) : Module("ResNet"), optio
 Tensor ResNet::forward(const Tensor& x) {
   EMBER_CHECK(x.dim() == 4 && x.size(1) == options_.in_channels, "ResNet: expected input [N, ",
               options_.in_channels, ", H, W], got ", x.describe());
-  Tensor out = relu_(bn1_->forward(conv1_->forward(x)));
+  Tensor out = bn1_->forward_relu(conv1_->forward(x));
   out = layer3_->forward(layer2_->forward(layer1_->forward(out)));
   out = adaptive_avg_pool2d(out, {1, 1}).flatten(1);
   return fc_->forward(out);

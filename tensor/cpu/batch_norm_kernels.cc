@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "tensor/cpu/add_scaled.h"
 #include "tensor/cpu/kernels_cpu.h"
 #include "tensor/cpu/vec.h"
 #include "tensor/parallel.h"
@@ -14,22 +15,51 @@
 namespace ember::cpu::CPU_CAPABILITY {
 namespace {
 
-// Sum of a and of a*(b - shift) over one row, with independent partial sums in the element type
-// (vectorisable) folded into double once per row.
+// The forward's output before ReLU, x * scale + shift, as the transform rounds it and as the
+// backward of batch_norm_relu recomputes it for ReLU's mask (Note [Batch norm + ReLU],
+// tensor/batch_norm.cc): one FMA where the level has FMA (vec::fmadd rounds the same way).
 template <typename T>
-void row_sums(const T* a, const T* b, T shift, int64_t n, double& sa, double& sab) {
+inline T affine(T x, T scale, T shift) {
+  return add_scaled(shift, scale, x);
+}
+
+// ReLU's backward on the output y (threshold_backward): g where y > 0 or y is NaN.
+template <typename T>
+inline T relu_mask(T y, T g) {
+  return y <= T(0) ? T(0) : g;
+}
+
+// A row's ReLU mask in the backward of batch_norm_relu: scale and shift of its channel, as T.
+template <typename T>
+struct RowRelu {
+  T scale, shift;
+};
+
+// Sum of a and of a*(b - shift) over one row, with independent partial sums in the element type
+// (vectorisable) folded into double once per row. With kRelu, a is first masked by ReLU's
+// backward on affine(b, relu.scale, relu.shift) (the backward's g by the output of x = b). The
+// products are added with add_scaled, not left to the compiler's contraction, which differed
+// between the two instantiations and so gave batch_norm_relu other bits than batch norm.
+template <bool kRelu, typename T>
+void row_sums(const T* a, const T* b, T shift, RowRelu<T> relu, int64_t n, double& sa,
+              double& sab) {
+  const auto value = [&](int64_t i) {
+    return kRelu ? relu_mask(affine(b[i], relu.scale, relu.shift), a[i]) : a[i];
+  };
   T pa[8] = {0, 0, 0, 0, 0, 0, 0, 0}, pb[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     for (int k = 0; k < 8; ++k) {
-      pa[k] += a[i + k];
-      pb[k] += a[i + k] * (b[i + k] - shift);
+      const T v = value(i + k);
+      pa[k] += v;
+      pb[k] = add_scaled(pb[k], v, T(b[i + k] - shift));
     }
   }
   double ra = 0, rb = 0;
   for (; i < n; ++i) {
-    ra += a[i];
-    rb += double(a[i]) * (b[i] - shift);
+    const T v = value(i);
+    ra += v;
+    rb = add_scaled(rb, double(v), double(b[i] - shift));
   }
   for (int k = 0; k < 8; ++k) {
     ra += pa[k];
@@ -42,30 +72,34 @@ void row_sums(const T* a, const T* b, T shift, int64_t n, double& sa, double& sa
 // float rows in explicit vectors of the level's width, two of each sum in flight: GCC's own
 // vectorisation of the loop above spills and shuffles (perf: stats and backward_reduce were 9% of
 // a ResNet-20 step).
-template <>
-void row_sums<float>(const float* a, const float* b, float shift, int64_t n, double& sa,
-                     double& sab) {
+template <bool kRelu>
+void row_sums(const float* a, const float* b, float shift, RowRelu<float> relu, int64_t n,
+              double& sa, double& sab) {
   using namespace vec;
-  const Vec s = broadcast(shift);
+  const Vec s = broadcast(shift), scale = broadcast(relu.scale), relu_shift = broadcast(relu.shift);
+  const auto load_a = [&](int64_t i) {
+    return kRelu ? vec::relu_mask(fmadd(load(b + i), scale, relu_shift), load(a + i)) : load(a + i);
+  };
   Vec pa0 = zero(), pa1 = zero(), pb0 = zero(), pb1 = zero();
   int64_t i = 0;
   for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
-    const Vec a0 = load(a + i), a1 = load(a + i + kLanes);
+    const Vec a0 = load_a(i), a1 = load_a(i + kLanes);
     pa0 = add(pa0, a0);
     pa1 = add(pa1, a1);
     pb0 = fmadd(a0, sub(load(b + i), s), pb0);
     pb1 = fmadd(a1, sub(load(b + i + kLanes), s), pb1);
   }
   if (i + kLanes <= n) {
-    const Vec a0 = load(a + i);
+    const Vec a0 = load_a(i);
     pa0 = add(pa0, a0);
     pb0 = fmadd(a0, sub(load(b + i), s), pb0);
     i += kLanes;
   }
   double ra = sum(add(pa0, pa1)), rb = sum(add(pb0, pb1));
   for (; i < n; ++i) {
-    ra += a[i];
-    rb += double(a[i]) * (b[i] - shift);
+    const float v = kRelu ? relu_mask(affine(b[i], relu.scale, relu.shift), a[i]) : a[i];
+    ra += v;
+    rb = add_scaled(rb, double(v), double(b[i] - shift));
   }
   sa += ra;
   sab += rb;
@@ -80,10 +114,11 @@ void row_sums<float>(const float* a, const float* b, float shift, int64_t n, dou
 // the bits do not depend on the thread count.
 constexpr int64_t kChunkElements = 32768;
 
-// sa[c] = sum of a and sab[c] = sum of a * (b - shift[c]) over channel c's rows.
+// sa[c] = sum of a and sab[c] = sum of a * (b - shift[c]) over channel c's rows, a masked first
+// where relu is set (row_sums).
 template <typename T>
-void channel_sums(const T* a, const T* b, const BatchNormShape& s, const T* shift, double* sa,
-                  double* sab) {
+void channel_sums(const T* a, const T* b, const BatchNormShape& s, const T* shift,
+                  const BatchNormRelu& relu, double* sa, double* sab) {
   const int64_t image = std::max<int64_t>(s.C * s.inner, 1);
   const int64_t per_chunk =
       std::clamp<int64_t>((kChunkElements + image - 1) / image, 1, std::max<int64_t>(s.N, 1));
@@ -97,7 +132,13 @@ void channel_sums(const T* a, const T* b, const BatchNormShape& s, const T* shif
       for (int64_t n = k * per_chunk; n < std::min(s.N, (k + 1) * per_chunk); ++n) {
         for (int64_t c = 0; c < s.C; ++c) {
           const int64_t offset = (n * s.C + c) * s.inner;
-          row_sums(a + offset, b + offset, shift[c], s.inner, local[c], local[s.C + c]);
+          if (relu.scale != nullptr) {
+            const RowRelu<T> r{T(relu.scale[c]), T(relu.shift[c])};
+            row_sums<true>(a + offset, b + offset, shift[c], r, s.inner, local[c], local[s.C + c]);
+          } else {
+            row_sums<false>(a + offset, b + offset, shift[c], RowRelu<T>{}, s.inner, local[c],
+                            local[s.C + c]);
+          }
         }
       }
       std::copy(local.begin(), local.end(), partial.begin() + 2 * k * s.C);
@@ -121,7 +162,7 @@ void stats(const T* x, const BatchNormShape& s, double* mean, double* var) {
   std::vector<T> shift(static_cast<size_t>(s.C));
   for (int64_t c = 0; c < s.C; ++c) shift[c] = x[c * s.inner];
   std::vector<double> sum(static_cast<size_t>(s.C)), sumsq(static_cast<size_t>(s.C));
-  channel_sums(x, x, s, shift.data(), sum.data(), sumsq.data());
+  channel_sums(x, x, s, shift.data(), BatchNormRelu{}, sum.data(), sumsq.data());
   for (int64_t c = 0; c < s.C; ++c) {
     // sumsq accumulated x*(x - shift): var = E[x(x-shift)] - mean*(mean-shift)
     mean[c] = sum[c] / M;
@@ -130,24 +171,40 @@ void stats(const T* x, const BatchNormShape& s, double* mean, double* var) {
 }
 
 template <typename T>
-void transform(T* y, const T* x, const BatchNormShape& s, const double* scale, const double* shift) {
+void transform(T* y, const T* x, const BatchNormShape& s, const double* scale, const double* shift,
+               bool relu) {
   parallel_for(0, s.N * s.C, rows_grain(s.inner), [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
       const int64_t c = row % s.C;
       const T a = T(scale[c]), b = T(shift[c]);
-      const T* p = x + row * s.inner;
-      T* q = y + row * s.inner;
-      for (int64_t i = 0; i < s.inner; ++i) q[i] = p[i] * a + b;
+      const T* __restrict p = x + row * s.inner;
+      T* __restrict q = y + row * s.inner;
+      if (relu) {
+        // ReLU as the unary kernel computes it: x < 0 ? 0 : x keeps NaN (and -0).
+        for (int64_t i = 0; i < s.inner; ++i) {
+          const T v = affine(p[i], a, b);
+          q[i] = v < T(0) ? T(0) : v;
+        }
+      } else {
+        for (int64_t i = 0; i < s.inner; ++i) q[i] = affine(p[i], a, b);
+      }
     }
   });
 }
 
 template <typename T>
 void backward_reduce(const T* g, const T* x, const BatchNormShape& s, const double* mean,
-                     double* sum_g, double* sum_gx) {
+                     const BatchNormRelu& relu, double* sum_g, double* sum_gx) {
   std::vector<T> shift(static_cast<size_t>(s.C));
   for (int64_t c = 0; c < s.C; ++c) shift[c] = T(mean[c]);
-  channel_sums(g, x, s, shift.data(), sum_g, sum_gx);
+  channel_sums(g, x, s, shift.data(), relu, sum_g, sum_gx);
+}
+
+// a g - b - d (x - m), with its two products fused where the level has FMA (add_scaled), so that
+// batch norm and batch_norm_relu round it alike.
+template <typename T>
+inline T training_input_gradient(T g, T x, T a, T b, T d, T m) {
+  return add_scaled(add_scaled(-b, a, g), -d, T(x - m));
 }
 
 template <typename T>
@@ -160,9 +217,22 @@ void backward_transform(T* gi, const T* g, const T* x, const BatchNormShape& s,
       const T* gp = g + row * s.inner;
       T* q = gi + row * s.inner;
       const T a = T(k.a[c]);
-      if (k.b != nullptr) {
+      if (k.relu.scale != nullptr) {
+        const T rs = T(k.relu.scale[c]), rb = T(k.relu.shift[c]);
+        const auto g_at = [&](int64_t i) { return relu_mask(affine(xp[i], rs, rb), gp[i]); };
+        if (k.b != nullptr) {
+          const T b = T(k.b[c]), d = T(k.d[c]), m = T(k.mean[c]);
+          for (int64_t i = 0; i < s.inner; ++i) {
+            q[i] = training_input_gradient(g_at(i), xp[i], a, b, d, m);
+          }
+        } else {
+          for (int64_t i = 0; i < s.inner; ++i) q[i] = a * g_at(i);
+        }
+      } else if (k.b != nullptr) {
         const T b = T(k.b[c]), d = T(k.d[c]), m = T(k.mean[c]);
-        for (int64_t i = 0; i < s.inner; ++i) q[i] = a * gp[i] - b - d * (xp[i] - m);
+        for (int64_t i = 0; i < s.inner; ++i) {
+          q[i] = training_input_gradient(gp[i], xp[i], a, b, d, m);
+        }
       } else {
         for (int64_t i = 0; i < s.inner; ++i) q[i] = a * gp[i];
       }
@@ -177,16 +247,18 @@ void stats_kernel(const Tensor& input, const BatchNormShape& s, double* mean, do
 }
 
 void transform_kernel(const Tensor& out, const Tensor& input, const BatchNormShape& s,
-                      const double* scale, const double* shift) {
+                      const double* scale, const double* shift, bool relu) {
   EMBER_DISPATCH_FLOAT_AND_DOUBLE(input.dtype(), "batch_norm", [&] {
-    transform(out.data_ptr<scalar_t>(), input.data_ptr<scalar_t>(), s, scale, shift);
+    transform(out.data_ptr<scalar_t>(), input.data_ptr<scalar_t>(), s, scale, shift, relu);
   });
 }
 
 void backward_reduce_kernel(const Tensor& grad_out, const Tensor& input, const BatchNormShape& s,
-                            const double* mean, double* sum_g, double* sum_gx) {
+                            const double* mean, const BatchNormRelu& relu, double* sum_g,
+                            double* sum_gx) {
   EMBER_DISPATCH_FLOAT_AND_DOUBLE(input.dtype(), "batch_norm_backward", [&] {
-    backward_reduce(grad_out.data_ptr<scalar_t>(), input.data_ptr<scalar_t>(), s, mean, sum_g, sum_gx);
+    backward_reduce(grad_out.data_ptr<scalar_t>(), input.data_ptr<scalar_t>(), s, mean, relu,
+                    sum_g, sum_gx);
   });
 }
 

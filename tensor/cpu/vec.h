@@ -24,6 +24,10 @@ inline Vec fmadd(float a, Vec b, Vec c) { return _mm512_fmadd_ps(_mm512_set1_ps(
 inline Vec broadcast(float a) { return _mm512_set1_ps(a); }
 inline Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
 inline Vec sub(Vec a, Vec b) { return _mm512_sub_ps(a, b); }
+// g where y > 0 or y is NaN, else 0: ReLU's backward (threshold_backward) on the output y.
+inline Vec relu_mask(Vec y, Vec g) {
+  return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(y, _mm512_setzero_ps(), _CMP_NLE_UQ), g);
+}
 inline float sum(Vec v) { return _mm512_reduce_add_ps(v); }
 // Lane i of the result is the sum of v[i]'s lanes, for kLanes vectors: a transposing tree of
 // adds, about 3 instructions per sum instead of a reduction each.
@@ -55,6 +59,9 @@ inline Vec fmadd(float a, Vec b, Vec c) { return _mm256_fmadd_ps(_mm256_set1_ps(
 inline Vec broadcast(float a) { return _mm256_set1_ps(a); }
 inline Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
 inline Vec sub(Vec a, Vec b) { return _mm256_sub_ps(a, b); }
+inline Vec relu_mask(Vec y, Vec g) {
+  return _mm256_and_ps(_mm256_cmp_ps(y, _mm256_setzero_ps(), _CMP_NLE_UQ), g);
+}
 inline float sum(Vec v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -85,6 +92,7 @@ inline Vec fmadd(float a, Vec b, Vec c) { return fmadd(_mm_set1_ps(a), b, c); }
 inline Vec broadcast(float a) { return _mm_set1_ps(a); }
 inline Vec add(Vec a, Vec b) { return _mm_add_ps(a, b); }
 inline Vec sub(Vec a, Vec b) { return _mm_sub_ps(a, b); }
+inline Vec relu_mask(Vec y, Vec g) { return _mm_and_ps(_mm_cmpnle_ps(y, _mm_setzero_ps()), g); }
 inline float sum(Vec v) {
   __m128 s = _mm_add_ps(v, _mm_movehl_ps(v, v));
   s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));

@@ -25,6 +25,21 @@ struct TwoSums {
   double a = 0, b = 0;
 };
 
+// The forward's output before ReLU, as transform_kernel rounds it; batch_norm_relu's backward
+// recomputes it for ReLU's mask (Note [Batch norm + ReLU], tensor/batch_norm.cc).
+template <typename T>
+__device__ T affine_output(T x, double scale, double shift) {
+  return static_cast<T>(static_cast<double>(x) * scale + shift);
+}
+
+// ReLU's backward on the output (threshold_backward): g, or 0 where channel c's output y <= 0;
+// g itself when relu_scale is null.
+template <typename T>
+__device__ T relu_masked(T g, T x, int64_t c, const double* relu_scale, const double* relu_shift) {
+  if (relu_scale == nullptr) return g;
+  return affine_output(x, relu_scale[c], relu_shift[c]) <= T(0) ? T(0) : g;
+}
+
 // The block's two sums, left in scratch[0] and scratch[kChannelThreads] for thread 0.
 __device__ void block_reduce(TwoSums acc, double* scratch) {
   scratch[threadIdx.x] = acc.a;
@@ -43,7 +58,8 @@ __device__ void block_reduce(TwoSums acc, double* scratch) {
 // into partial_a[b] (and partial_b[b] for kGradients); Index: with_index_type (device_code.h).
 template <typename T, typename Index>
 __global__ void partial_sums_kernel(const T* x, const T* g, BatchNormDims s, int64_t parts,
-                                    ChannelSum what, const double* center, double* partial_a,
+                                    ChannelSum what, const double* center, const double* relu_scale,
+                                    const double* relu_shift, double* partial_a,
                                     double* partial_b) {
   __shared__ double scratch[2 * kChannelThreads];
   const int64_t c = blockIdx.x / parts, p = blockIdx.x % parts;
@@ -59,7 +75,7 @@ __global__ void partial_sums_kernel(const T* x, const T* g, BatchNormDims s, int
     } else if (what == ChannelSum::kCentredSquares) {
       acc.a += centred * centred;
     } else {
-      const double gv = static_cast<double>(g[at]);
+      const double gv = static_cast<double>(relu_masked(g[at], x[at], c, relu_scale, relu_shift));
       acc.a += gv;
       acc.b += gv * centred;
     }
@@ -97,8 +113,9 @@ int64_t batch_norm_parts(const BatchNormDims& s) {
 // One of `what` over every channel into out_a (and out_b), times scale.
 template <typename T>
 int channel_sums(const T* x, const T* g, const BatchNormDims& s, ChannelSum what,
-                 const double* center, double scale, double* workspace, double* out_a,
-                 double* out_b, cudaStream_t stream) {
+                 const double* center, const double* relu_scale, const double* relu_shift,
+                 double scale, double* workspace, double* out_a, double* out_b,
+                 cudaStream_t stream) {
   const int64_t parts = batch_norm_parts(s), blocks = s.C * parts;
   double* partial_a = workspace;
   double* partial_b = out_b != nullptr ? workspace + blocks : nullptr;
@@ -106,32 +123,36 @@ int channel_sums(const T* x, const T* g, const BatchNormDims& s, ChannelSum what
   with_index_type(most < (int64_t{1} << 31) - kChannelThreads, [&](auto index) {
     const auto kernel = partial_sums_kernel<T, decltype(index)>;
     EMBER_LAUNCH(kernel, static_cast<unsigned>(blocks), kChannelThreads, 0, stream, x, g, s, parts,
-                 what, center, partial_a, partial_b);
+                 what, center, relu_scale, relu_shift, partial_a, partial_b);
   });
   EMBER_LAUNCH(finish_sums_kernel, blocks_for(s.C), kThreadsPerBlock, 0, stream, partial_a,
                partial_b, s.C, parts, scale, out_a, out_b);
   return static_cast<int>(cudaGetLastError());
 }
 
+// out = x * scale + shift, then ReLU (y < 0 ? 0 : y, keeping NaN) where relu is set.
 template <typename T>
 __global__ void transform_kernel(T* out, const T* x, BatchNormDims s, const double* scale,
-                                 const double* shift) {
+                                 const double* shift, bool relu) {
   const int64_t total = s.N * s.C * s.inner;
   for (int64_t e = global_thread_index(); e < total; e += grid_stride()) {
     const int64_t c = e / s.inner % s.C;
-    out[e] = static_cast<T>(static_cast<double>(x[e]) * scale[c] + shift[c]);
+    const T y = affine_output(x[e], scale[c], shift[c]);
+    out[e] = relu && y < T(0) ? T(0) : y;
   }
 }
 
-// grad_input = a[c] * g - b[c] - d[c] * (x - mean[c]); just a[c] * g when b is null (eval).
+// grad_input = a[c] * g - b[c] - d[c] * (x - mean[c]); just a[c] * g when b is null (eval); g
+// masked by ReLU's backward first where relu_scale is set.
 template <typename T>
 __global__ void backward_transform_kernel(T* gi, const T* g, const T* x, BatchNormDims s,
                                           const double* a, const double* b, const double* d,
-                                          const double* mean) {
+                                          const double* mean, const double* relu_scale,
+                                          const double* relu_shift) {
   const int64_t total = s.N * s.C * s.inner;
   for (int64_t e = global_thread_index(); e < total; e += grid_stride()) {
     const int64_t c = e / s.inner % s.C;
-    double v = a[c] * static_cast<double>(g[e]);
+    double v = a[c] * static_cast<double>(relu_masked(g[e], x[e], c, relu_scale, relu_shift));
     if (b != nullptr) v -= b[c] + d[c] * (static_cast<double>(x[e]) - mean[c]);
     gi[e] = static_cast<T>(v);
   }
@@ -150,49 +171,55 @@ int launch_batch_norm_stats(DType dtype, const void* x, const BatchNormDims& s, 
   return dispatch_float_and_double(dtype, [&](auto tag) {
     using T = decltype(tag);
     const T* data = static_cast<const T*>(x);
-    const int rc = channel_sums<T>(data, nullptr, s, ChannelSum::kValues, nullptr, inv_count,
-                                   workspace, mean, nullptr, stream);
+    const int rc = channel_sums<T>(data, nullptr, s, ChannelSum::kValues, nullptr, nullptr,
+                                   nullptr, inv_count, workspace, mean, nullptr, stream);
     if (rc != 0) return rc;
-    return channel_sums<T>(data, nullptr, s, ChannelSum::kCentredSquares, mean, inv_count,
-                           workspace, var, nullptr, stream);
+    return channel_sums<T>(data, nullptr, s, ChannelSum::kCentredSquares, mean, nullptr, nullptr,
+                           inv_count, workspace, var, nullptr, stream);
   });
 }
 
 int launch_batch_norm_backward_reduce(DType dtype, const void* g, const void* x,
                                       const BatchNormDims& s, const double* mean,
+                                      const double* relu_scale, const double* relu_shift,
                                       double* workspace, double* sum_g, double* sum_gx,
                                       cudaStream_t stream) {
   if (s.C == 0) return 0;
   return dispatch_float_and_double(dtype, [&](auto tag) {
     using T = decltype(tag);
     return channel_sums<T>(static_cast<const T*>(x), static_cast<const T*>(g), s,
-                           ChannelSum::kGradients, mean, 1.0, workspace, sum_g, sum_gx, stream);
+                           ChannelSum::kGradients, mean, relu_scale, relu_shift, 1.0, workspace,
+                           sum_g, sum_gx, stream);
   });
 }
 
 int launch_batch_norm_transform(DType dtype, void* out, const void* x, const BatchNormDims& s,
-                                const double* scale, const double* shift, cudaStream_t stream) {
+                                const double* scale, const double* shift, bool relu,
+                                cudaStream_t stream) {
   const int64_t total = s.N * s.C * s.inner;
   if (total == 0) return 0;
   return dispatch_float_and_double(dtype, [&](auto tag) {
     using T = decltype(tag);
     const auto kernel = transform_kernel<T>;
     EMBER_LAUNCH(kernel, blocks_for(total), kThreadsPerBlock, 0, stream, static_cast<T*>(out),
-                 static_cast<const T*>(x), s, scale, shift);
+                 static_cast<const T*>(x), s, scale, shift, relu);
     return static_cast<int>(cudaGetLastError());
   });
 }
 
 int launch_batch_norm_backward_transform(DType dtype, void* gi, const void* g, const void* x,
                                          const BatchNormDims& s, const double* a, const double* b,
-                                         const double* d, const double* mean, cudaStream_t stream) {
+                                         const double* d, const double* mean,
+                                         const double* relu_scale, const double* relu_shift,
+                                         cudaStream_t stream) {
   const int64_t total = s.N * s.C * s.inner;
   if (total == 0) return 0;
   return dispatch_float_and_double(dtype, [&](auto tag) {
     using T = decltype(tag);
     const auto kernel = backward_transform_kernel<T>;
     EMBER_LAUNCH(kernel, blocks_for(total), kThreadsPerBlock, 0, stream, static_cast<T*>(gi),
-                 static_cast<const T*>(g), static_cast<const T*>(x), s, a, b, d, mean);
+                 static_cast<const T*>(g), static_cast<const T*>(x), s, a, b, d, mean, relu_scale,
+                 relu_shift);
     return static_cast<int>(cudaGetLastError());
   });
 }

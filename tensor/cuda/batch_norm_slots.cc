@@ -24,22 +24,22 @@ void batch_norm_stats_cuda(const Tensor& input, const BatchNormShape& s, double*
 }
 
 void batch_norm_transform_cuda(const Tensor& out, const Tensor& input, const BatchNormShape& s,
-                               const double* scale, const double* shift) {
+                               const double* scale, const double* shift, bool relu) {
   DeviceGuard guard(out.device().index);
   check_launch(launch_batch_norm_transform(dtype_of(input), out.data_ptr(), input.data_ptr(),
-                                           dims_of(s), scale, shift, stream_of(out)),
+                                           dims_of(s), scale, shift, relu, stream_of(out)),
                "batch_norm", out);
 }
 
 void batch_norm_backward_reduce_cuda(const Tensor& grad_out, const Tensor& input,
-                                     const BatchNormShape& s, const double* mean, double* sum_g,
-                                     double* sum_gx) {
+                                     const BatchNormShape& s, const double* mean,
+                                     const BatchNormRelu& relu, double* sum_g, double* sum_gx) {
   DeviceGuard guard(input.device().index);
   const Tensor scratch = workspace(s, input.device());
   check_launch(launch_batch_norm_backward_reduce(dtype_of(input), grad_out.data_ptr(),
-                                                 input.data_ptr(), dims_of(s), mean,
-                                                 scratch.data_ptr<double>(), sum_g, sum_gx,
-                                                 stream_of(input)),
+                                                 input.data_ptr(), dims_of(s), mean, relu.scale,
+                                                 relu.shift, scratch.data_ptr<double>(), sum_g,
+                                                 sum_gx, stream_of(input)),
                "batch_norm_backward", input);
 }
 
@@ -49,7 +49,8 @@ void batch_norm_backward_transform_cuda(const Tensor& grad_input, const Tensor& 
   DeviceGuard guard(grad_input.device().index);
   check_launch(launch_batch_norm_backward_transform(
                    dtype_of(input), grad_input.data_ptr(), grad_out.data_ptr(), input.data_ptr(),
-                   dims_of(s), k.a, k.b, k.d, k.mean, stream_of(grad_input)),
+                   dims_of(s), k.a, k.b, k.d, k.mean, k.relu.scale, k.relu.shift,
+                   stream_of(grad_input)),
                "batch_norm_backward", grad_input);
 }
 

@@ -117,15 +117,20 @@ struct BatchNormDims {
 int64_t batch_norm_workspace_doubles(const BatchNormDims& s);
 int launch_batch_norm_stats(DType dtype, const void* x, const BatchNormDims& s, double* workspace,
                             double* mean, double* var, cudaStream_t stream);
+// relu, relu_scale and relu_shift: batch_norm_relu (BatchNormRelu, tensor/kernels.h); null
+// relu_scale: plain batch norm.
 int launch_batch_norm_transform(DType dtype, void* out, const void* x, const BatchNormDims& s,
-                                const double* scale, const double* shift, cudaStream_t stream);
+                                const double* scale, const double* shift, bool relu,
+                                cudaStream_t stream);
 int launch_batch_norm_backward_reduce(DType dtype, const void* g, const void* x,
                                       const BatchNormDims& s, const double* mean,
+                                      const double* relu_scale, const double* relu_shift,
                                       double* workspace, double* sum_g, double* sum_gx,
                                       cudaStream_t stream);
 int launch_batch_norm_backward_transform(DType dtype, void* gi, const void* g, const void* x,
                                          const BatchNormDims& s, const double* a, const double* b,
                                          const double* d, const double* mean,
+                                         const double* relu_scale, const double* relu_shift,
                                          cudaStream_t stream);
 
 // out[i] (dense, n elements) = a draw from Philox4x32-10 at counter i under `key`: uniform in

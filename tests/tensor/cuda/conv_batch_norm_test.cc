@@ -99,5 +99,44 @@ TEST_F(CudaConvBatchNormTest, BatchNormTrainingAndEval) {
   }
 }
 
+// batch_norm_relu on the device (Note [Batch norm + ReLU], tensor/batch_norm.cc): the device's own
+// batch norm then ReLU to the bit, forward and backward, and the CPU's within the tolerance above.
+TEST_F(CudaConvBatchNormTest, BatchNormReluIsBatchNormThenRelu) {
+  for (ScalarType dt : {kFloat32, kFloat64}) {
+    for (bool training : {true, false}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + (training ? " training" : " eval"));
+      const Shape shape{37, 3, 20, 20};
+      const Tensor x = parity_input(shape, dt, 5).mul(3).add(1).to(kCuda0);
+      const Tensor w = parity_input({3}, dt, 6).to(kCuda0), b = parity_input({3}, dt, 7).to(kCuda0);
+      const Tensor g = parity_input(shape, dt, 8).to(kCuda0);
+      const auto stats = [&] {
+        return std::vector<Tensor>{zeros({3}, dt).to(kCuda0), ones({3}, dt).to(kCuda0)};
+      };
+      std::vector<Tensor> fused_stats = stats(), plain_stats = stats();
+      const BatchNormReluForward fused = batch_norm_relu_forward(
+          x, w, b, fused_stats[0], fused_stats[1], training, 0.1, 1e-5);
+      const auto plain = batch_norm_forward(x, w, b, plain_stats[0], plain_stats[1], training, 0.1,
+                                            1e-5);
+      const Tensor plain_out = relu_(std::get<0>(plain));
+      EXPECT_TRUE(equal(fused.out.cpu(), plain_out.cpu()));
+      EXPECT_TRUE(equal(fused_stats[1].cpu(), plain_stats[1].cpu()));
+      const auto fused_grads =
+          batch_norm_relu_backward(g, x, w, fused, training, {true, true, true});
+      const auto plain_grads =
+          batch_norm_backward(threshold_backward(g, plain_out, 0), x, w, std::get<1>(plain),
+                              std::get<2>(plain), training, {true, true, true});
+      EXPECT_TRUE(equal(std::get<0>(fused_grads).cpu(), std::get<0>(plain_grads).cpu()));
+      EXPECT_TRUE(equal(std::get<1>(fused_grads).cpu(), std::get<1>(plain_grads).cpu()));
+      EXPECT_TRUE(equal(std::get<2>(fused_grads).cpu(), std::get<2>(plain_grads).cpu()));
+      EXPECT_TRUE(matches_cpu(
+          [&](auto& t) {
+            Tensor rm = t[3].clone(), rv = t[4].clone();
+            return batch_norm_relu(t[0], t[1], t[2], rm, rv, training, 0.1, 1e-5);
+          },
+          {x.cpu(), w.cpu(), b.cpu(), zeros({3}, dt), ones({3}, dt)}, 10 * device_tolerance(dt)));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ember::testing
