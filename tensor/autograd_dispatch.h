@@ -45,6 +45,8 @@ using Pool2d = Tensor (*)(const Tensor&, Pair, Pair, Pair);
 using AdaptivePool2d = Tensor (*)(const Tensor&, Pair);
 using BatchNorm = Tensor (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                              const Tensor&, bool, double, double);
+using BatchNormRelu = Tensor (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                                 const Tensor&, bool, double, double, const Tensor&);
 using NllLoss = Tensor (*)(const Tensor&, const Tensor&, Reduction, int64_t);
 using Embedding = Tensor (*)(const Tensor&, const Tensor&, bool);
 }  // namespace autograd_fn
@@ -75,8 +77,9 @@ using Embedding = Tensor (*)(const Tensor&, const Tensor&, bool);
   _(index_add_, IndexAdd)                                                                       \
   /* neural-network primitives (tensor/nn_ops.h) */                                             \
   _(conv2d, Conv2d) _(max_pool2d, Pool2d) _(avg_pool2d, Pool2d)                                 \
-  _(adaptive_avg_pool2d, AdaptivePool2d) _(batch_norm, BatchNorm) _(batch_norm_relu, BatchNorm)  \
-  _(log_softmax, WithDim) _(nll_loss, NllLoss) _(embedding, Embedding)
+  _(adaptive_avg_pool2d, AdaptivePool2d) _(batch_norm, BatchNorm)                              \
+  _(batch_norm_relu, BatchNormRelu) _(log_softmax, WithDim) _(nll_loss, NllLoss)                 \
+  _(embedding, Embedding)
 
 struct AutogradKernels {
 #define EMBER_DECLARE_AUTOGRAD_SLOT(name, signature) autograd_fn::signature name = nullptr;

@@ -119,97 +119,112 @@ HostValues per_channel(const F& f, const HostValues& first, const Inputs&... res
   return out;
 }
 
-// The forward's output, the statistics it used, and (with ReLU) the per-channel scale and shift
-// that the backward recomputes the output from (Note [Batch norm + ReLU]).
+// The forward's output, the statistics it used, and (with ReLU and no residual) the per-channel
+// scale and shift that the backward recomputes the output from (Note [Batch norm + ReLU]).
 using ForwardResult = BatchNormReluForward;
 
-ForwardResult forward_on_host(const Tensor& in, const BatchNormShape& s, const Tensor& weight,
-                              const Tensor& bias, const Tensor& running_mean,
-                              const Tensor& running_var, bool training, double momentum,
-                              double eps, bool relu) {
+// What both forward paths take besides the contiguous input and its shape.
+struct ForwardArgs {
+  const Tensor& weight;
+  const Tensor& bias;
+  const Tensor& running_mean;
+  const Tensor& running_var;
+  bool training;
+  double momentum, eps;
+  const Tensor& residual;  // contiguous, added before ReLU; undefined: none
+  bool relu;
+};
+
+ForwardResult forward_on_host(const Tensor& in, const BatchNormShape& s, const ForwardArgs& a) {
   const int64_t M = s.N * s.inner;
   HostValues mean(s.C), var(s.C);
-  if (training) {
+  if (a.training) {
     kernel_for(&KernelTable::batch_norm_stats, "batch_norm", {&in})(in, s, mean.data(), var.data());
-    if (running_mean.defined()) {
+    if (a.running_mean.defined()) {
       const auto average = [&](double running, double batch) {
-        return bnc::running_average(running, batch, momentum);
+        return bnc::running_average(running, batch, a.momentum);
       };
       const auto average_var = [&](double running, double batch) {
-        return bnc::running_average(running, bnc::unbiased(batch, M), momentum);
+        return bnc::running_average(running, bnc::unbiased(batch, M), a.momentum);
       };
-      store_into(running_mean, per_channel(average, host_values(running_mean, s.C, 0.0), mean));
-      store_into(running_var, per_channel(average_var, host_values(running_var, s.C, 1.0), var));
+      store_into(a.running_mean,
+                 per_channel(average, host_values(a.running_mean, s.C, 0.0), mean));
+      store_into(a.running_var,
+                 per_channel(average_var, host_values(a.running_var, s.C, 1.0), var));
     }
   } else {
-    mean = host_values(running_mean, s.C, 0.0);
-    var = host_values(running_var, s.C, 1.0);
+    mean = host_values(a.running_mean, s.C, 0.0);
+    var = host_values(a.running_var, s.C, 1.0);
   }
-  const HostValues w = host_values(weight, s.C, 1.0), b = host_values(bias, s.C, 0.0);
+  const HostValues w = host_values(a.weight, s.C, 1.0), b = host_values(a.bias, s.C, 0.0);
   HostValues invstd(s.C), scale(s.C), shift(s.C);
   for (int64_t c = 0; c < s.C; ++c) {
-    const auto n = bnc::normalisation(mean[c], var[c], w[c], b[c], eps);
+    const auto n = bnc::normalisation(mean[c], var[c], w[c], b[c], a.eps);
     invstd[c] = n.invstd, scale[c] = n.scale, shift[c] = n.shift;
   }
   Tensor out = empty(in.sizes(), TensorOptions(in.dtype(), in.device()));
-  kernel_for(&KernelTable::batch_norm_transform, "batch_norm", {&in})(out, in, s, scale.data(),
-                                                                      shift.data(), relu);
+  kernel_for(&KernelTable::batch_norm_transform, "batch_norm", {&in})(
+      out, in, s, scale.data(), shift.data(), a.residual, a.relu);
   ForwardResult r{out, host_tensor(mean, in.dtype()), host_tensor(invstd, in.dtype()), {}, {}};
-  if (relu) {
+  if (a.relu && !a.residual.defined()) {
     r.relu_scale = host_tensor(scale, kFloat64);
     r.relu_shift = host_tensor(shift, kFloat64);
   }
   return r;
 }
 
-ForwardResult forward_on_device(const Tensor& in, const BatchNormShape& s, const Tensor& weight,
-                                const Tensor& bias, const Tensor& running_mean,
-                                const Tensor& running_var, bool training, double momentum,
-                                double eps, bool relu) {
+ForwardResult forward_on_device(const Tensor& in, const BatchNormShape& s, const ForwardArgs& a) {
   const int64_t M = s.N * s.inner;
   const Device device = in.device();
   Tensor mean, var;
-  if (training) {
+  if (a.training) {
     mean = empty({s.C}, TensorOptions(kFloat64, device));
     var = empty({s.C}, TensorOptions(kFloat64, device));
     kernel_for(&KernelTable::batch_norm_stats, "batch_norm", {&in})(in, s, doubles(mean),
                                                                     doubles(var));
-    if (running_mean.defined()) {
-      const Tensor rm = channel_values(running_mean, s.C, 0.0, device);
-      const Tensor rv = channel_values(running_var, s.C, 1.0, device);
-      copy_(running_mean, bnc::running_average(rm, mean, momentum));
-      copy_(running_var, bnc::running_average(rv, bnc::unbiased(var, M), momentum));
+    if (a.running_mean.defined()) {
+      const Tensor rm = channel_values(a.running_mean, s.C, 0.0, device);
+      const Tensor rv = channel_values(a.running_var, s.C, 1.0, device);
+      copy_(a.running_mean, bnc::running_average(rm, mean, a.momentum));
+      copy_(a.running_var, bnc::running_average(rv, bnc::unbiased(var, M), a.momentum));
     }
   } else {
-    mean = channel_values(running_mean, s.C, 0.0, device);
-    var = channel_values(running_var, s.C, 1.0, device);
+    mean = channel_values(a.running_mean, s.C, 0.0, device);
+    var = channel_values(a.running_var, s.C, 1.0, device);
   }
-  const auto n = bnc::normalisation(mean, var, channel_values(weight, s.C, 1.0, device),
-                                    channel_values(bias, s.C, 0.0, device), eps);
+  const auto n = bnc::normalisation(mean, var, channel_values(a.weight, s.C, 1.0, device),
+                                    channel_values(a.bias, s.C, 0.0, device), a.eps);
   Tensor out = empty(in.sizes(), TensorOptions(in.dtype(), device));
   kernel_for(&KernelTable::batch_norm_transform, "batch_norm", {&in})(
-      out, in, s, doubles(n.scale), doubles(n.shift), relu);
+      out, in, s, doubles(n.scale), doubles(n.shift), a.residual, a.relu);
   // In eval, mean may be running_mean itself (float64): the saved statistic is a copy, as before.
   ForwardResult r{out, mean.to(in.dtype(), /*copy=*/true), n.invstd.to(in.dtype()), {}, {}};
-  if (relu) r.relu_scale = n.scale, r.relu_shift = n.shift;
+  if (a.relu && !a.residual.defined()) r.relu_scale = n.scale, r.relu_shift = n.shift;
   return r;
 }
 
-ForwardResult forward(const Tensor& input, const Tensor& weight, const Tensor& bias,
-                      const Tensor& running_mean, const Tensor& running_var, bool training,
-                      double momentum, double eps, bool relu) {
-  const BatchNormShape s = check_bn("batch_norm", input, weight, bias, running_mean, running_var);
-  EMBER_CHECK(training || (running_mean.defined() && running_var.defined()),
+ForwardResult forward(const Tensor& input, const ForwardArgs& a) {
+  const BatchNormShape s =
+      check_bn("batch_norm", input, a.weight, a.bias, a.running_mean, a.running_var);
+  EMBER_CHECK(a.training || (a.running_mean.defined() && a.running_var.defined()),
               "batch_norm: running_mean and running_var are required in eval mode");
   const int64_t M = s.N * s.inner;
-  EMBER_CHECK(!training || M > 1, "batch_norm: expected more than 1 value per channel when ",
+  EMBER_CHECK(!a.training || M > 1, "batch_norm: expected more than 1 value per channel when ",
               "training, got input size ", input.shape_str());
   EMBER_CHECK(input.dtype() == kFloat32 || input.dtype() == kFloat64,
               "batch_norm: supports float32 and float64, got ", input.describe());
+  if (a.residual.defined()) {
+    EMBER_CHECK(a.residual.sizes() == input.sizes() && a.residual.dtype() == input.dtype() &&
+                    a.residual.device() == input.device(),
+                "batch_norm_relu: residual ", a.residual.describe(),
+                " must have the input's shape, dtype and device (", input.describe(), ")");
+  }
   NoGradGuard no_grad;  // the per-channel arithmetic is not part of any graph
   const Tensor in = input.contiguous();
+  const Tensor residual = a.residual.defined() ? a.residual.contiguous() : Tensor();
   const auto on_device = input.device().is_cpu() ? forward_on_host : forward_on_device;
-  return on_device(in, s, weight, bias, running_mean, running_var, training, momentum, eps, relu);
+  return on_device(in, s, ForwardArgs{a.weight, a.bias, a.running_mean, a.running_var, a.training,
+                                      a.momentum, a.eps, residual, a.relu});
 }
 
 }  // namespace
@@ -218,17 +233,18 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_forward(const Tensor& input, const
                                                       const Tensor& bias, const Tensor& running_mean,
                                                       const Tensor& running_var, bool training,
                                                       double momentum, double eps) {
-  ForwardResult r = forward(input, weight, bias, running_mean, running_var, training, momentum, eps,
-                            /*relu=*/false);
+  const ForwardResult r = forward(input, {weight, bias, running_mean, running_var, training,
+                                          momentum, eps, Tensor(), /*relu=*/false});
   return {r.out, r.mean, r.invstd};
 }
 
 BatchNormReluForward batch_norm_relu_forward(const Tensor& input, const Tensor& weight,
                                              const Tensor& bias, const Tensor& running_mean,
                                              const Tensor& running_var, bool training,
-                                             double momentum, double eps) {
-  return forward(input, weight, bias, running_mean, running_var, training, momentum, eps,
-                 /*relu=*/true);
+                                             double momentum, double eps,
+                                             const Tensor& residual) {
+  return forward(input, {weight, bias, running_mean, running_var, training, momentum, eps,
+                         residual, /*relu=*/true});
 }
 
 Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
@@ -243,12 +259,13 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
 
 Tensor batch_norm_relu(const Tensor& input, const Tensor& weight, const Tensor& bias,
                        const Tensor& running_mean, const Tensor& running_var, bool training,
-                       double momentum, double eps) {
-  if (auto f = autograd_kernel(&AutogradKernels::batch_norm_relu, {&input, &weight, &bias})) {
-    return f(input, weight, bias, running_mean, running_var, training, momentum, eps);
+                       double momentum, double eps, const Tensor& residual) {
+  if (auto f = autograd_kernel(&AutogradKernels::batch_norm_relu,
+                               {&input, &weight, &bias, &residual})) {
+    return f(input, weight, bias, running_mean, running_var, training, momentum, eps, residual);
   }
   return batch_norm_relu_forward(input, weight, bias, running_mean, running_var, training,
-                                 momentum, eps)
+                                 momentum, eps, residual)
       .out;
 }
 
@@ -380,7 +397,9 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_relu_backward(const Tensor& grad_o
                                                             bool training,
                                                             std::array<bool, 3> mask) {
   EMBER_CHECK(forward.relu_scale.defined() && forward.relu_shift.defined(),
-              "batch_norm_relu_backward: needs the scale and shift of batch_norm_relu_forward");
+              "batch_norm_relu_backward: needs the scale and shift of batch_norm_relu_forward ",
+              "without a residual (with one, the gradient is masked by threshold_backward on the ",
+              "output, then batch_norm_backward)");
   return backward(grad_out, input, weight, forward.mean, forward.invstd, forward.relu_scale,
                   forward.relu_shift, training, mask);
 }

@@ -113,9 +113,11 @@ struct BatchNormBackwardCoefficients {
   /* C doubles in the input's device memory (Note [Per-channel batch-norm values stay on the */   \
   /* device], tensor/batch_norm.cc). mean[c] and biased var[c] of input: */                     \
   _(batch_norm_stats, (const Tensor& input, const BatchNormShape& s, double* mean, double* var)) \
-  /* out = input * scale[c] + shift[c], then ReLU's x < 0 ? 0 : x where relu is set: */          \
+  /* out = input * scale[c] + shift[c], plus residual where defined (input's shape and dtype, */  \
+  /* contiguous), then ReLU's x < 0 ? 0 : x where relu is set: */                                \
   _(batch_norm_transform, (const Tensor& out, const Tensor& input, const BatchNormShape& s,       \
-                           const double* scale, const double* shift, bool relu))                 \
+                           const double* scale, const double* shift, const Tensor& residual,     \
+                           bool relu))                                                           \
   /* sum_g[c] = sum of grad_out, sum_gx[c] = sum of grad_out * (input - mean[c]), grad_out */     \
   /* masked by relu first where it is set (BatchNormRelu): */                                    \
   _(batch_norm_backward_reduce, (const Tensor& grad_out, const Tensor& input,                    \

@@ -55,23 +55,26 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(const Tensor& grad_out, c
                                                        const Tensor& invstd, bool training,
                                                        std::array<bool, 3> mask);
 
-// relu(batch_norm(...)) in one pass (Note [Batch norm + ReLU], tensor/batch_norm.cc): the same
-// values as relu_(batch_norm(...)) to the bit, and the same gradients, with ReLU's passes over the
-// data folded into batch norm's (ResNet's blocks).
+// relu(batch_norm(...) + residual) in one pass (Note [Batch norm + ReLU], tensor/batch_norm.cc),
+// residual optional (input's shape, dtype and device): the same values as batch_norm, add_ and
+// relu_ one after the other to the bit, and the same gradients, with the residual's and ReLU's
+// passes over the data folded into batch norm's (ResNet's blocks).
 Tensor batch_norm_relu(const Tensor& input, const Tensor& weight, const Tensor& bias,
                        const Tensor& running_mean, const Tensor& running_var, bool training,
-                       double momentum, double eps);
-// Raw forward: the output, the per-channel mean and 1/sqrt(var + eps) used, and the per-channel
-// scale and shift ([C] float64) the output was computed with, which the backward recomputes the
-// output from for ReLU's mask.
+                       double momentum, double eps, const Tensor& residual = Tensor());
+// Raw forward: the output, the per-channel mean and 1/sqrt(var + eps) used, and, without a
+// residual, the per-channel scale and shift ([C] float64) the output was computed with, which the
+// backward recomputes the output from for ReLU's mask.
 struct BatchNormReluForward {
   Tensor out, mean, invstd, relu_scale, relu_shift;
 };
 BatchNormReluForward batch_norm_relu_forward(const Tensor& input, const Tensor& weight,
                                              const Tensor& bias, const Tensor& running_mean,
                                              const Tensor& running_var, bool training,
-                                             double momentum, double eps);
-// batch_norm_backward for grad_out, the gradient of batch_norm_relu's output.
+                                             double momentum, double eps,
+                                             const Tensor& residual = Tensor());
+// batch_norm_backward for grad_out, the gradient of the output of batch_norm_relu without a
+// residual.
 std::tuple<Tensor, Tensor, Tensor> batch_norm_relu_backward(const Tensor& grad_out,
                                                             const Tensor& input,
                                                             const Tensor& weight,

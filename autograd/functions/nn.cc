@@ -11,22 +11,26 @@ namespace ember::autograd {
 namespace {
 
 // batch_norm's node, or batch_norm_relu's (Note [Batch norm + ReLU]): the raw forward's statistics
-// (and scale and shift) are bound into the formula once the forward ran.
+// (and scale and shift) are bound into the formula once the forward ran. With a residual, the
+// gradient is masked by ReLU's threshold_backward on the saved output, and that masked gradient
+// is also the residual's.
 Tensor record_batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
                          const Tensor& running_mean, const Tensor& running_var, bool training,
-                         double momentum, double eps, bool relu) {
+                         double momentum, double eps, bool relu, const Tensor& residual) {
   RecordSpec spec{relu ? "BatchNormReluBackward" : "NativeBatchNormBackward", {input}};
   if (weight.defined()) spec.inputs.push_back(weight);
   if (bias.defined()) spec.inputs.push_back(bias);
-  const bool has_w = weight.defined(), has_b = bias.defined();
+  const bool has_w = weight.defined(), has_b = bias.defined(), has_r = residual.defined();
+  if (has_r) spec.inputs.push_back(residual);
   spec.saved = {input, weight};
+  spec.save_output = has_r;  // saved[2]
   BatchNormReluForward forward;
   Tensor out = record_op(spec,
                          [&] {
                            if (relu) {
                              forward = batch_norm_relu_forward(input, weight, bias, running_mean,
                                                                running_var, training, momentum,
-                                                               eps);
+                                                               eps, residual);
                            } else {
                              auto [o, m, is] = batch_norm_forward(input, weight, bias,
                                                                   running_mean, running_var,
@@ -36,19 +40,23 @@ Tensor record_batch_norm(const Tensor& input, const Tensor& weight, const Tensor
                            return forward.out;
                          },
                          nullptr);
-  forward.out = Tensor();  // the formula needs the statistics, not the output
+  forward.out = Tensor();  // the formula reads the output, if at all, from the saved variables
   auto* node = static_cast<FunctionNode*>(out.grad_fn().get());
   node->set_formula([=](const Tensor& g, const variable_list& s,
                         const std::vector<bool>& n) -> variable_list {
     const bool need_w = has_w && n[1];
     const bool need_b = has_b && n[has_w ? 2 : 1];
     const std::array<bool, 3> mask{n[0], need_w, need_b};
+    const Tensor masked = has_r ? threshold_backward(g, s[2], 0) : Tensor();
     auto [gi, gw, gb] =
-        relu ? batch_norm_relu_backward(g, s[0], s[1], forward, training, mask)
-             : batch_norm_backward(g, s[0], s[1], forward.mean, forward.invstd, training, mask);
+        !relu ? batch_norm_backward(g, s[0], s[1], forward.mean, forward.invstd, training, mask)
+        : has_r
+            ? batch_norm_backward(masked, s[0], s[1], forward.mean, forward.invstd, training, mask)
+            : batch_norm_relu_backward(g, s[0], s[1], forward, training, mask);
     variable_list r{gi};
     if (has_w) r.push_back(gw);
     if (has_b) r.push_back(gb);
+    if (has_r) r.push_back(masked);
     return r;
   });
   return out;
@@ -105,13 +113,13 @@ void register_nn_formulas(AutogradKernels& k) {
                     const Tensor& running_mean, const Tensor& running_var, bool training,
                     double momentum, double eps) {
     return record_batch_norm(input, weight, bias, running_mean, running_var, training, momentum,
-                             eps, /*relu=*/false);
+                             eps, /*relu=*/false, Tensor());
   };
   k.batch_norm_relu = [](const Tensor& input, const Tensor& weight, const Tensor& bias,
                          const Tensor& running_mean, const Tensor& running_var, bool training,
-                         double momentum, double eps) {
+                         double momentum, double eps, const Tensor& residual) {
     return record_batch_norm(input, weight, bias, running_mean, running_var, training, momentum,
-                             eps, /*relu=*/true);
+                             eps, /*relu=*/true, residual);
   };
   k.log_softmax = [](const Tensor& input, int64_t dim) {
     return record_op({"LogSoftmaxBackward", {input}, {}, true}, [&] { return log_softmax(input, dim); },

@@ -36,13 +36,21 @@ Tensor BatchNorm2d::forward(const Tensor& input) {
   return normalise(input, batch_norm);
 }
 
-Tensor BatchNorm2d::forward_relu(const Tensor& input) {
-  if (redirect_) return relu_(redirect_->forward(input));
-  return normalise(input, batch_norm_relu);
+Tensor BatchNorm2d::forward_relu(const Tensor& input, const Tensor& residual) {
+  if (redirect_) {
+    Tensor out = redirect_->forward(input);
+    if (residual.defined()) out.add_(residual);
+    return relu_(out);
+  }
+  return normalise(input, [&](const Tensor& x, const Tensor& w, const Tensor& b,
+                              const Tensor& rm, const Tensor& rv, bool training, double momentum,
+                              double eps) {
+    return batch_norm_relu(x, w, b, rm, rv, training, momentum, eps, residual);
+  });
 }
 
 template <typename Op>
-Tensor BatchNorm2d::normalise(const Tensor& input, Op op) {
+Tensor BatchNorm2d::normalise(const Tensor& input, const Op& op) {
   EMBER_CHECK(input.defined() && input.dim() == 4 && input.size(1) == num_features_,
               "BatchNorm2d: expected input [N, ", num_features_, ", H, W], got ", input.describe());
   const bool use_batch_stats = is_training() || !track_running_stats_;

@@ -11,9 +11,10 @@ class BatchNorm2d : public Module {
   explicit BatchNorm2d(int64_t num_features, double eps = 1e-5, double momentum = 0.1,
                        bool affine = true, bool track_running_stats = true);
   Tensor forward(const Tensor& input) override;
-  // relu(forward(input)), the same values and gradients, in one pass over the data where this
-  // layer is not redirected (batch_norm_relu, Note [Batch norm + ReLU] in tensor/batch_norm.cc).
-  Tensor forward_relu(const Tensor& input);
+  // relu(forward(input) + residual) (residual optional), the same values and gradients, in one
+  // pass over the data where this layer is not redirected (batch_norm_relu, Note [Batch norm +
+  // ReLU] in tensor/batch_norm.cc).
+  Tensor forward_relu(const Tensor& input, const Tensor& residual = Tensor());
   std::string extra_repr() const override;
 
   int64_t num_features() const { return num_features_; }
@@ -27,9 +28,10 @@ class BatchNorm2d : public Module {
   void redirect_forward(std::shared_ptr<Module> replacement);
 
  private:
-  // batch_norm or batch_norm_relu on this layer's parameters and buffers.
+  // op(input, weight, bias, running_mean, running_var, training, momentum, eps) on this layer's
+  // parameters and buffers: batch_norm, or batch_norm_relu with its residual bound.
   template <typename Op>
-  Tensor normalise(const Tensor& input, Op op);
+  Tensor normalise(const Tensor& input, const Op& op);
 
   std::shared_ptr<Module> redirect_;
   int64_t num_features_;

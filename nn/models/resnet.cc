@@ -24,9 +24,7 @@ BasicBlock::BasicBlock(int64_t in_planes, int64_t planes, int64_t stride, Genera
 // output is safe, and each saves a fresh activation-sized tensor and a pass writing it.
 Tensor BasicBlock::forward(const Tensor& x) {
   Tensor out = bn1_->forward_relu(conv1_->forward(x));
-  out = bn2_->forward(conv2_->forward(out));
-  out.add_(shortcut_->size() ? shortcut_->forward(x) : x);
-  return relu_(out);
+  return bn2_->forward_relu(conv2_->forward(out), shortcut_->size() ? shortcut_->forward(x) : x);
 }
 
 ResNet::ResNet(const ResNetOptions& o, Generator* gen) : Module("ResNet"), options_(o) {

@@ -170,17 +170,25 @@ void stats(const T* x, const BatchNormShape& s, double* mean, double* var) {
   }
 }
 
+// y = x * scale + shift (+ residual), then ReLU where relu is set: the residual is added as the
+// add kernel adds it (one rounding) and ReLU is the unary kernel's x < 0 ? 0 : x (NaN and -0
+// kept), so the result has the bits of batch norm, add_ and relu_ one after the other.
 template <typename T>
 void transform(T* y, const T* x, const BatchNormShape& s, const double* scale, const double* shift,
-               bool relu) {
+               const T* residual, bool relu) {
   parallel_for(0, s.N * s.C, rows_grain(s.inner), [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
       const int64_t c = row % s.C;
       const T a = T(scale[c]), b = T(shift[c]);
       const T* __restrict p = x + row * s.inner;
       T* __restrict q = y + row * s.inner;
-      if (relu) {
-        // ReLU as the unary kernel computes it: x < 0 ? 0 : x keeps NaN (and -0).
+      if (residual != nullptr) {
+        const T* __restrict r = residual + row * s.inner;
+        for (int64_t i = 0; i < s.inner; ++i) {
+          const T v = affine(p[i], a, b) + r[i];
+          q[i] = relu && v < T(0) ? T(0) : v;
+        }
+      } else if (relu) {
         for (int64_t i = 0; i < s.inner; ++i) {
           const T v = affine(p[i], a, b);
           q[i] = v < T(0) ? T(0) : v;
@@ -247,9 +255,11 @@ void stats_kernel(const Tensor& input, const BatchNormShape& s, double* mean, do
 }
 
 void transform_kernel(const Tensor& out, const Tensor& input, const BatchNormShape& s,
-                      const double* scale, const double* shift, bool relu) {
+                      const double* scale, const double* shift, const Tensor& residual,
+                      bool relu) {
   EMBER_DISPATCH_FLOAT_AND_DOUBLE(input.dtype(), "batch_norm", [&] {
-    transform(out.data_ptr<scalar_t>(), input.data_ptr<scalar_t>(), s, scale, shift, relu);
+    const scalar_t* r = residual.defined() ? residual.data_ptr<scalar_t>() : nullptr;
+    transform(out.data_ptr<scalar_t>(), input.data_ptr<scalar_t>(), s, scale, shift, r, relu);
   });
 }
 

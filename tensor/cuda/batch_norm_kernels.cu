@@ -130,14 +130,16 @@ int channel_sums(const T* x, const T* g, const BatchNormDims& s, ChannelSum what
   return static_cast<int>(cudaGetLastError());
 }
 
-// out = x * scale + shift, then ReLU (y < 0 ? 0 : y, keeping NaN) where relu is set.
+// out = x * scale + shift, plus residual where it is not null, then ReLU (y < 0 ? 0 : y,
+// keeping NaN) where relu is set.
 template <typename T>
 __global__ void transform_kernel(T* out, const T* x, BatchNormDims s, const double* scale,
-                                 const double* shift, bool relu) {
+                                 const double* shift, const T* residual, bool relu) {
   const int64_t total = s.N * s.C * s.inner;
   for (int64_t e = global_thread_index(); e < total; e += grid_stride()) {
     const int64_t c = e / s.inner % s.C;
-    const T y = affine_output(x[e], scale[c], shift[c]);
+    T y = affine_output(x[e], scale[c], shift[c]);
+    if (residual != nullptr) y = y + residual[e];
     out[e] = relu && y < T(0) ? T(0) : y;
   }
 }
@@ -194,15 +196,16 @@ int launch_batch_norm_backward_reduce(DType dtype, const void* g, const void* x,
 }
 
 int launch_batch_norm_transform(DType dtype, void* out, const void* x, const BatchNormDims& s,
-                                const double* scale, const double* shift, bool relu,
-                                cudaStream_t stream) {
+                                const double* scale, const double* shift, const void* residual,
+                                bool relu, cudaStream_t stream) {
   const int64_t total = s.N * s.C * s.inner;
   if (total == 0) return 0;
   return dispatch_float_and_double(dtype, [&](auto tag) {
     using T = decltype(tag);
     const auto kernel = transform_kernel<T>;
     EMBER_LAUNCH(kernel, blocks_for(total), kThreadsPerBlock, 0, stream, static_cast<T*>(out),
-                 static_cast<const T*>(x), s, scale, shift, relu);
+                 static_cast<const T*>(x), s, scale, shift, static_cast<const T*>(residual),
+                 relu);
     return static_cast<int>(cudaGetLastError());
   });
 }

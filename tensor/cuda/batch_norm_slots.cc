@@ -24,10 +24,12 @@ void batch_norm_stats_cuda(const Tensor& input, const BatchNormShape& s, double*
 }
 
 void batch_norm_transform_cuda(const Tensor& out, const Tensor& input, const BatchNormShape& s,
-                               const double* scale, const double* shift, bool relu) {
+                               const double* scale, const double* shift, const Tensor& residual,
+                               bool relu) {
   DeviceGuard guard(out.device().index);
+  const void* r = residual.defined() ? residual.data_ptr() : nullptr;
   check_launch(launch_batch_norm_transform(dtype_of(input), out.data_ptr(), input.data_ptr(),
-                                           dims_of(s), scale, shift, relu, stream_of(out)),
+                                           dims_of(s), scale, shift, r, relu, stream_of(out)),
                "batch_norm", out);
 }
 

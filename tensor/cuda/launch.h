@@ -117,11 +117,11 @@ struct BatchNormDims {
 int64_t batch_norm_workspace_doubles(const BatchNormDims& s);
 int launch_batch_norm_stats(DType dtype, const void* x, const BatchNormDims& s, double* workspace,
                             double* mean, double* var, cudaStream_t stream);
-// relu, relu_scale and relu_shift: batch_norm_relu (BatchNormRelu, tensor/kernels.h); null
-// relu_scale: plain batch norm.
+// residual, relu, relu_scale and relu_shift: batch_norm_relu (BatchNormRelu, tensor/kernels.h);
+// null residual: none; null relu_scale: plain batch norm.
 int launch_batch_norm_transform(DType dtype, void* out, const void* x, const BatchNormDims& s,
-                                const double* scale, const double* shift, bool relu,
-                                cudaStream_t stream);
+                                const double* scale, const double* shift, const void* residual,
+                                bool relu, cudaStream_t stream);
 int launch_batch_norm_backward_reduce(DType dtype, const void* g, const void* x,
                                       const BatchNormDims& s, const double* mean,
                                       const double* relu_scale, const double* relu_shift,

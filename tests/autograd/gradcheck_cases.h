@@ -140,6 +140,11 @@ inline const std::map<std::string, Case>& cases() {
          Tensor rm = zeros({3}, like), rv = ones({3}, like);
          return batch_norm_relu(x[0], x[1], x[2], rm, rv, /*training=*/true, 0.1, 1e-5);
        }}},
+      {"batch_norm_relu_residual", {{{4, 3, 2, 2}, {3}, {3}, {4, 3, 2, 2}}, [](const Inputs& x) {
+         const TensorOptions like(kFloat64, x[0].device());
+         Tensor rm = zeros({3}, like), rv = ones({3}, like);
+         return batch_norm_relu(x[0], x[1], x[2], rm, rv, /*training=*/true, 0.1, 1e-5, x[3]);
+       }}},
       {"log_softmax", {{{3, 5}}, [](const Inputs& x) { return log_softmax(x[0], 1); }}},
       {"softmax", {{{3, 4}}, [](const Inputs& x) { return softmax(x[0], 0); }}},
       {"nll_loss", {{{4, 5}}, [](const Inputs& x) {

@@ -161,8 +161,9 @@ TEST(Layers, ReLUInPlaceOverwritesItsInput) {
   EXPECT_TRUE(equal(x.grad(), from_vector<float>({0, 0, 0, 2})));
 }
 
-// ResNet's blocks run ReLU and the residual addition in place (nn/models/resnet.cc): the gradient
-// through the whole network, batch norm in training mode, still matches finite differences.
+// ResNet's blocks run ReLU and the residual addition inside batch norm (BatchNorm2d::forward_relu,
+// nn/models/resnet.cc): the gradient through the whole network, batch norm in training mode,
+// still matches finite differences.
 TEST(Layers, ResNetGradientThroughInPlaceOpsPassesGradcheck) {
   Generator g(5);
   ResNet net(ResNetOptions{8, 2, 1, 3}, &g);  // one block per stage, projection shortcuts
@@ -172,6 +173,54 @@ TEST(Layers, ResNetGradientThroughInPlaceOpsPassesGradcheck) {
   autograd::GradcheckResult r = autograd::gradcheck(
       [&](const std::vector<Tensor>& in) { return net.forward(in[0]); }, {x});
   EXPECT_TRUE(r.ok) << r.message;
+}
+
+// forward_relu(x, residual) against relu_(forward(x).add_(residual)) on twin layers: the same
+// output, running statistics and gradients to the bit (Note [Batch norm + ReLU]), with and
+// without a residual, in training and eval.
+TEST(Layers, BatchNormForwardReluIsReluOfForwardPlusResidual) {
+  for (bool with_residual : {false, true}) {
+    for (bool training : {true, false}) {
+      SCOPED_TRACE(std::string(with_residual ? "residual" : "no residual") +
+                   (training ? ", training" : ", eval"));
+      Generator g(3);
+      const Tensor x0 = randn({4, 3, 5, 6}, &g) + 0.3, r0 = randn({4, 3, 5, 6}, &g);
+      const Tensor grad = randn({4, 3, 5, 6}, &g);
+      BatchNorm2d fused(3), plain(3);
+      for (BatchNorm2d* bn : {&fused, &plain}) {
+        bn->train(training);
+        bn->named_parameters()[0].second.detach().copy_(from_vector<float>({1.5f, 0.5f, 1.0f}));
+        bn->named_parameters()[1].second.detach().copy_(from_vector<float>({0.2f, -0.4f, 0.0f}));
+      }
+      std::vector<Tensor> inputs;
+      std::vector<Tensor> outputs;
+      for (BatchNorm2d* bn : {&fused, &plain}) {
+        Tensor x = x0.clone(), r = r0.clone();
+        x.set_requires_grad(true);
+        r.set_requires_grad(true);
+        Tensor residual = with_residual ? r : Tensor();
+        Tensor out = bn == &fused ? bn->forward_relu(x, residual) : [&] {
+          Tensor y = bn->forward(x);
+          if (with_residual) y.add_(r);
+          return relu_(y);
+        }();
+        out.backward(grad);
+        outputs.push_back(out);
+        inputs.push_back(x);
+        inputs.push_back(r);
+      }
+      EXPECT_TRUE(equal(outputs[0], outputs[1]));
+      EXPECT_TRUE(equal(inputs[0].grad(), inputs[2].grad()));
+      if (with_residual) {
+        EXPECT_TRUE(equal(inputs[1].grad(), inputs[3].grad()));
+      }
+      for (size_t i = 0; i < 2; ++i) {
+        EXPECT_TRUE(equal(fused.named_parameters()[i].second.grad(),
+                          plain.named_parameters()[i].second.grad()));
+      }
+      EXPECT_TRUE(equal(fused.named_buffers()[1].second, plain.named_buffers()[1].second));
+    }
+  }
 }
 
 TEST(Losses, CrossEntropyMatchesPyTorch) {

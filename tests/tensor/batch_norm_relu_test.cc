@@ -117,6 +117,33 @@ TEST_P(BatchNormReluTest, SameBitsAsBatchNormThenRelu) {
 
 // The comparison above can fail: ReLU zeroed outputs, and its mask changed the gradients from
 // batch norm's own.
+// With a residual: batch_norm, add_ and relu_'s bits (the backward is threshold_backward on the
+// output and batch_norm_backward, autograd's formula; tests/nn checks it through BatchNorm2d).
+TEST_P(BatchNormReluTest, ResidualIsAddedBeforeRelu) {
+  const Case& c = GetParam();
+  set_num_threads(c.threads);
+  Generator gen(11);
+  const Tensor residual = randn(c.shape, &gen).to(c.dtype);
+  Tensor rm = running_mean_.clone(), rv = running_var_.clone();
+  const BatchNormReluForward fused = batch_norm_relu_forward(input_, weight_, bias_, rm, rv,
+                                                             c.training, 0.1, 1e-5, residual);
+  Tensor plain_rm = running_mean_.clone(), plain_rv = running_var_.clone();
+  Tensor plain = std::get<0>(batch_norm_forward(input_, weight_, bias_, plain_rm, plain_rv,
+                                                c.training, 0.1, 1e-5));
+  relu_(plain.add_(residual));
+  set_num_threads(1);
+  expect_same_bits(fused.out, plain, describe(c) + ", output with a residual");
+  expect_same_bits(rv, plain_rv, describe(c) + ", running_var with a residual");
+  EXPECT_FALSE(fused.relu_scale.defined()) << "the backward masks by the output instead";
+  // A strided residual is read as its values.
+  const Tensor strided = residual.transpose(2, 3).contiguous().transpose(2, 3);
+  Tensor rm2 = running_mean_.clone(), rv2 = running_var_.clone();
+  expect_same_bits(batch_norm_relu_forward(input_, weight_, bias_, rm2, rv2, c.training, 0.1, 1e-5,
+                                           strided)
+                       .out,
+                   plain, describe(c) + ", output with a strided residual");
+}
+
 TEST_P(BatchNormReluTest, ReluZeroesOutputsAndMasksGradients) {
   const Case& c = GetParam();
   const StepResult fused = step(true);
@@ -165,6 +192,16 @@ TEST(BatchNormReluErrors, BackwardNeedsTheForwardsScaleAndShift) {
   wrong.relu_shift = zeros({4}, kFloat64);
   EXPECT_EMBER_ERROR(batch_norm_relu_backward(x, x, w, wrong, true, {true, true, true}),
                      "batch_norm_relu_backward", "must have 3 elements");
+}
+
+TEST(BatchNormReluErrors, ResidualMustMatchTheInput) {
+  const Tensor x = randn({2, 3, 4});
+  EXPECT_EMBER_ERROR(batch_norm_relu(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5,
+                                     randn({2, 3, 5})),
+                     "batch_norm_relu: residual float32[2, 3, 5]", "input's shape");
+  EXPECT_EMBER_ERROR(batch_norm_relu(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5,
+                                     randn({2, 3, 4}).to(kFloat64)),
+                     "batch_norm_relu: residual", "dtype");
 }
 
 TEST(BatchNormReluErrors, ForwardChecksAsBatchNorm) {

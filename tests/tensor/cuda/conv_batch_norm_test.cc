@@ -134,6 +134,15 @@ TEST_F(CudaConvBatchNormTest, BatchNormReluIsBatchNormThenRelu) {
             return batch_norm_relu(t[0], t[1], t[2], rm, rv, training, 0.1, 1e-5);
           },
           {x.cpu(), w.cpu(), b.cpu(), zeros({3}, dt), ones({3}, dt)}, 10 * device_tolerance(dt)));
+      // With a residual: the device's batch norm, add_ and relu_.
+      const Tensor residual = parity_input(shape, dt, 9).to(kCuda0);
+      std::vector<Tensor> residual_stats = stats(), plain_residual_stats = stats();
+      const Tensor with_residual = batch_norm_relu(x, w, b, residual_stats[0], residual_stats[1],
+                                                   training, 0.1, 1e-5, residual);
+      Tensor plain_with_residual = batch_norm(x, w, b, plain_residual_stats[0],
+                                              plain_residual_stats[1], training, 0.1, 1e-5);
+      relu_(plain_with_residual.add_(residual));
+      EXPECT_TRUE(equal(with_residual.cpu(), plain_with_residual.cpu()));
     }
   }
 }
