@@ -55,6 +55,11 @@ BatchNormShape check_bn(const char* op, const Tensor& input, const Tensor& weigh
 // function per backend: the CPU's affine(), one FMA where the level has FMA, and the CUDA kernels'
 // affine_output). So the outputs, masks and gradients are those of relu_(batch_norm(...)) to the
 // bit: tests/tensor/batch_norm_relu_test checks it at every capability level.
+// With a residual (the second half of a block: relu(bn2(x) + shortcut)) the transform adds it as
+// the add kernel does, saving add_'s and ReLU's forward passes; the backward then masks by the
+// saved output with threshold_backward (autograd/functions/nn.cc), as relu_ did, because
+// recomputing y would read the residual in both backward passes, and its gradient, the masked
+// gradient itself, has to be written anyway.
 
 namespace bnc = batch_norm_channels;
 
@@ -358,10 +363,6 @@ BackwardResult backward_on_device(const BackwardInputs& x, const Tensor& weight,
   if (x.mask[2]) grad_bias = sum_g.to(x.in.dtype());
   return {grad_input, grad_weight, grad_bias};
 }
-
-}  // namespace
-
-namespace {
 
 BackwardResult backward(const Tensor& grad_out, const Tensor& input, const Tensor& weight,
                         const Tensor& mean, const Tensor& invstd, const Tensor& relu_scale,

@@ -19,9 +19,9 @@ BasicBlock::BasicBlock(int64_t in_planes, int64_t planes, int64_t stride, Genera
   }
 }
 
-// ReLU and the residual addition run in place, as in torchvision's BasicBlock (ReLU(inplace=True),
-// out += identity): batch norm's backward reads its input, not its output, so overwriting the
-// output is safe, and each saves a fresh activation-sized tensor and a pass writing it.
+// torchvision's BasicBlock: relu(bn1(conv1(x))), then relu(bn2(conv2(.)) + shortcut(x)). The ReLUs
+// and the residual addition run inside batch norm's own pass (BatchNorm2d::forward_relu, Note
+// [Batch norm + ReLU]), with the bits of batch norm, out += identity and ReLU(inplace=True).
 Tensor BasicBlock::forward(const Tensor& x) {
   Tensor out = bn1_->forward_relu(conv1_->forward(x));
   return bn2_->forward_relu(conv2_->forward(out), shortcut_->size() ? shortcut_->forward(x) : x);
