@@ -47,16 +47,17 @@ Tensor record_batch_norm(const Tensor& input, const Tensor& weight, const Tensor
     const bool need_w = has_w && n[1];
     const bool need_b = has_b && n[has_w ? 2 : 1];
     const std::array<bool, 3> mask{n[0], need_w, need_b};
-    const Tensor masked = has_r ? threshold_backward(g, s[2], 0) : Tensor();
+    // With a residual, batch norm's own backward runs on the masked gradient; without one,
+    // batch_norm_relu_backward masks inside batch norm's passes.
+    const Tensor grad = has_r ? threshold_backward(g, s[2], 0) : g;
     auto [gi, gw, gb] =
-        !relu ? batch_norm_backward(g, s[0], s[1], forward.mean, forward.invstd, training, mask)
-        : has_r
-            ? batch_norm_backward(masked, s[0], s[1], forward.mean, forward.invstd, training, mask)
-            : batch_norm_relu_backward(g, s[0], s[1], forward, training, mask);
+        relu && !has_r
+            ? batch_norm_relu_backward(grad, s[0], s[1], forward, training, mask)
+            : batch_norm_backward(grad, s[0], s[1], forward.mean, forward.invstd, training, mask);
     variable_list r{gi};
     if (has_w) r.push_back(gw);
     if (has_b) r.push_back(gb);
-    if (has_r) r.push_back(masked);
+    if (has_r) r.push_back(grad);
     return r;
   });
   return out;
