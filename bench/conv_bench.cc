@@ -54,6 +54,36 @@ void conv_grad_ember(benchmark::State& state) {
   ember::bench::set_rate(state, kRate, l.flops());
 }
 
+// Both gradients in one call, as a training step asks (Winograd computes them in one pass).
+void conv_grads_ember(benchmark::State& state) {
+  Layer l(state.range(0));
+  ember::Conv2dParams p;
+  p.padding = {1, 1};
+  for (auto _ : state) {
+    auto grads = ember::conv2d_backward(l.grad_out, l.x, l.w, p, {true, true, false});
+    benchmark::DoNotOptimize(std::get<0>(grads).data_ptr());
+  }
+  ember::bench::set_rate(state, kRate, 2 * l.flops());
+}
+
+void conv_grads_im2col_eigen(benchmark::State& state) {
+  Layer l(state.range(0));
+  const int64_t C = l.C, S = l.S, K = C * 9, P = S * S;
+  std::vector<float> cols(static_cast<size_t>(K * P)), gi(static_cast<size_t>(kBatch * C * P));
+  std::vector<float> gw(static_cast<size_t>(C * K));
+  const auto& e = ember::bench::eigen_baselines();
+  for (auto _ : state) {
+    e.conv3x3_input_grad_f32(l.w.data_ptr<float>(), l.grad_out.data_ptr<float>(), cols.data(),
+                             gi.data(), kBatch, C, C, S);
+    e.conv3x3_weight_grad_f32(l.x.data_ptr<float>(), l.grad_out.data_ptr<float>(), cols.data(),
+                              gw.data(), kBatch, C, C, S);
+    benchmark::DoNotOptimize(gi.data());
+    benchmark::DoNotOptimize(gw.data());
+    benchmark::ClobberMemory();
+  }
+  ember::bench::set_rate(state, kRate, 2 * l.flops());
+}
+
 template <bool kInput>
 void conv_grad_im2col_eigen(benchmark::State& state) {
   Layer l(state.range(0));
@@ -96,6 +126,8 @@ void register_all() {
     benchmark::RegisterBenchmark("conv3x3_igrad_f32/im2col_eigen", conv_grad_im2col_eigen<true>)->Arg(side)->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark("conv3x3_wgrad_f32/ember", conv_grad_ember<false>)->Arg(side)->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark("conv3x3_wgrad_f32/im2col_eigen", conv_grad_im2col_eigen<false>)->Arg(side)->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("conv3x3_grads_f32/ember", conv_grads_ember)->Arg(side)->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("conv3x3_grads_f32/im2col_eigen", conv_grads_im2col_eigen)->Arg(side)->Unit(benchmark::kMillisecond);
   }
 }
 

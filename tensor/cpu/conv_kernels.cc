@@ -6,7 +6,8 @@
 // with the direct kernel (tensor/cpu/direct_conv.h).
 // Threads split the images (forward, input gradient) and fixed chunks of images (weight gradient;
 // Note [Deterministic parallel kernels]); a backward pass with both gradients runs them in one
-// region (Note [Two-part regions]). Checks and output allocation are the op's (tensor/conv.cc).
+// region (Note [Two-part regions]), or, by Winograd, computes both in the weight gradient's chunks
+// (Note [Winograd input gradient]). Checks and output allocation are the op's (tensor/conv.cc).
 #include <type_traits>
 #include <vector>
 
@@ -175,11 +176,6 @@ void weight_grad_images(const T* in, const T* go, const ConvGeometry& g, int64_t
                         T* gw, int64_t begin, int64_t end, T* buffer) {
   const int64_t Og = O / G, Cg = g.C / G, K = Cg * g.kh * g.kw, P = g.Ho * g.Wo;
   if constexpr (std::is_same_v<T, float>) {
-    if (G == 1 && winograd_weight_grad_applies(g, O)) {  // gw: the images' dU [16, O, C], set
-      winograd_weight_grad(in + begin * g.C * g.H * g.W, go + begin * O * P, g, O, end - begin, gw,
-                           buffer);
-      return;
-    }
     if (G == 1 && direct_conv_applies(g, O)) {
       for (int64_t n = begin; n < end; ++n) {
         direct_conv_weight_grad(in + n * g.C * g.H * g.W, go + n * O * P, g, O, gw, buffer);
@@ -201,21 +197,33 @@ void weight_grad_images(const T* in, const T* go, const ConvGeometry& g, int64_t
 // into its own partial and finish() adds them in chunk order, so the result is the same whichever
 // thread runs a chunk (Note [Deterministic parallel kernels]). By Winograd a partial is the
 // chunk's dU [16, O, C], and finish() transforms the sum into gw once (Note [Winograd weight
-// gradient]); otherwise it is the chunk's gw, and the sum is copied.
+// gradient]); otherwise it is the chunk's gw, and the sum is copied. Given grad_input (only where
+// winograd_input_grad_applies), the chunks also set the input gradient of their images from the
+// same transformed output gradient (Note [Winograd input gradient]).
 template <typename T>
 class WeightGradChunks {
  public:
-  WeightGradChunks(const T* in, const T* go, const ConvGeometry& g, int64_t O, int64_t G, T* gw)
-      : in_(in), go_(go), g_(g), O_(O), G_(G), gw_(gw),
+  WeightGradChunks(const T* in, const T* go, const ConvGeometry& g, int64_t O, int64_t G, T* gw,
+                   const Tensor& weight = Tensor(), T* gi = nullptr)
+      : in_(in), go_(go), g_(g), O_(O), G_(G), gw_(gw), gi_(gi),
         winograd_(std::is_same_v<T, float> && G == 1 && winograd_weight_grad_applies(g, O)),
         size_(winograd_ ? winograd_weight_size(g, O) : O * (g.C / G) * g.kh * g.kw),
         count_((g.N + kImagesPerWeightChunk - 1) / kImagesPerWeightChunk),
         partials_(scratch<T>(count_ * size_)) {
     const bool direct = std::is_same_v<T, float> && G == 1 && direct_conv_applies(g, O);
     buffer_size_ =
-        winograd_ ? winograd_weight_grad_scratch_size(g, O, std::min(g.N, kImagesPerWeightChunk))
+        winograd_ ? winograd_backward_scratch_size(g, O, std::min(g.N, kImagesPerWeightChunk))
         : direct ? direct_conv_weight_grad_scratch_size(g, O)
                  : image_columns_size(g);
+    if constexpr (std::is_same_v<T, float>) {
+      if (gi != nullptr) {  // U^T: the transform of the weight read as [C, O] kernels
+        ConvGeometry transposed = g;
+        transposed.C = O;
+        ut_ = scratch<float>(winograd_weight_size(transposed, g.C));
+        winograd_transform_weight(weight.data_ptr<float>(), WinogradWeight::kTransposed,
+                                  transposed, g.C, ut_.data_ptr<float>());
+      }
+    }
   }
 
   int64_t count() const { return count_; }
@@ -255,9 +263,22 @@ class WeightGradChunks {
   void run(int64_t begin, int64_t end, T* buffer) const {
     for (int64_t c = begin; c < end; ++c) {
       T* target = partials_.data_ptr<T>() + c * size_;
+      const int64_t first = c * kImagesPerWeightChunk;
+      const int64_t last = std::min(g_.N, first + kImagesPerWeightChunk);
+      if constexpr (std::is_same_v<T, float>) {
+        if (winograd_) {  // target: the images' dU [16, O, C], set
+          const int64_t in_size = g_.C * g_.H * g_.W;
+          WinogradBackward args{in_ + first * in_size, go_ + first * O_ * g_.Ho * g_.Wo, target};
+          if (gi_ != nullptr) {
+            args.ut = ut_.data_ptr<float>();
+            args.dx = gi_ + first * in_size;
+          }
+          winograd_backward(args, g_, O_, last - first, buffer);
+          continue;
+        }
+      }
       std::fill(target, target + size_, T(0));
-      weight_grad_images<T>(in_, go_, g_, O_, G_, target, c * kImagesPerWeightChunk,
-                            std::min(g_.N, (c + 1) * kImagesPerWeightChunk), buffer);
+      weight_grad_images<T>(in_, go_, g_, O_, G_, target, first, last, buffer);
     }
   }
 
@@ -266,9 +287,11 @@ class WeightGradChunks {
   const ConvGeometry& g_;
   int64_t O_, G_;
   T* gw_;
+  T* gi_;
   bool winograd_;
   int64_t size_, count_;
   Tensor partials_;
+  Tensor ut_;  // with gi_: Winograd's U^T [16, C, O]
   int64_t buffer_size_ = 0;
 };
 
@@ -362,7 +385,13 @@ void conv_backward_impl(const Tensor& grad_out, const Tensor& input, const Tenso
   const T* go = grad_out.data_ptr<T>();
   // The two gradients are independent: with both, one region runs the weight gradient's chunks
   // and the input gradient's images (Note [Two-part regions]).
-  if (grad_input.defined() && grad_weight.defined()) {
+  const bool fused = std::is_same_v<T, float> && G == 1 && winograd_input_grad_applies(g, O);
+  if (grad_input.defined() && grad_weight.defined() && fused) {
+    const WeightGradChunks<T> both(input.data_ptr<T>(), go, g, O, G, grad_weight.data_ptr<T>(),
+                                   weight, grad_input.data_ptr<T>());
+    parallel_for(0, both.count(), 1, both);
+    both.finish();
+  } else if (grad_input.defined() && grad_weight.defined()) {
     const InputGradImages<T> input_grad(grad_out, weight, g, G, grad_input);
     const WeightGradChunks<T> weight_grad(input.data_ptr<T>(), go, g, O, G,
                                           grad_weight.data_ptr<T>());

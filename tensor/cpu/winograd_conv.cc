@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "tensor/cpu/vec.h"
+#include "tensor/cpu/winograd_tiles.h"
 #include "tensor/parallel.h"
 
 // Note [Winograd F(2x2, 3x3)]
@@ -54,36 +55,14 @@ namespace {
 
 using vec::kLanes;
 using vec::Vec;
+using winograd::kRows;
+using winograd::multiply;
+using winograd::tiling;
+using winograd::Tiling;
+using winograd::transform_input;
 
-constexpr int64_t kRows = 4;    // output channels per GEMM tile: O is a multiple of it
 constexpr int64_t kVectors = 3;  // vectors of tiles per GEMM tile, at most
 constexpr int64_t kColumnsPerCall = 32;  // GEMM columns winograd_conv aims for: images x Tpad
-
-struct Tiling {
-  int64_t th, tw;  // tile rows and columns that hold outputs
-  int64_t tq;      // tiles per row as computed: tw, or tw + 1 with a junk tile
-  int64_t T;       // tiles as computed (th tq): GEMM columns
-  int64_t Tpad;    // T rounded up to whole vectors
-  int64_t shift;   // 1 where the planes drop the left padding column (Note [Winograd compact rows])
-  int64_t S;       // positions per parity plane the row pass computes: Tpad + tq
-  int64_t plane;   // floats per parity plane: a float before the rows (read when shift is 1),
-                   // rows of 2 tq, then a zero tail the last reads reach
-};
-
-Tiling tiling(const ConvGeometry& g) {
-  Tiling t;
-  t.th = (g.Ho + 1) / 2;
-  t.tw = (g.Wo + 1) / 2;
-  t.shift = (g.pw == 1 && g.Wo % 2 == 0) ? 1 : 0;
-  // Note [Winograd flat tiles]: no junk tile when the last one may wrap onto the next row, nor
-  // with compact rows.
-  t.tq = (t.shift == 1 || (g.Wo % 2 == 1 && g.pw >= 1)) ? t.tw : t.tw + 1;
-  t.T = t.th * t.tq;
-  t.Tpad = (t.T + kLanes - 1) / kLanes * kLanes;
-  t.S = t.Tpad + t.tq;
-  t.plane = 2 * t.S + 4;
-  return t;
-}
 
 // The transforms' inner loops, with __restrict parameters (which GCC honours, unlike restrict
 // locals) so that they vectorise.
@@ -134,8 +113,61 @@ void output_tiles(const float* __restrict m, int64_t step, float* __restrict top
   }
 }
 
-// V [16, C, ld] (this image's Tpad columns) = B^T d B for every channel and tile of one image.
-// `planes` holds 2 t.plane floats, `h` 8 t.S.
+// m [R rows of Tpad] (NV vectors of tiles) = u [R rows of C] x v [C rows of Tpad].
+template <int R, int NV>
+void gemm_tile(const float* u, int64_t C, const float* v, int64_t Tpad, float* m) {
+  Vec acc[R][NV];
+  for (int r = 0; r < R; ++r) {
+    for (int k = 0; k < NV; ++k) acc[r][k] = vec::zero();
+  }
+  for (int64_t c = 0; c < C; ++c) {
+    Vec x[NV];
+    for (int k = 0; k < NV; ++k) x[k] = vec::load(v + c * Tpad + k * kLanes);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const float w = u[r * C + c];
+#pragma GCC unroll 3
+      for (int k = 0; k < NV; ++k) acc[r][k] = vec::fmadd(w, x[k], acc[r][k]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int k = 0; k < NV; ++k) vec::store(m + r * Tpad + k * kLanes, acc[r][k]);
+  }
+}
+
+// Output channels per tile for NV vectors of tiles: as many as the accumulator registers allow
+// (a small map has one or two vectors of tiles, and then more rows keep the FMAs busy).
+constexpr int rows_for(int nv) { return std::min(16, vec::kAccumulators / nv / 4 * 4); }
+
+// Every output channel for NV vectors of tiles starting at column q.
+template <int NV>
+void gemm_columns(const float* u, const float* v, int64_t C, int64_t O, int64_t Tpad, int64_t q,
+                  float* m) {
+  constexpr int R = rows_for(NV);
+  int64_t o = 0;
+  for (; o + R <= O; o += R) gemm_tile<R, NV>(u + o * C, C, v + q, Tpad, m + o * Tpad + q);
+  for (; o < O; o += kRows) gemm_tile<kRows, NV>(u + o * C, C, v + q, Tpad, m + o * Tpad + q);
+}
+
+}  // namespace
+
+namespace winograd {
+
+Tiling tiling(const ConvGeometry& g) {
+  Tiling t;
+  t.th = (g.Ho + 1) / 2;
+  t.tw = (g.Wo + 1) / 2;
+  t.shift = (g.pw == 1 && g.Wo % 2 == 0) ? 1 : 0;
+  // Note [Winograd flat tiles]: no junk tile when the last one may wrap onto the next row, nor
+  // with compact rows.
+  t.tq = (t.shift == 1 || (g.Wo % 2 == 1 && g.pw >= 1)) ? t.tw : t.tw + 1;
+  t.T = t.th * t.tq;
+  t.Tpad = (t.T + kLanes - 1) / kLanes * kLanes;
+  t.S = t.Tpad + t.tq;
+  t.plane = 2 * t.S + 4;
+  return t;
+}
+
 void transform_input(const float* in, const ConvGeometry& g, const Tiling& t, float* v, int64_t ld,
                      float* planes, float* h) {
   const int64_t Wp = 2 * t.tq, Hq = 2 * t.th + 2;
@@ -178,43 +210,6 @@ void transform_input(const float* in, const ConvGeometry& g, const Tiling& t, fl
   }
 }
 
-// m [R rows of Tpad] (NV vectors of tiles) = u [R rows of C] x v [C rows of Tpad].
-template <int R, int NV>
-void gemm_tile(const float* u, int64_t C, const float* v, int64_t Tpad, float* m) {
-  Vec acc[R][NV];
-  for (int r = 0; r < R; ++r) {
-    for (int k = 0; k < NV; ++k) acc[r][k] = vec::zero();
-  }
-  for (int64_t c = 0; c < C; ++c) {
-    Vec x[NV];
-    for (int k = 0; k < NV; ++k) x[k] = vec::load(v + c * Tpad + k * kLanes);
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-      const float w = u[r * C + c];
-#pragma GCC unroll 3
-      for (int k = 0; k < NV; ++k) acc[r][k] = vec::fmadd(w, x[k], acc[r][k]);
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    for (int k = 0; k < NV; ++k) vec::store(m + r * Tpad + k * kLanes, acc[r][k]);
-  }
-}
-
-// Output channels per tile for NV vectors of tiles: as many as the accumulator registers allow
-// (a small map has one or two vectors of tiles, and then more rows keep the FMAs busy).
-constexpr int rows_for(int nv) { return std::min(16, vec::kAccumulators / nv / 4 * 4); }
-
-// Every output channel for NV vectors of tiles starting at column q.
-template <int NV>
-void gemm_columns(const float* u, const float* v, int64_t C, int64_t O, int64_t Tpad, int64_t q,
-                  float* m) {
-  constexpr int R = rows_for(NV);
-  int64_t o = 0;
-  for (; o + R <= O; o += R) gemm_tile<R, NV>(u + o * C, C, v + q, Tpad, m + o * Tpad + q);
-  for (; o < O; o += kRows) gemm_tile<kRows, NV>(u + o * C, C, v + q, Tpad, m + o * Tpad + q);
-}
-
-// M [16, O, L] = U [16, O, C] x V [16, C, L], one GEMM per transformed position.
 void multiply(const float* u, const float* v, int64_t C, int64_t O, int64_t L, float* m) {
   for (int64_t x = 0; x < 16; ++x) {
     const float* ux = u + x * O * C;
@@ -232,6 +227,10 @@ void multiply(const float* u, const float* v, int64_t C, int64_t O, int64_t L, f
     }
   }
 }
+
+}  // namespace winograd
+
+namespace {
 
 // out [O, Ho, Wo] = A^T M A for every output channel and tile of one image whose Tpad columns of
 // M [16, O, ld] start at m; y holds 4 T + kLanes floats (a row's whole-vector copy may read up to
@@ -261,96 +260,6 @@ void transform_output(const float* m, int64_t ld, const ConvGeometry& g, int64_t
   }
 }
 
-// Note [Winograd weight gradient]
-// The gradient of M[x] = U[x] V[x] is dU[x] [O, C] = dM[x] [O, T] V[x]^T summed over images, with
-// dM = A dY A^T per tile (dY the tile's 2x2 output gradient) and then dg = G^T dU G per channel
-// pair: 16 products of length T per pair instead of 9 of length 4 T. Junk and padding tiles have
-// dY = 0, so their V columns (finite junk) add nothing. G^T dU G is linear, so it runs once per
-// call on dU summed over every chunk of images (conv_kernels.cc's WeightGradChunks), not once per
-// chunk: at 7x7 with 64 channels, 16 per-chunk transforms of 4096 pairs cost as much as the
-// products (conv_bench's 7x7 weight gradient: 58 GFLOP/s with them, 72-78 without).
-
-// Row i of A dY, r = ca dY_0 + cb dY_1, then its four columns times A^T, for every tile:
-// dY_ab = p_a[2 t + b].
-void output_grad_rows(const float* __restrict p0, const float* __restrict p1, float ca, float cb,
-                      float* __restrict d0, float* __restrict d1, float* __restrict d2,
-                      float* __restrict d3, int64_t n) {
-  for (int64_t q = 0; q < n; ++q) {
-    const float r0 = ca * p0[2 * q] + cb * p1[2 * q];
-    const float r1 = ca * p0[2 * q + 1] + cb * p1[2 * q + 1];
-    d0[q] = r0;
-    d1[q] = r0 + r1;
-    d2[q] = r0 - r1;
-    d3[q] = -r1;
-  }
-}
-
-// dM [16, O, ld] (this image's Tpad columns) = A dY A^T for every output channel and tile of one
-// image; `planes` holds 2 (2 Tpad) floats: the output gradient's even and odd rows, 2 tq wide.
-void transform_output_grad(const float* go, const ConvGeometry& g, int64_t O, const Tiling& t,
-                           float* dm, int64_t ld, float* planes) {
-  const int64_t Wp = 2 * t.tq, len = 2 * t.Tpad;
-  // Columns past Wo, rows past Ho and tiles past T stay zero: no gradient there.
-  std::memset(planes, 0, sizeof(float) * static_cast<size_t>(2 * len));
-  constexpr float kRowCoefficients[4][2] = {{1, 0}, {1, 1}, {1, -1}, {0, -1}};  // A's rows
-  for (int64_t o = 0; o < O; ++o) {
-    for (int64_t oh = 0; oh < g.Ho; ++oh) {
-      std::memcpy(planes + (oh % 2) * len + (oh / 2) * Wp, go + (o * g.Ho + oh) * g.Wo,
-                  sizeof(float) * static_cast<size_t>(g.Wo));
-    }
-    const int64_t step = O * ld;  // from dM[x] to dM[x + 1]
-    for (int i = 0; i < 4; ++i) {
-      float* d = dm + (4 * i * O + o) * ld;
-      output_grad_rows(planes, planes + len, kRowCoefficients[i][0], kRowCoefficients[i][1], d,
-                       d + step, d + 2 * step, d + 3 * step, t.Tpad);
-    }
-  }
-}
-
-// du [R, CB] (row stride C) += m [R rows of L] . v [CB rows of L]^T.
-template <int R, int CB>
-void dot_tile(const float* m, const float* v, int64_t L, float* du, int64_t C) {
-  Vec acc[R * CB];
-  for (int i = 0; i < R * CB; ++i) acc[i] = vec::zero();
-  for (int64_t q = 0; q < L; q += kLanes) {
-    Vec a[R];
-    for (int r = 0; r < R; ++r) a[r] = vec::load(m + r * L + q);
-    for (int k = 0; k < CB; ++k) {
-      const Vec b = vec::load(v + k * L + q);
-      for (int r = 0; r < R; ++r) acc[r * CB + k] = vec::fmadd(a[r], b, acc[r * CB + k]);
-    }
-  }
-  float total[R * CB];
-  if constexpr (R * CB % kLanes == 0) {
-    for (int i = 0; i < R * CB; i += kLanes) vec::store(total + i, vec::sums(acc + i));
-  } else {
-    for (int i = 0; i < R * CB; ++i) total[i] = vec::sum(acc[i]);
-  }
-  for (int r = 0; r < R; ++r) {
-    for (int k = 0; k < CB; ++k) du[r * C + k] += total[r * CB + k];
-  }
-}
-
-// Input channels per dot tile: 4 x 4 accumulators where 32 registers allow, 4 x 2 with 16.
-constexpr int kDotColumns = vec::kAccumulators >= 24 ? 4 : 2;
-
-// dU [16, O, C] += dM [16, O, L] . V [16, C, L]^T.
-void multiply_transposed(const float* dm, const float* v, int64_t C, int64_t O, int64_t L,
-                         float* du) {
-  for (int64_t x = 0; x < 16; ++x) {
-    for (int64_t o = 0; o < O; o += kRows) {
-      // Four output channels' rows stay in L1 while the input channels stream past.
-      const float* m = dm + (x * O + o) * L;
-      float* d = du + (x * O + o) * C;
-      int64_t c = 0;
-      for (; c + kDotColumns <= C; c += kDotColumns) {
-        dot_tile<kRows, kDotColumns>(m, v + (x * C + c) * L, L, d + c, C);
-      }
-      for (; c < C; ++c) dot_tile<kRows, 1>(m, v + (x * C + c) * L, L, d + c, C);
-    }
-  }
-}
-
 }  // namespace
 
 bool winograd_conv_applies(const ConvGeometry& g, int64_t O) {
@@ -365,6 +274,7 @@ void winograd_transform_weight(const float* weight, WinogradWeight layout, const
                                int64_t O, float* u) {
   const int64_t C = g.C, step = O * C;  // step: from U[x] to U[x + 1]
   const bool flipped = layout == WinogradWeight::kFlippedTransposed;
+  const bool transposed = layout != WinogradWeight::kAsGiven;
   constexpr int64_t kBlock = 64;  // input channels whose taps are gathered at a time
   // Split over output channels: on one thread it was 1.3% of a 2-thread ResNet-20 step.
   parallel_for(0, O, 4, [&](int64_t o_begin, int64_t o_end) {
@@ -376,7 +286,7 @@ void winograd_transform_weight(const float* weight, WinogradWeight layout, const
         // vectors (reading each kernel's 9 taps in place, it did not vectorise). A flipped kernel's
         // tap q is tap 8 - q.
         for (int64_t c = 0; c < n; ++c) {
-          const float* k = weight + (flipped ? (c0 + c) * O + o : o * C + c0 + c) * 9;
+          const float* k = weight + (transposed ? (c0 + c) * O + o : o * C + c0 + c) * 9;
           if (flipped) {
             for (int q = 0; q < 9; ++q) tap[q][c] = k[8 - q];
           } else {
@@ -442,71 +352,6 @@ void winograd_conv(const float* in, const float* u, const ConvGeometry& g, int64
   for (int64_t n = 0; n < images; ++n) {
     transform_output(m + n * t.Tpad, L, g, O, t, out + n * O * g.Ho * g.Wo, y);
   }
-}
-
-// Images transformed per pass of the weight gradient: their V and dM (16 (C + O) Tpad floats
-// each) stay within about 1 MB, in L2 for the products (at 7x7 with 64 channels, 8 images: 512 KB
-// gave half as long products, and 2 MB spilt; conv_bench interleaved runs at avx512).
-int64_t images_per_pass(const ConvGeometry& g, int64_t O, const Tiling& t, int64_t images) {
-  constexpr int64_t kPassFloats = 256 * 1024;
-  return std::clamp<int64_t>(kPassFloats / (16 * (g.C + O) * t.Tpad), 1, images);
-}
-
-bool winograd_weight_grad_applies(const ConvGeometry& g, int64_t O) {
-  // Smaller maps make each channel pair's product so short that the per-pair sums cost more than
-  // the multiplications saved. 7x7 (16 tiles) gains since G^T dU G runs once per call instead of
-  // once per chunk: conv_bench at avx512, 10 interleaved runs, medians 65 GFLOP/s against 58 for
-  // im2col + GEMM.
-  return winograd_conv_applies(g, O) && tiling(g).T >= 16;
-}
-
-int64_t winograd_weight_grad_scratch_size(const ConvGeometry& g, int64_t O, int64_t images) {
-  const Tiling t = tiling(g);
-  const int64_t L = images_per_pass(g, O, t, images) * t.Tpad;
-  return 16 * (g.C + O) * L + 2 * t.plane + 8 * t.S;  // planes: both transforms
-}
-
-void winograd_weight_grad(const float* in, const float* grad_out, const ConvGeometry& g, int64_t O,
-                          int64_t images, float* du, float* scratch) {
-  const Tiling t = tiling(g);
-  const int64_t pass = images_per_pass(g, O, t, images);
-  float* v = scratch;
-  float* dm = v + 16 * g.C * pass * t.Tpad;
-  float* planes = dm + 16 * O * pass * t.Tpad;
-  float* h = planes + 2 * t.plane;
-  std::memset(du, 0, sizeof(float) * static_cast<size_t>(16 * O * g.C));
-  for (int64_t first = 0; first < images; first += pass) {
-    // The pass's images' tiles side by side: one long product per channel pair.
-    const int64_t count = std::min(pass, images - first), L = count * t.Tpad;
-    for (int64_t n = 0; n < count; ++n) {
-      transform_input(in + (first + n) * g.C * g.H * g.W, g, t, v + n * t.Tpad, L, planes, h);
-      transform_output_grad(grad_out + (first + n) * O * g.Ho * g.Wo, g, O, t, dm + n * t.Tpad, L,
-                            planes);
-    }
-    multiply_transposed(dm, v, g.C, O, L, du);
-  }
-}
-
-void winograd_weight_grad_transform(const float* du, const ConvGeometry& g, int64_t O, float* gw) {
-  const int64_t pairs = O * g.C;
-  parallel_for(0, pairs, 256, [&](int64_t begin, int64_t end) {
-    for (int64_t pair = begin; pair < end; ++pair) {
-      double d[4][4];
-      for (int x = 0; x < 16; ++x) d[x / 4][x % 4] = du[x * pairs + pair];
-      double r[3][4];  // G^T dU
-      for (int j = 0; j < 4; ++j) {
-        r[0][j] = d[0][j] + 0.5 * (d[1][j] + d[2][j]);
-        r[1][j] = 0.5 * (d[1][j] - d[2][j]);
-        r[2][j] = 0.5 * (d[1][j] + d[2][j]) + d[3][j];
-      }
-      float* k = gw + pair * 9;
-      for (int a = 0; a < 3; ++a) {
-        k[a * 3] = static_cast<float>(r[a][0] + 0.5 * (r[a][1] + r[a][2]));
-        k[a * 3 + 1] = static_cast<float>(0.5 * (r[a][1] - r[a][2]));
-        k[a * 3 + 2] = static_cast<float>(0.5 * (r[a][1] + r[a][2]) + r[a][3]);
-      }
-    }
-  });
 }
 
 }  // namespace ember::cpu::CPU_CAPABILITY

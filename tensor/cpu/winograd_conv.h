@@ -1,6 +1,7 @@
 // Winograd F(2x2, 3x3) float convolution for 3x3, stride-1, undilated, ungrouped layers (ResNet's
-// 3x3 layers and, through the flipped kernel, their input gradients), and its weight gradient. Internal to tensor/
-// (conv_kernels.cc). Note [Winograd F(2x2, 3x3)] in winograd_conv.cc.
+// 3x3 layers and, through the flipped kernel, their input gradients; winograd_conv.cc), and its
+// backward: the weight gradient and, with it, the input gradient (winograd_backward.cc). Internal
+// to tensor/ (conv_kernels.cc). Note [Winograd F(2x2, 3x3)] in winograd_conv.cc.
 #pragma once
 
 #include <cstdint>
@@ -17,8 +18,10 @@ bool winograd_conv_applies(const ConvGeometry& g, int64_t O);
 
 // Where the kernel of output channel o and input channel c is: kAsGiven, weight [O, C, 3, 3];
 // kFlippedTransposed, the weight [C, O, 3, 3] of the convolution whose input gradient this one
-// computes, read with its taps reversed (so the gradient needs no flipped copy of it).
-enum class WinogradWeight { kAsGiven, kFlippedTransposed };
+// computes, read with its taps reversed (so the gradient needs no flipped copy of it);
+// kTransposed, that weight read as it is: U[x]^T of that convolution, for winograd_backward's
+// input gradient.
+enum class WinogradWeight { kAsGiven, kFlippedTransposed, kTransposed };
 
 // The transformed weights U [16, O, C]: computed once per call and shared by every image. `u`
 // holds winograd_weight_size floats.
@@ -35,16 +38,32 @@ int64_t winograd_conv_scratch_size(const ConvGeometry& g, int64_t O, int64_t ima
 void winograd_conv(const float* in, const float* u, const ConvGeometry& g, int64_t O,
                    int64_t images, float* out, float* scratch);
 
-// Whether winograd_weight_grad handles this geometry: winograd_conv's, on maps of at least 16 tiles.
+// Whether winograd_backward computes this geometry's weight gradient: winograd_conv's, on maps of
+// at least 16 tiles; and whether it also computes the input gradient: C a multiple of 4 too.
 bool winograd_weight_grad_applies(const ConvGeometry& g, int64_t O);
-// The weight gradient of `images` consecutive images in the transformed domain (Note [Winograd
-// weight gradient]): du [16, O, C] (winograd_weight_size floats) = their dU, summed in one pass
-// over the images' tiles side by side; `scratch` holds winograd_weight_grad_scratch_size floats
+bool winograd_input_grad_applies(const ConvGeometry& g, int64_t O);
+
+// What winograd_backward reads and writes for `images` consecutive images.
+struct WinogradBackward {
+  const float* in;        // [images, C, H, W]
+  const float* grad_out;  // [images, O, Ho, Wo]
+  float* du;              // [16, O, C] (winograd_weight_size floats): set to the images' dU summed
+  // Where the input gradient is wanted (winograd_input_grad_applies): ut, the transformed weights
+  // as winograd_transform_weight(kTransposed) makes them (C rows of O), and dx [images, C, H, W],
+  // set. Otherwise both null.
+  const float* ut = nullptr;
+  float* dx = nullptr;
+};
+
+// The backward of `images` consecutive images in the transformed domain (Note [Winograd weight
+// gradient], Note [Winograd input gradient]): one pass over the images' tiles side by side makes
+// their dM = A dY A^T, sums dU = dM V^T into du and, with ut, makes dx by the adjoint of the
+// forward's transforms from the same dM. `scratch` holds winograd_backward_scratch_size floats
 // (any contents). winograd_weight_grad_transform then sets gw [O, C, 3, 3] = G^T du G, once for
-// the dU of every image summed.
-int64_t winograd_weight_grad_scratch_size(const ConvGeometry& g, int64_t O, int64_t images);
-void winograd_weight_grad(const float* in, const float* grad_out, const ConvGeometry& g, int64_t O,
-                          int64_t images, float* du, float* scratch);
+// the dU of every image summed. dx does not depend on `images`: each image's is computed alone.
+int64_t winograd_backward_scratch_size(const ConvGeometry& g, int64_t O, int64_t images);
+void winograd_backward(const WinogradBackward& args, const ConvGeometry& g, int64_t O,
+                       int64_t images, float* scratch);
 void winograd_weight_grad_transform(const float* du, const ConvGeometry& g, int64_t O, float* gw);
 
 }  // namespace CPU_CAPABILITY

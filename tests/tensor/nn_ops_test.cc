@@ -125,7 +125,9 @@ TEST(Conv2d, WinogradMatchesFloat64) {
   // sizes leave half tiles; tile counts below, at and past one, two and three vectors of 4, 8 and 16
   // lanes; padding 0, 1 and 2 (the input gradient of padding 0 pads by 2); 1x1 and 2x2 maps; odd
   // widths with left padding, where the last tile wraps onto the next row (Note [Winograd flat
-  // tiles]).
+  // tiles]). With both gradients the input gradient is the adjoint of the forward's transforms
+  // where the weight gradient runs by Winograd and C is a multiple of 4 (Note [Winograd input
+  // gradient]); alone, it is the convolution with the flipped kernel: both are checked.
   // Bound: max |error| <= 2e-6 of the largest output (float32's epsilon is 1.2e-7; F(2x2, 3x3)
   // adds a few roundings to each product's sum, and ResNet's layers measure ~3e-7 here).
   std::vector<ConvCase> cases = {
@@ -141,6 +143,10 @@ TEST(Conv2d, WinogradMatchesFloat64) {
       {{1, 4, 5, 9}, {4, 4, 3, 3}, {{1, 1}, {0, 2}, {1, 1}, 1}},       // odd width 11, padding 2
       {{2, 4, 9, 9}, {8, 4, 3, 3}, {{1, 1}, {2, 2}, {1, 1}, 1}},       // 11x11 out, 36 tiles
       {{1, 17, 32, 32}, {8, 17, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},   // 256 tiles
+      {{2, 8, 13, 11}, {4, 8, 3, 3}, {{1, 1}, {0, 0}, {1, 1}, 1}},     // adjoint: junk tiles
+      {{1, 12, 10, 15}, {8, 12, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},   // adjoint: wrapping
+      {{3, 4, 12, 12}, {4, 4, 3, 3}, {{1, 1}, {2, 2}, {1, 1}, 1}},     // adjoint: padding 2
+      {{1, 8, 9, 16}, {4, 8, 3, 3}, {{1, 1}, {2, 1}, {1, 1}, 1}},      // adjoint: compact rows
   };
   Generator gen(7);
   double worst = 0, worst_weight_grad = 0;
@@ -160,9 +166,12 @@ TEST(Conv2d, WinogradMatchesFloat64) {
         conv2d_backward(go.to(kFloat64), x.to(kFloat64), w.to(kFloat64), c.p, {true, true, false});
     const double input_grad_error = relative_max_error(std::get<0>(grads), std::get<0>(grads64));
     EXPECT_LE(input_grad_error, 2e-6) << name;
+    Tensor input_grad_alone = std::get<0>(conv2d_backward(go, x, w, c.p, {true, false, false}));
+    const double alone_error = relative_max_error(input_grad_alone, std::get<0>(grads64));
+    EXPECT_LE(alone_error, 2e-6) << name;
     const double weight_grad_error = relative_max_error(std::get<1>(grads), std::get<1>(grads64));
     EXPECT_LE(weight_grad_error, 2e-6) << name;
-    worst = std::max({worst, forward_error, input_grad_error, weight_grad_error});
+    worst = std::max({worst, forward_error, input_grad_error, alone_error, weight_grad_error});
     worst_weight_grad = std::max(worst_weight_grad, weight_grad_error);
   }
   RecordProperty("worst_relative_error", std::to_string(worst));
