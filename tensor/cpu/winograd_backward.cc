@@ -71,11 +71,13 @@ void dot_tile(const float* m, const float* v, int64_t L, float* du, int64_t C) {
   Vec acc[R * CB];
   for (int i = 0; i < R * CB; ++i) acc[i] = vec::zero();
   for (int64_t q = 0; q < L; q += kLanes) {
-    Vec a[R];
-    for (int r = 0; r < R; ++r) a[r] = vec::load(m + r * L + q);
-    for (int k = 0; k < CB; ++k) {
-      const Vec b = vec::load(v + k * L + q);
-      for (int r = 0; r < R; ++r) acc[r * CB + k] = vec::fmadd(a[r], b, acc[r * CB + k]);
+    // CB vectors of V, then one row of dM at a time: R * CB + CB + 1 registers (11 of AVX2's 16
+    // at 4 x 2; holding all R rows of dM too, GCC spilled them to the stack at AVX2).
+    Vec b[CB];
+    for (int k = 0; k < CB; ++k) b[k] = vec::load(v + k * L + q);
+    for (int r = 0; r < R; ++r) {
+      const Vec a = vec::load(m + r * L + q);
+      for (int k = 0; k < CB; ++k) acc[r * CB + k] = vec::fmadd(a, b[k], acc[r * CB + k]);
     }
   }
   float total[R * CB];
@@ -92,9 +94,10 @@ void dot_tile(const float* m, const float* v, int64_t L, float* du, int64_t C) {
 // Input channels per dot tile: 4 x 4 accumulators where 32 registers allow, 4 x 2 with 16.
 constexpr int kDotColumns = vec::kAccumulators >= 24 ? 4 : 2;
 
-// dU [16, O, C] += dM [16, O, L] . V [16, C, L]^T.
-void multiply_transposed(const float* dm, const float* v, int64_t C, int64_t O, int64_t L,
-                         float* du) {
+// dU [16, O, C] += dM [16, O, L] . V [16, C, L]^T. Not inlined: inside winograd_backward, GCC ran
+// out of general registers for dot_tile's six row pointers and reloaded them from the stack.
+[[gnu::noinline]] void multiply_transposed(const float* dm, const float* v, int64_t C, int64_t O,
+                                           int64_t L, float* du) {
   for (int64_t x = 0; x < 16; ++x) {
     for (int64_t o = 0; o < O; o += kRows) {
       // Four output channels' rows stay in L1 while the input channels stream past.
