@@ -116,8 +116,12 @@ void output_tiles(const float* __restrict m, int64_t step, float* __restrict top
 // m [R rows of Tpad] (NV vectors of tiles) = u [R rows of C] x v [C rows of Tpad].
 template <int R, int NV>
 void gemm_tile(const float* u, int64_t C, const float* v, int64_t Tpad, float* m) {
+  // Every loop over the accumulators unrolled (pragmas): otherwise GCC kept the array in memory
+  // around the inner loop, storing and reloading all R x NV vectors once per call.
   Vec acc[R][NV];
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 3
     for (int k = 0; k < NV; ++k) acc[r][k] = vec::zero();
   }
   for (int64_t c = 0; c < C; ++c) {
@@ -130,7 +134,9 @@ void gemm_tile(const float* u, int64_t C, const float* v, int64_t Tpad, float* m
       for (int k = 0; k < NV; ++k) acc[r][k] = vec::fmadd(w, x[k], acc[r][k]);
     }
   }
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 3
     for (int k = 0; k < NV; ++k) vec::store(m + r * Tpad + k * kLanes, acc[r][k]);
   }
 }
