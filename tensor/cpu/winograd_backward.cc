@@ -126,7 +126,8 @@ constexpr int kDotColumns = vec::kAccumulators >= 24 ? 4 : 2;
 // Adjoint of column_transform for one j, from dV_0j .. dV_3j (n = Tpad floats each): tile q's
 // rows 0 and 1 give e1[q], o1[q], its rows 2 and 3 e2[q + tq], o2[q + tq] (the even and odd rows'
 // gradients are e1 + e2 and o1 + o2). Two arrays rather than adding into one: the add's load
-// would read each vector back from two stores still in flight (perf: 16% of this function).
+// would read each vector back from two stores still in flight (16% of winograd_backward's time
+// in perf).
 void column_adjoint(const float* __restrict v0, const float* __restrict v1,
                     const float* __restrict v2, const float* __restrict v3, int64_t tq,
                     float* __restrict e1, float* __restrict o1, float* __restrict e2,
@@ -208,7 +209,8 @@ void transform_input_adjoint(const float* dv, int64_t ld, const ConvGeometry& g,
         vec::store(dx + offset + k, vec::load(source + k));
       }
     }
-    std::fill(plane + rows_copied * g.W, plane + g.H * g.W, 0.0f);  // rows no tile reads
+    // Rows past transform_input's bound, which no tile reads (none at 3x3, stride 1).
+    std::fill(plane + rows_copied * g.W, plane + g.H * g.W, 0.0f);
   }
 }
 

@@ -19,8 +19,8 @@ bool winograd_conv_applies(const ConvGeometry& g, int64_t O);
 // Where the kernel of output channel o and input channel c is: kAsGiven, weight [O, C, 3, 3];
 // kFlippedTransposed, the weight [C, O, 3, 3] of the convolution whose input gradient this one
 // computes, read with its taps reversed (so the gradient needs no flipped copy of it);
-// kTransposed, that weight read as it is: U[x]^T of that convolution, for winograd_backward's
-// input gradient.
+// kTransposed, that weight [C, O, 3, 3] with its taps as they are: then U[x] [C, O] is the
+// transpose of the forward convolution's U[x], which winograd_backward's input gradient needs.
 enum class WinogradWeight { kAsGiven, kFlippedTransposed, kTransposed };
 
 // The transformed weights U [16, O, C]: computed once per call and shared by every image. `u`
