@@ -383,8 +383,10 @@ void conv_backward_impl(const Tensor& grad_out, const Tensor& input, const Tenso
                         const Tensor& grad_weight, const Tensor& grad_bias) {
   const int64_t O = weight.size(0), P = g.Ho * g.Wo;
   const T* go = grad_out.data_ptr<T>();
-  // The two gradients are independent: with both, one region runs the weight gradient's chunks
-  // and the input gradient's images (Note [Two-part regions]).
+  // With both gradients: by Winograd, the weight gradient's chunks also make the input gradient
+  // from their transformed output gradient (Note [Winograd input gradient]); otherwise the two are
+  // independent, and one region runs the weight gradient's chunks and the input gradient's images
+  // (Note [Two-part regions]).
   const bool fused = std::is_same_v<T, float> && G == 1 && winograd_input_grad_applies(g, O);
   if (grad_input.defined() && grad_weight.defined() && fused) {
     const WeightGradChunks<T> both(input.data_ptr<T>(), go, g, O, G, grad_weight.data_ptr<T>(),
