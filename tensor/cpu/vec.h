@@ -47,6 +47,32 @@ inline Vec sums(const Vec* v) {
                                _mm512_shuffle_f32x4(b[2], b[3], 0xDD));
   return _mm512_add_ps(_mm512_shuffle_f32x4(c0, c1, 0x88), _mm512_shuffle_f32x4(c0, c1, 0xDD));
 }
+// r[i] lane j becomes r[j] lane i, for kLanes vectors: pairs of rows interleaved, then pairs of
+// pairs, then 128-bit blocks twice (64 shuffles for 256 floats).
+inline void transpose(Vec* r) {
+  Vec t[16], u[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  // u[4 g + j], block k: column 4 k + j of rows 4 g .. 4 g + 3.
+  for (int g = 0; g < 4; ++g) {
+    u[4 * g] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+    u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
+    u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+    u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
+  }
+  for (int j = 0; j < 4; ++j) {
+    const Vec v0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88);  // blocks 0, 2 of rows 0-7
+    const Vec w0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xDD);  // blocks 1, 3
+    const Vec v1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88);
+    const Vec w1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xDD);
+    r[j] = _mm512_shuffle_f32x4(v0, v1, 0x88);
+    r[8 + j] = _mm512_shuffle_f32x4(v0, v1, 0xDD);
+    r[4 + j] = _mm512_shuffle_f32x4(w0, w1, 0x88);
+    r[12 + j] = _mm512_shuffle_f32x4(w0, w1, 0xDD);
+  }
+}
 #elif defined(__AVX2__) && defined(__FMA__)
 using Vec = __m256;
 constexpr int64_t kLanes = 8;
@@ -80,6 +106,23 @@ inline Vec sums(const Vec* v) {
   return _mm256_add_ps(_mm256_permute2f128_ps(b[0], b[1], 0x20),
                        _mm256_permute2f128_ps(b[0], b[1], 0x31));
 }
+inline void transpose(Vec* r) {
+  Vec t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int g = 0; g < 2; ++g) {
+    u[4 * g] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+    u[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
+    u[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+    u[4 * g + 3] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
+  }
+  for (int j = 0; j < 4; ++j) {
+    r[j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x20);
+    r[4 + j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x31);
+  }
+}
 #else
 using Vec = __m128;
 constexpr int64_t kLanes = 4;
@@ -103,6 +146,7 @@ inline Vec sums(const Vec* v) {
   const Vec a1 = _mm_add_ps(_mm_unpacklo_ps(v[2], v[3]), _mm_unpackhi_ps(v[2], v[3]));
   return _mm_add_ps(_mm_shuffle_ps(a0, a1, 0x44), _mm_shuffle_ps(a0, a1, 0xEE));
 }
+inline void transpose(Vec* r) { _MM_TRANSPOSE4_PS(r[0], r[1], r[2], r[3]); }
 #endif
 
 }  // namespace ember::cpu::CPU_CAPABILITY::vec

@@ -26,7 +26,9 @@ using winograd::transform_input;
 // dY = 0, so their V columns (finite junk) add nothing. G^T dU G is linear, so it runs once per
 // call on dU summed over every chunk of images (conv_kernels.cc's WeightGradChunks), not once per
 // chunk: at 7x7 with 64 channels, 16 per-chunk transforms of 4096 pairs cost as much as the
-// products (conv_bench's 7x7 weight gradient: 58 GFLOP/s with them, 72-78 without).
+// products (conv_bench's 7x7 weight gradient: 58 GFLOP/s with them, 72-78 without). On small
+// maps the products run on channel vectors instead (Note [Winograd weight gradient by channel
+// vectors]).
 
 // Row i of A dY, r = ca dY_0 + cb dY_1, then its four columns times A^T, for every tile:
 // dY_ab = p_a[2 t + b].
@@ -110,6 +112,149 @@ constexpr int kDotColumns = vec::kAccumulators >= 24 ? 4 : 2;
       for (; c < C; ++c) dot_tile<kRows, 1>(m, v + (x * C + c) * L, L, d + c, C);
     }
   }
+}
+
+// Note [Winograd weight gradient by channel vectors]
+// On small maps the weight gradient's products are short (L = images x Tpad: 128 at 7x7), and
+// dot_tile's sums across lanes cost as much as its products (perf: 53% of dot_tile at 7x7, 30% at
+// 14x14, 19% at 28x28). There V is made with input channels in the vector lanes instead, vt [16,
+// L, C]: the image is first laid out as [rows, columns, C] with its padding (channel_image: a
+// quarter of V's size), then each tile's B^T d B is computed for kLanes channels at once, and
+// dU[x] += dM[x] vt[x] runs as outer products, dU[o][c..] += dM[o][l] vt[l][c..], with no sums
+// across lanes. Each accumulator sums kOuterBlock products before it is added into dU, so no
+// float sum runs longer than dot_tile's lanes did at 28x28 (26 products). Transposing V itself
+// instead cost more than the sums it saved (13% of the 14x14 weight gradient).
+constexpr int64_t kOuterBlock = 32;
+
+// Where channel vectors pay (conv_bench's weight gradient, interleaved against dot_tile): maps of
+// at most 64 tiles (7x7: 16, 14x14: 49), at AVX-512 (7x7 -28%, 14x14 -13%) and AVX2 (-17%,
+// -14%). 28x28's 196 tiles keep dot_tile (+17% there), as do 4-lane vectors, whose sums across
+// lanes are cheap (baseline 7x7 +21%, 14x14 +84%).
+bool channel_vectors_apply(const ConvGeometry& g, const Tiling& t) {
+  return kLanes >= 8 && g.C % kLanes == 0 && t.T <= 64;
+}
+
+// xt [Hq, Wq, C] = one image with its padding (zeros), channel innermost: kLanes channels' rows
+// of pixels transposed kLanes pixels at a time.
+void channel_image(const float* in, const ConvGeometry& g, int64_t Hq, int64_t Wq, float* xt) {
+  std::memset(xt, 0, sizeof(float) * static_cast<size_t>(Hq * Wq * g.C));
+  const int64_t P = g.H * g.W;
+  const auto at = [&](int64_t p) {  // pixel p's place in xt, or -1 past the rows tiles read
+    const int64_t r = p / g.W + g.ph, q = p % g.W + g.pw;
+    return r < Hq && q < Wq ? (r * Wq + q) * g.C : -1;
+  };
+  for (int64_t c = 0; c < g.C; c += kLanes) {
+    const float* rows = in + c * P;
+    int64_t p = 0;
+    for (; p + kLanes <= P; p += kLanes) {
+      Vec r[kLanes];
+      for (int64_t i = 0; i < kLanes; ++i) r[i] = vec::load(rows + i * P + p);
+      vec::transpose(r);
+      for (int64_t i = 0; i < kLanes; ++i) {
+        const int64_t offset = at(p + i);
+        if (offset >= 0) vec::store(xt + offset + c, r[i]);
+      }
+    }
+    for (; p < P; ++p) {
+      const int64_t offset = at(p);
+      if (offset < 0) continue;
+      for (int64_t i = 0; i < kLanes; ++i) xt[offset + c + i] = rows[i * P + p];
+    }
+  }
+}
+
+// vt rows first .. first + Tpad (row l of position x at vt + x xs + l C) = B^T d B of each tile of
+// one image, kLanes channels at a time, from its channel_image; junk tiles' and padding rows zero
+// (their dM columns are zero, and 0 times junk could be NaN).
+void transform_input_channels(const float* xt, const ConvGeometry& g, const Tiling& t, int64_t Wq,
+                              float* vt, int64_t xs, int64_t first) {
+  const int64_t C = g.C;
+  for (int64_t tile = 0; tile < t.Tpad; ++tile) {
+    const int64_t ty = tile / t.tq, tx = tile % t.tq;
+    float* row = vt + (first + tile) * C;
+    if (ty >= t.th || tx >= t.tw) {
+      for (int64_t x = 0; x < 16; ++x) std::memset(row + x * xs, 0, sizeof(float) * C);
+      continue;
+    }
+    const float* d = xt + (2 * ty * Wq + 2 * tx) * C;
+    for (int64_t c = 0; c < C; c += kLanes) {
+      Vec h[4][4];  // d B along each of the tile's rows, as row_transform
+      for (int64_t i = 0; i < 4; ++i) {
+        const float* di = d + i * Wq * C + c;
+        const Vec d0 = vec::load(di), d1 = vec::load(di + C), d2 = vec::load(di + 2 * C),
+                  d3 = vec::load(di + 3 * C);
+        h[i][0] = vec::sub(d0, d2);
+        h[i][1] = vec::add(d1, d2);
+        h[i][2] = vec::sub(d2, d1);
+        h[i][3] = vec::sub(d1, d3);
+      }
+      for (int64_t j = 0; j < 4; ++j) {  // then B^T down the columns, as column_transform
+        float* v = row + j * xs + c;     // x = 4 i + j
+        vec::store(v, vec::sub(h[0][j], h[2][j]));
+        vec::store(v + 4 * xs, vec::add(h[1][j], h[2][j]));
+        vec::store(v + 8 * xs, vec::sub(h[2][j], h[1][j]));
+        vec::store(v + 12 * xs, vec::sub(h[1][j], h[3][j]));
+      }
+    }
+  }
+}
+
+// du [R rows, stride C] (CB vectors of columns) += m [R rows of L] x vt [L rows, stride C].
+template <int R, int CB>
+void outer_tile(const float* m, const float* vt, int64_t L, int64_t C, float* du) {
+  for (int64_t l0 = 0; l0 < L; l0 += kOuterBlock) {
+    Vec acc[R * CB];  // every loop over them unrolled, as gemm_tile's, to keep them in registers
+#pragma GCC unroll 16
+    for (int i = 0; i < R * CB; ++i) acc[i] = vec::zero();
+    const int64_t l1 = std::min(L, l0 + kOuterBlock);
+    for (int64_t l = l0; l < l1; ++l) {
+      Vec b[CB];
+#pragma GCC unroll 4
+      for (int k = 0; k < CB; ++k) b[k] = vec::load(vt + l * C + k * kLanes);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) {
+        const Vec a = vec::broadcast(m[r * L + l]);
+#pragma GCC unroll 4
+        for (int k = 0; k < CB; ++k) acc[r * CB + k] = vec::fmadd(a, b[k], acc[r * CB + k]);
+      }
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+      for (int k = 0; k < CB; ++k) {
+        float* d = du + r * C + k * kLanes;
+        vec::store(d, vec::add(vec::load(d), acc[r * CB + k]));
+      }
+    }
+  }
+}
+
+template <int R, int CB>
+void multiply_outer_tiles(const float* dm, const float* vt, int64_t C, int64_t O, int64_t L,
+                          int64_t xs, float* du) {
+  for (int64_t x = 0; x < 16; ++x) {
+    for (int64_t o = 0; o < O; o += R) {
+      for (int64_t c = 0; c < C; c += CB * kLanes) {
+        outer_tile<R, CB>(dm + (x * O + o) * L, vt + x * xs + c, L, C, du + (x * O + o) * C + c);
+      }
+    }
+  }
+}
+
+// dU [16, O, C] += dM [16, O, L] . vt [16 (stride xs), L, C]: R rows of dM by CB vectors of
+// input channels per tile, R x CB accumulators (O is a multiple of kRows, C of kLanes).
+[[gnu::noinline]] void multiply_outer(const float* dm, const float* vt, int64_t C, int64_t O,
+                                      int64_t L, int64_t xs, float* du) {
+  const int64_t columns = C / kLanes;
+  if constexpr (vec::kAccumulators >= 24) {
+    if (columns % 4 == 0) return multiply_outer_tiles<4, 4>(dm, vt, C, O, L, xs, du);
+    if (columns % 2 == 0 && O % 8 == 0) return multiply_outer_tiles<8, 2>(dm, vt, C, O, L, xs, du);
+    if (O % 16 == 0) return multiply_outer_tiles<16, 1>(dm, vt, C, O, L, xs, du);
+  } else {
+    if (columns % 2 == 0) return multiply_outer_tiles<4, 2>(dm, vt, C, O, L, xs, du);
+    if (O % 8 == 0) return multiply_outer_tiles<8, 1>(dm, vt, C, O, L, xs, du);
+  }
+  multiply_outer_tiles<4, 1>(dm, vt, C, O, L, xs, du);
 }
 
 // Note [Winograd input gradient]
@@ -239,7 +384,9 @@ bool winograd_input_grad_applies(const ConvGeometry& g, int64_t O) {
 int64_t winograd_backward_scratch_size(const ConvGeometry& g, int64_t O, int64_t images) {
   const Tiling t = tiling(g);
   const int64_t L = images_per_pass(g, O, t, images) * t.Tpad;
-  return 16 * (g.C + O) * L + 2 * t.plane + 16 * (t.S + 2);  // planes, h: every transform's
+  // V (or vt, 16 kLanes more), dM; planes and h for every transform; channel_image's xt.
+  return 16 * (g.C + O) * L + 16 * kLanes + 2 * t.plane + 16 * (t.S + 2) +
+         (2 * t.th + 2) * (2 * t.tw + 2) * g.C;
 }
 
 void winograd_backward(const WinogradBackward& args, const ConvGeometry& g, int64_t O,
@@ -247,20 +394,35 @@ void winograd_backward(const WinogradBackward& args, const ConvGeometry& g, int6
   const Tiling t = tiling(g);
   const int64_t pass = images_per_pass(g, O, t, images);
   float* v = scratch;
-  float* dm = v + 16 * g.C * pass * t.Tpad;
+  float* dm = v + 16 * g.C * pass * t.Tpad + 16 * kLanes;
   float* planes = dm + 16 * O * pass * t.Tpad;
   float* h = planes + 2 * t.plane;
+  float* xt = h + 16 * (t.S + 2);
+  const bool by_channels = channel_vectors_apply(g, t);
+  const int64_t Hq = 2 * t.th + 2, Wq = 2 * t.tw + 2;
   std::memset(args.du, 0, sizeof(float) * static_cast<size_t>(16 * O * g.C));
   const int64_t in_size = g.C * g.H * g.W, out_size = O * g.Ho * g.Wo;
   for (int64_t first = 0; first < images; first += pass) {
     // The pass's images' tiles side by side: one long product per channel pair.
     const int64_t count = std::min(pass, images - first), L = count * t.Tpad;
+    // vt's positions kLanes floats apart beyond L C: not a power-of-two stride (7x7: 32 KB).
+    const int64_t xs = L * g.C + kLanes;
     for (int64_t n = 0; n < count; ++n) {
-      transform_input(args.in + (first + n) * in_size, g, t, v + n * t.Tpad, L, planes, h);
+      const float* image = args.in + (first + n) * in_size;
+      if (by_channels) {
+        channel_image(image, g, Hq, Wq, xt);
+        transform_input_channels(xt, g, t, Wq, v, xs, n * t.Tpad);
+      } else {
+        transform_input(image, g, t, v + n * t.Tpad, L, planes, h);
+      }
       transform_output_grad(args.grad_out + (first + n) * out_size, g, O, t, dm + n * t.Tpad, L,
                             planes);
     }
-    multiply_transposed(dm, v, g.C, O, L, args.du);
+    if (by_channels) {
+      multiply_outer(dm, v, g.C, O, L, xs, args.du);
+    } else {
+      multiply_transposed(dm, v, g.C, O, L, args.du);
+    }
     if (args.dx == nullptr) continue;
     multiply(args.ut, dm, O, g.C, L, v);  // dV = U^T dM, over V (no longer needed)
     for (int64_t n = 0; n < count; ++n) {

@@ -127,7 +127,9 @@ TEST(Conv2d, WinogradMatchesFloat64) {
   // widths with left padding, where the last tile wraps onto the next row (Note [Winograd flat
   // tiles]). With both gradients the input gradient is the adjoint of the forward's transforms
   // where the weight gradient runs by Winograd and C is a multiple of 4 (Note [Winograd input
-  // gradient]); alone, it is the convolution with the flipped kernel: both are checked.
+  // gradient]); alone, it is the convolution with the flipped kernel: both are checked. At AVX2 and
+  // AVX-512 the 14x14 and 7x7 stages' weight gradients take channel vectors (Note [Winograd weight
+  // gradient by channel vectors]), the 7x7 case's second chunk with 2 images.
   // Bound: max |error| <= 2e-6 of the largest output (float32's epsilon is 1.2e-7; F(2x2, 3x3)
   // adds a few roundings to each product's sum, and ResNet's layers measure ~3e-7 here).
   std::vector<ConvCase> cases = {
