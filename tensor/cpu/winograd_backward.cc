@@ -134,31 +134,30 @@ bool channel_vectors_apply(const ConvGeometry& g, const Tiling& t) {
   return kLanes >= 8 && g.C % kLanes == 0 && t.T <= 64;
 }
 
-// xt [Hq, Wq, C] = one image with its padding (zeros), channel innermost: kLanes channels' rows
-// of pixels transposed kLanes pixels at a time.
-void channel_image(const float* in, const ConvGeometry& g, int64_t Hq, int64_t Wq, float* xt) {
-  std::memset(xt, 0, sizeof(float) * static_cast<size_t>(Hq * Wq * g.C));
-  const int64_t P = g.H * g.W;
-  const auto at = [&](int64_t p) {  // pixel p's place in xt, or -1 past the rows tiles read
-    const int64_t r = p / g.W + g.ph, q = p % g.W + g.pw;
-    return r < Hq && q < Wq ? (r * Wq + q) * g.C : -1;
-  };
-  for (int64_t c = 0; c < g.C; c += kLanes) {
-    const float* rows = in + c * P;
+// xt [Hq, Wq, C] = one image, channel innermost, inside a padding the caller has zeroed (every
+// pixel is rewritten, the padding never): kLanes channels' planes transposed kLanes pixels at a
+// time. Pixel (h, w) lands at row h + ph, column w + pw, inside Hq = 2 th + 2 >= H + 2 ph rows
+// and Wq >= W + 2 pw columns.
+void channel_image(const float* in, const ConvGeometry& g, int64_t Wq, float* xt) {
+  const int64_t P = g.H * g.W, C = g.C;
+  for (int64_t c = 0; c < C; c += kLanes) {
+    const float* planes = in + c * P;
+    int64_t h = 0, w = 0;  // pixel p's row and column
+    const auto next = [&]() {
+      float* at = xt + ((h + g.ph) * Wq + w + g.pw) * C + c;
+      if (++w == g.W) w = 0, ++h;
+      return at;
+    };
     int64_t p = 0;
     for (; p + kLanes <= P; p += kLanes) {
       Vec r[kLanes];
-      for (int64_t i = 0; i < kLanes; ++i) r[i] = vec::load(rows + i * P + p);
+      for (int64_t i = 0; i < kLanes; ++i) r[i] = vec::load(planes + i * P + p);
       vec::transpose(r);
-      for (int64_t i = 0; i < kLanes; ++i) {
-        const int64_t offset = at(p + i);
-        if (offset >= 0) vec::store(xt + offset + c, r[i]);
-      }
+      for (int64_t i = 0; i < kLanes; ++i) vec::store(next(), r[i]);
     }
     for (; p < P; ++p) {
-      const int64_t offset = at(p);
-      if (offset < 0) continue;
-      for (int64_t i = 0; i < kLanes; ++i) xt[offset + c + i] = rows[i * P + p];
+      float* at = next();
+      for (int64_t i = 0; i < kLanes; ++i) at[i] = planes[i * P + p];
     }
   }
 }
@@ -249,7 +248,8 @@ void multiply_outer_tiles(const float* dm, const float* vt, int64_t C, int64_t O
   if constexpr (vec::kAccumulators >= 24) {
     if (columns % 4 == 0) return multiply_outer_tiles<4, 4>(dm, vt, C, O, L, xs, du);
     if (columns % 2 == 0 && O % 8 == 0) return multiply_outer_tiles<8, 2>(dm, vt, C, O, L, xs, du);
-    if (O % 16 == 0) return multiply_outer_tiles<16, 1>(dm, vt, C, O, L, xs, du);
+    // One vector of channels: 8 rows, not 16 (16 row pointers spilt GCC's general registers).
+    if (O % 8 == 0) return multiply_outer_tiles<8, 1>(dm, vt, C, O, L, xs, du);
   } else {
     if (columns % 2 == 0) return multiply_outer_tiles<4, 2>(dm, vt, C, O, L, xs, du);
     if (O % 8 == 0) return multiply_outer_tiles<8, 1>(dm, vt, C, O, L, xs, du);
@@ -400,6 +400,7 @@ void winograd_backward(const WinogradBackward& args, const ConvGeometry& g, int6
   float* xt = h + 16 * (t.S + 2);
   const bool by_channels = channel_vectors_apply(g, t);
   const int64_t Hq = 2 * t.th + 2, Wq = 2 * t.tw + 2;
+  if (by_channels) std::memset(xt, 0, sizeof(float) * static_cast<size_t>(Hq * Wq * g.C));
   std::memset(args.du, 0, sizeof(float) * static_cast<size_t>(16 * O * g.C));
   const int64_t in_size = g.C * g.H * g.W, out_size = O * g.Ho * g.Wo;
   for (int64_t first = 0; first < images; first += pass) {
@@ -410,7 +411,7 @@ void winograd_backward(const WinogradBackward& args, const ConvGeometry& g, int6
     for (int64_t n = 0; n < count; ++n) {
       const float* image = args.in + (first + n) * in_size;
       if (by_channels) {
-        channel_image(image, g, Hq, Wq, xt);
+        channel_image(image, g, Wq, xt);
         transform_input_channels(xt, g, t, Wq, v, xs, n * t.Tpad);
       } else {
         transform_input(image, g, t, v + n * t.Tpad, L, planes, h);

@@ -129,7 +129,8 @@ TEST(Conv2d, WinogradMatchesFloat64) {
   // where the weight gradient runs by Winograd and C is a multiple of 4 (Note [Winograd input
   // gradient]); alone, it is the convolution with the flipped kernel: both are checked. At AVX2 and
   // AVX-512 the 14x14 and 7x7 stages' weight gradients take channel vectors (Note [Winograd weight
-  // gradient by channel vectors]), the 7x7 case's second chunk with 2 images.
+  // gradient by channel vectors]), the 7x7 case's second chunk with 2 images; 12x12 with 16
+  // channels takes one vector of them at AVX-512.
   // Bound: max |error| <= 2e-6 of the largest output (float32's epsilon is 1.2e-7; F(2x2, 3x3)
   // adds a few roundings to each product's sum, and ResNet's layers measure ~3e-7 here).
   std::vector<ConvCase> cases = {
@@ -149,6 +150,7 @@ TEST(Conv2d, WinogradMatchesFloat64) {
       {{1, 12, 10, 15}, {8, 12, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},   // adjoint: wrapping
       {{3, 4, 12, 12}, {4, 4, 3, 3}, {{1, 1}, {2, 2}, {1, 1}, 1}},     // adjoint: padding 2
       {{1, 8, 9, 16}, {4, 8, 3, 3}, {{1, 1}, {2, 1}, {1, 1}, 1}},      // adjoint: compact rows
+      {{3, 16, 12, 12}, {8, 16, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},   // channel vectors, 8 rows
   };
   Generator gen(7);
   double worst = 0, worst_weight_grad = 0;
