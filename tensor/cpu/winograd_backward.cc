@@ -128,8 +128,9 @@ constexpr int64_t kOuterBlock = 32;
 
 // Where channel vectors pay (conv_bench's weight gradient, interleaved against dot_tile): maps of
 // at most 64 tiles (7x7: 16, 14x14: 49), at AVX-512 (7x7 -28%, 14x14 -13%) and AVX2 (-17%,
-// -14%). 28x28's 196 tiles keep dot_tile (+17% there), as do 4-lane vectors, whose sums across
-// lanes are cheap (baseline 7x7 +21%, 14x14 +84%).
+// -14%). 28x28's 196 tiles keep dot_tile, whose products are long there (channel vectors +6%,
+// min of 15 runs), as do 4-lane vectors, whose sums across lanes are cheap (baseline 7x7 +21%,
+// 14x14 +84%).
 bool channel_vectors_apply(const ConvGeometry& g, const Tiling& t) {
   return kLanes >= 8 && g.C % kLanes == 0 && t.T <= 64;
 }
@@ -406,7 +407,8 @@ void winograd_backward(const WinogradBackward& args, const ConvGeometry& g, int6
   for (int64_t first = 0; first < images; first += pass) {
     // The pass's images' tiles side by side: one long product per channel pair.
     const int64_t count = std::min(pass, images - first), L = count * t.Tpad;
-    // vt's positions kLanes floats apart beyond L C: not a power-of-two stride (7x7: 32 KB).
+    // vt's positions kLanes floats further apart than L C, so that their 16 store streams do
+    // not share L1 sets at a power-of-two stride (7x7: 32 KB).
     const int64_t xs = L * g.C + kLanes;
     for (int64_t n = 0; n < count; ++n) {
       const float* image = args.in + (first + n) * in_size;
