@@ -407,8 +407,8 @@ void winograd_backward(const WinogradBackward& args, const ConvGeometry& g, int6
   for (int64_t first = 0; first < images; first += pass) {
     // The pass's images' tiles side by side: one long product per channel pair.
     const int64_t count = std::min(pass, images - first), L = count * t.Tpad;
-    // vt's positions kLanes floats further apart than L C, so that their 16 store streams do
-    // not share L1 sets at a power-of-two stride (7x7: 32 KB).
+    // vt's positions kLanes floats further apart than L C: at a power-of-two stride (7x7: 32 KB)
+    // their 16 store streams would share L1 sets (a precaution, not measured).
     const int64_t xs = L * g.C + kLanes;
     for (int64_t n = 0; n < count; ++n) {
       const float* image = args.in + (first + n) * in_size;
