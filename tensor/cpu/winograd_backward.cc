@@ -135,10 +135,14 @@ bool channel_vectors_apply(const ConvGeometry& g, const Tiling& t) {
   return kLanes >= 8 && g.C % kLanes == 0 && t.T <= 64;
 }
 
-// xt [Hq, Wq, C] = one image, channel innermost, inside a padding the caller has zeroed (every
-// pixel is rewritten, the padding never): kLanes channels' planes transposed kLanes pixels at a
-// time. Pixel (h, w) lands at row h + ph, column w + pw, inside Hq = 2 th + 2 >= H + 2 ph rows
-// and Wq >= W + 2 pw columns.
+// channel_image's rows and columns: every tile's 4 x 4 input, 2 th + 2 >= H + 2 ph rows by
+// 2 tw + 2 >= W + 2 pw columns.
+int64_t channel_image_rows(const Tiling& t) { return 2 * t.th + 2; }
+int64_t channel_image_columns(const Tiling& t) { return 2 * t.tw + 2; }
+
+// xt [rows, Wq columns, C] = one image, channel innermost, inside a padding the caller has zeroed
+// (every pixel is rewritten, the padding never): kLanes channels' planes transposed kLanes pixels
+// at a time. Pixel (h, w) lands at row h + ph, column w + pw.
 void channel_image(const float* in, const ConvGeometry& g, int64_t Wq, float* xt) {
   const int64_t P = g.H * g.W, C = g.C;
   for (int64_t c = 0; c < C; c += kLanes) {
@@ -242,7 +246,8 @@ void multiply_outer_tiles(const float* dm, const float* vt, int64_t C, int64_t O
 }
 
 // dU [16, O, C] += dM [16, O, L] . vt [16 (stride xs), L, C]: R rows of dM by CB vectors of
-// input channels per tile, R x CB accumulators (O is a multiple of kRows, C of kLanes).
+// input channels per tile, R x CB accumulators (O is a multiple of kRows, C of kLanes). Not
+// inlined, as multiply_transposed (not measured for this one separately).
 [[gnu::noinline]] void multiply_outer(const float* dm, const float* vt, int64_t C, int64_t O,
                                       int64_t L, int64_t xs, float* du) {
   const int64_t columns = C / kLanes;
@@ -387,7 +392,7 @@ int64_t winograd_backward_scratch_size(const ConvGeometry& g, int64_t O, int64_t
   const int64_t L = images_per_pass(g, O, t, images) * t.Tpad;
   // V (or vt, 16 kLanes more), dM; planes and h for every transform; channel_image's xt.
   return 16 * (g.C + O) * L + 16 * kLanes + 2 * t.plane + 16 * (t.S + 2) +
-         (2 * t.th + 2) * (2 * t.tw + 2) * g.C;
+         channel_image_rows(t) * channel_image_columns(t) * g.C;
 }
 
 void winograd_backward(const WinogradBackward& args, const ConvGeometry& g, int64_t O,
@@ -400,8 +405,10 @@ void winograd_backward(const WinogradBackward& args, const ConvGeometry& g, int6
   float* h = planes + 2 * t.plane;
   float* xt = h + 16 * (t.S + 2);
   const bool by_channels = channel_vectors_apply(g, t);
-  const int64_t Hq = 2 * t.th + 2, Wq = 2 * t.tw + 2;
-  if (by_channels) std::memset(xt, 0, sizeof(float) * static_cast<size_t>(Hq * Wq * g.C));
+  const int64_t Wq = channel_image_columns(t);
+  if (by_channels) {
+    std::memset(xt, 0, sizeof(float) * static_cast<size_t>(channel_image_rows(t) * Wq * g.C));
+  }
   std::memset(args.du, 0, sizeof(float) * static_cast<size_t>(16 * O * g.C));
   const int64_t in_size = g.C * g.H * g.W, out_size = O * g.Ho * g.Wo;
   for (int64_t first = 0; first < images; first += pass) {
