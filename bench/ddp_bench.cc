@@ -19,10 +19,13 @@
 //          ms_per_step=... mean_ms_per_step=... img_per_s=... comm_wait_ms=... overlap=... peak_rss_mb=...
 //          comm_hook=... bytes_per_step=...   (payload this rank handed to collectives per timed step)
 //          device=... backend=... peak_device_mb=...   (peak allocated on the GPU; 0 on the CPU)
+//          other_threads_cpu_ms=...   (CPU time per timed step of every thread but the training one:
+//          the comm thread and MPI's, plus intra-op workers with --threads > 1; slowest rank)
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -49,6 +52,12 @@ using Clock = std::chrono::steady_clock;
 namespace flags = ember::flags;
 
 namespace {
+
+double cpu_ms(clockid_t clock) {
+  timespec t{};
+  clock_gettime(clock, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
 
 struct Flags {
   std::string model = "resnet20";
@@ -173,12 +182,15 @@ int main(int argc, char** argv) {
     pg->barrier()->wait();
     Clock::time_point timed_start;
     uint64_t timed_bytes = 0;
+    double process_cpu_start = 0, main_cpu_start = 0;
     for (int64_t s = 0; s < f.warmup + f.steps; ++s) {
       if (s == f.warmup) {
         sync();
         if (device.is_cuda()) cuda_reset_peak_memory_stats(device.index);
         timed_start = Clock::now();
         timed_bytes = pg->payload_bytes();
+        process_cpu_start = cpu_ms(CLOCK_PROCESS_CPUTIME_ID);
+        main_cpu_start = cpu_ms(CLOCK_THREAD_CPUTIME_ID);
       }
       const auto t0 = Clock::now();
       {
@@ -203,12 +215,17 @@ int main(int argc, char** argv) {
     const double bytes_per_step = f.steps > 0 ? static_cast<double>(pg->payload_bytes() - timed_bytes) / f.steps : 0;
     const double mean_ms =
         f.steps > 0 ? std::chrono::duration<double, std::milli>(Clock::now() - timed_start).count() / f.steps : 0;
+    const double other_cpu_ms =
+        f.steps > 0 ? ((cpu_ms(CLOCK_PROCESS_CPUTIME_ID) - process_cpu_start) -
+                       (cpu_ms(CLOCK_THREAD_CPUTIME_ID) - main_cpu_start)) / f.steps
+                    : 0;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     const double step_ms = max_over_ranks(*pg, median(times));
     const double mean_step_ms = max_over_ranks(*pg, mean_ms);
     const double wait_ms = max_over_ranks(*pg, median(comm_wait));
     const double rss_mb = max_over_ranks(*pg, ru.ru_maxrss / 1024.0);
+    const double other_threads_cpu_ms = max_over_ranks(*pg, other_cpu_ms);
     const double peak_device_mb = max_over_ranks(
         *pg, device.is_cuda() ? cuda_memory_stats(device.index).peak_allocated_bytes / 1048576.0 : 0.0);
     int64_t buckets = 0;
@@ -218,12 +235,12 @@ int main(int argc, char** argv) {
           "RESULT impl=ember model=%s mode=%s world=%d batch=%lld steps=%lld bucket_cap_mb=%g first_bucket_mb=%g "
           "buckets=%lld params=%zu ms_per_step=%.2f mean_ms_per_step=%.2f img_per_s=%.1f comm_wait_ms=%.2f "
           "overlap=%.2f peak_rss_mb=%.1f comm_hook=%s bytes_per_step=%.0f threads=%d capability=%s device=%s "
-          "backend=%s peak_device_mb=%.1f\n",
+          "backend=%s peak_device_mb=%.1f other_threads_cpu_ms=%.2f\n",
           f.model.c_str(), f.mode.c_str(), world, (long long)f.batch, (long long)f.steps, f.bucket_cap_mb, f.first_bucket_mb,
           (long long)buckets, model->parameters().size(), step_ms, mean_step_ms,
           step_ms > 0 ? 1000.0 * world * f.batch / step_ms : 0.0, wait_ms, median(overlap), rss_mb,
           f.hook.name.c_str(), bytes_per_step, get_num_threads(), cpu_capability(), f.device.c_str(),
-          f.backend.c_str(), peak_device_mb);
+          f.backend.c_str(), peak_device_mb, other_threads_cpu_ms);
       std::fflush(stdout);
     }
     ddp.reset();

@@ -17,6 +17,8 @@
 # eff_vs_x2  = DDP img/s / (single-x2 img/s)           (same, against two processes side by side,
 #                                                       i.e. with memory-bandwidth sharing included)
 # overhead   = DDP step / nosync step                  (target <= 1.03)
+# other_threads_cpu_ms: CPU time per step of the threads besides the training one (the comm thread):
+#              time a rank on a saturated machine loses to communication even when it overlaps.
 # This machine has 2 cores: 2 ranks of 1 thread saturate it, and anything else running (a training
 # job, a build) lands on the same cores. The script prints `uptime` before and after.
 #
@@ -74,7 +76,7 @@ scaling() {  # scaling IMPL
              printf "%-6s efficiency %.3f (target >= 0.97)   eff_vs_x2 %.3f   overhead ddp/nosync %.3f (target <= 1.03)\n",
              i, d / (2 * s1), d / s2, dm / nm }'
   if [[ "$impl" == ember ]]; then
-    echo "ember  ddp: buckets=$(field buckets "$dd") comm_wait_ms=$(field comm_wait_ms "$dd") overlap=$(field overlap "$dd") peak_rss_mb=$(field peak_rss_mb "$dd")"
+    echo "ember  ddp: buckets=$(field buckets "$dd") comm_wait_ms=$(field comm_wait_ms "$dd") overlap=$(field overlap "$dd") peak_rss_mb=$(field peak_rss_mb "$dd") other_threads_cpu_ms=$(field other_threads_cpu_ms "$dd") (nosync $(field other_threads_cpu_ms "$ns"))"
   else
     echo "torch  ddp: buckets=$(field buckets "$dd") peak_rss_mb=$(field peak_rss_mb "$dd")"
   fi
