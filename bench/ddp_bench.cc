@@ -7,6 +7,7 @@
 //   nosync  the same DDP wrapper, every step inside no_sync(): no gradient communication
 //   single  the bare model, no DDP: each rank an independent single-process run (launch it with
 //           -np 1 for "one process alone", -np 2 for "two independent processes side by side")
+//   paired  all of the above as alternating blocks in one run, --rounds times (see run_paired)
 // Models: resnet20 (nn::ResNet, 1x28x28 input) and mlp (--mlp_layers Linear layers of
 // --mlp_width x --mlp_width with ReLU: many small parameters, for the bucket-size experiment; or
 // --mlp_sizes=784,4096,4096,10: the layer widths, e.g. the wide MLP of the comm-hook benchmark).
@@ -29,6 +30,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -64,7 +66,7 @@ struct Flags {
   std::string mode = "ddp";
   double bucket_cap_mb = 25;
   double first_bucket_mb = 1.0;  // PyTorch's _DEFAULT_FIRST_BUCKET_BYTES
-  int64_t steps = 30, warmup = 5, batch = 64, mlp_layers = 200, mlp_width = 64, threads = 1;
+  int64_t steps = 30, warmup = 5, batch = 64, mlp_layers = 200, mlp_width = 64, threads = 1, rounds = 5;
   uint64_t seed = 0;
   std::vector<int64_t> mlp_sizes;  // overrides mlp_layers / mlp_width when given
   examples::CommHookSpec hook{"none", 1, 2};
@@ -78,8 +80,10 @@ void add_flags(CLI::App& app, Flags* f) {
   app.add_option("--model", f->model, "resnet20 (nn::ResNet, 1x28x28) or mlp (--mlp_*)")
       ->check(flags::one_of({"resnet20", "mlp"}));
   app.add_option("--mode", f->mode,
-                 "ddp (gradients synchronised every step), nosync (inside no_sync()) or single (no DDP)")
-      ->check(flags::one_of({"ddp", "nosync", "single"}));
+                 "ddp (gradients synchronised every step), nosync (inside no_sync()), single (no DDP) or "
+                 "paired (all of them in alternating blocks, --rounds times)")
+      ->check(flags::one_of({"ddp", "nosync", "single", "paired"}));
+  app.add_option("--rounds", f->rounds, "paired: rounds of the four blocks")->check(flags::positive_integer());
   app.add_option("--bucket_cap_mb", f->bucket_cap_mb, "DDP bucket cap in MiB")
       ->check(flags::number_in(std::numeric_limits<double>::min(), kMax, "positive"));
   app.add_option("--first_bucket_mb", f->first_bucket_mb, "cap of DDP's first bucket in MiB")
@@ -111,6 +115,84 @@ double max_over_ranks(distributed::ProcessGroup& pg, double x) {
   return t[0].item<double>();
 }
 
+using ModelFactory = std::function<std::shared_ptr<nn::Module>()>;
+
+// --mode=paired: the scaling table's four runs as blocks of --steps timed steps inside one mpirun,
+// repeated --rounds times in an order that reverses every round, so a slow phase of a shared host
+// (minutes long on this project's VMs) hits all four alike and each round gives its own ratios:
+//   single_x1  rank 0 alone trains a bare copy of the model; the other ranks wait in a collective
+//   single_x2  every rank trains its bare copy
+//   nosync     the DDP-wrapped model, every step inside no_sync()
+//   ddp        the DDP-wrapped model, gradients synchronised
+// Prints one PAIRED line per round and a RESULT line of the medians over rounds (rank 0).
+void run_paired(const Flags& f, distributed::ProcessGroup& pg, const ModelFactory& make_model, const Tensor& x,
+                const Tensor& y) {
+  enum Block { kSingleX1, kSingleX2, kNoSync, kDDP, kBlocks };
+  const char* kNames[kBlocks] = {"single_x1", "single_x2", "nosync", "ddp"};
+  std::shared_ptr<nn::Module> bare = make_model();
+  std::shared_ptr<nn::Module> wrapped = make_model();
+  bare->train();
+  wrapped->train();
+  distributed::DDPOptions o;
+  o.bucket_cap_mb = f.bucket_cap_mb;
+  o.first_bucket_mb = f.first_bucket_mb;
+  distributed::DistributedDataParallel ddp(wrapped, o);
+  optim::SGD bare_opt(bare->parameters(), optim::SGDOptions(0.01).momentum(0.9));
+  optim::SGD ddp_opt(ddp.parameters(), optim::SGDOptions(0.01).momentum(0.9));
+  nn::CrossEntropyLoss criterion;
+  // The median step of `steps` steps of `block` on this rank (0 where the rank sits it out).
+  auto run_block = [&](Block block, int64_t steps) {
+    if (block == kSingleX1 && pg.rank() != 0) return 0.0;
+    const bool bare_model = block == kSingleX1 || block == kSingleX2;
+    nn::Module& net = bare_model ? static_cast<nn::Module&>(*bare) : ddp;
+    optim::SGD& opt = bare_model ? bare_opt : ddp_opt;
+    std::vector<double> times;
+    for (int64_t s = 0; s < steps; ++s) {
+      const auto t0 = Clock::now();
+      {
+        std::unique_ptr<distributed::DistributedDataParallel::NoSyncGuard> guard;
+        if (block == kNoSync) guard = std::make_unique<distributed::DistributedDataParallel::NoSyncGuard>(ddp);
+        Tensor loss = criterion(net.forward(x), y);
+        opt.zero_grad();
+        loss.backward();
+      }
+      opt.step();
+      times.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    }
+    return median(times);
+  };
+  for (Block b : {kSingleX2, kDDP}) run_block(b, f.warmup);
+  std::vector<double> ms[kBlocks], efficiency, eff_vs_x2, overhead;
+  for (int64_t round = 0; round < f.rounds; ++round) {
+    double round_ms[kBlocks];
+    for (int i = 0; i < kBlocks; ++i) {
+      const Block b = static_cast<Block>(round % 2 == 0 ? i : kBlocks - 1 - i);
+      pg.barrier()->wait();
+      round_ms[b] = max_over_ranks(pg, run_block(b, f.steps));
+      ms[b].push_back(round_ms[b]);
+    }
+    // ddp img/s over (world x one process alone's img/s); over two side by side; ddp step over nosync's.
+    efficiency.push_back(round_ms[kSingleX1] / round_ms[kDDP]);
+    eff_vs_x2.push_back(round_ms[kSingleX2] / round_ms[kDDP]);
+    overhead.push_back(round_ms[kDDP] / round_ms[kNoSync]);
+    if (pg.rank() == 0) {
+      std::printf("PAIRED round=%lld", static_cast<long long>(round + 1));
+      for (int b = 0; b < kBlocks; ++b) std::printf(" %s_ms=%.2f", kNames[b], round_ms[b]);
+      std::printf(" efficiency=%.3f eff_vs_x2=%.3f overhead=%.3f\n", efficiency.back(), eff_vs_x2.back(),
+                  overhead.back());
+    }
+  }
+  if (pg.rank() == 0) {
+    std::printf("RESULT impl=ember model=%s mode=paired world=%d batch=%lld steps=%lld rounds=%lld",
+                f.model.c_str(), pg.size(), static_cast<long long>(f.batch), static_cast<long long>(f.steps),
+                static_cast<long long>(f.rounds));
+    for (int b = 0; b < kBlocks; ++b) std::printf(" %s_ms=%.2f", kNames[b], median(ms[b]));
+    std::printf(" efficiency=%.3f eff_vs_x2=%.3f overhead=%.3f threads=%d capability=%s\n", median(efficiency),
+                median(eff_vs_x2), median(overhead), get_num_threads(), cpu_capability());
+    std::fflush(stdout);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -139,24 +221,30 @@ int main(int argc, char** argv) {
     auto pg = distributed::init_process_group(f.backend);
     rank = pg->rank();
     const int world = pg->size();
-    Generator model_gen(static_cast<uint64_t>(f.seed));
-    std::shared_ptr<nn::Module> model;
-    Tensor x;
-    Generator data_gen(static_cast<uint64_t>(f.seed) + 1000 + rank);
-    if (f.model == "resnet20") {
-      model = std::make_shared<nn::ResNet>(nn::ResNetOptions{20, 16, 1, 10}, &model_gen);
-      x = randn({f.batch, 1, 28, 28}, &data_gen);
-    } else {
-      std::vector<int64_t> sizes = f.mlp_sizes;
+    std::vector<int64_t> sizes = f.mlp_sizes;
+    if (f.model == "mlp") {
       if (sizes.empty()) {
         sizes.assign(f.mlp_layers, f.mlp_width);
         sizes.push_back(10);
       }
       EMBER_CHECK(sizes.size() >= 2 && sizes.back() == 10, "--mlp_sizes needs >= 2 widths ending in 10");
-      model = nn::make_mlp(sizes, &model_gen);
-      x = randn({f.batch, sizes.front()}, &data_gen);
     }
+    // Every call builds the same initial weights.
+    const ModelFactory make_model = [&]() -> std::shared_ptr<nn::Module> {
+      Generator model_gen(static_cast<uint64_t>(f.seed));
+      if (f.model == "resnet20") return std::make_shared<nn::ResNet>(nn::ResNetOptions{20, 16, 1, 10}, &model_gen);
+      return nn::make_mlp(sizes, &model_gen);
+    };
+    Generator data_gen(static_cast<uint64_t>(f.seed) + 1000 + rank);
+    Tensor x = f.model == "resnet20" ? randn({f.batch, 1, 28, 28}, &data_gen) : randn({f.batch, sizes.front()}, &data_gen);
     Tensor y = randint(0, 10, {f.batch}, &data_gen);
+    if (f.mode == "paired") {
+      EMBER_CHECK(f.device == "cpu" && f.hook.name == "none", "--mode=paired: the CPU and no comm hook only");
+      run_paired(f, *pg, make_model, x, y);
+      distributed::destroy_process_group();
+      return 0;
+    }
+    std::shared_ptr<nn::Module> model = make_model();
     model->to(device);
     x = x.to(device);
     y = y.to(device);
@@ -215,10 +303,9 @@ int main(int argc, char** argv) {
     const double bytes_per_step = f.steps > 0 ? static_cast<double>(pg->payload_bytes() - timed_bytes) / f.steps : 0;
     const double mean_ms =
         f.steps > 0 ? std::chrono::duration<double, std::milli>(Clock::now() - timed_start).count() / f.steps : 0;
-    const double other_cpu_ms =
-        f.steps > 0 ? ((cpu_ms(CLOCK_PROCESS_CPUTIME_ID) - process_cpu_start) -
-                       (cpu_ms(CLOCK_THREAD_CPUTIME_ID) - main_cpu_start)) / f.steps
-                    : 0;
+    const double other_cpu_ms = std::max(0.0, ((cpu_ms(CLOCK_PROCESS_CPUTIME_ID) - process_cpu_start) -
+                                               (cpu_ms(CLOCK_THREAD_CPUTIME_ID) - main_cpu_start)) /
+                                                  static_cast<double>(f.steps));
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     const double step_ms = max_over_ranks(*pg, median(times));

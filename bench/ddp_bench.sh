@@ -17,6 +17,9 @@
 # eff_vs_x2  = DDP img/s / (single-x2 img/s)           (same, against two processes side by side,
 #                                                       i.e. with memory-bandwidth sharing included)
 # overhead   = DDP step / nosync step                  (target <= 1.03)
+# paired: the same four ember runs as blocks inside one mpirun (ddp_bench --mode=paired), PAIRED_ROUNDS
+#          rounds (5) in an order reversed every round; a slow phase of a shared host then hits all
+#          four alike. Per-round ratios and their medians.
 # other_threads_cpu_ms: CPU time per step of the threads besides the training one (the comm thread):
 #              time a rank on a saturated machine loses to communication even when it overlaps.
 # This machine has 2 cores: 2 ranks of 1 thread saturate it, and anything else running (a training
@@ -76,6 +79,10 @@ scaling() {  # scaling IMPL
              printf "%-6s efficiency %.3f (target >= 0.97)   eff_vs_x2 %.3f   overhead ddp/nosync %.3f (target <= 1.03)\n",
              i, d / (2 * s1), d / s2, dm / nm }'
   if [[ "$impl" == ember ]]; then
+    echo "ember  paired blocks in one mpirun, ${PAIRED_ROUNDS:-5} rounds (ms/step, slowest rank's median per block):"
+    timeout 900 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 "$bin" --steps="$steps" \
+      --warmup="$warmup" --model=resnet20 --mode=paired --rounds="${PAIRED_ROUNDS:-5}" |
+      sed -n 's/^PAIRED /ember    /p; s/^RESULT.* single_x1_ms/ember  paired medians: single_x1_ms/p' || echo "ember  paired: failed"
     echo "ember  ddp: buckets=$(field buckets "$dd") comm_wait_ms=$(field comm_wait_ms "$dd") overlap=$(field overlap "$dd") peak_rss_mb=$(field peak_rss_mb "$dd") other_threads_cpu_ms=$(field other_threads_cpu_ms "$dd") (nosync $(field other_threads_cpu_ms "$ns"))"
   else
     echo "torch  ddp: buckets=$(field buckets "$dd") peak_rss_mb=$(field peak_rss_mb "$dd")"
