@@ -2,7 +2,8 @@
 # The benchmarks' command lines on CLI11 (examples/common/flags.h), as the trainers' are tested in
 # tests/examples/bad_input_test.sh: a bad value, a value out of range and an unknown flag are one
 # line naming the flag and value with exit 2; --help lists the flags and exits 0; allreduce_bench's
-# named flags (formerly positional) and ratio_report's pass-through to Google Benchmark work.
+# named flags (formerly positional) and ratio_report's pass-through to Google Benchmark work;
+# ddp_bench --mode=paired prints its rows.
 # usage: bench_flags_test.sh EXAMPLES_LIB_SH RESNET_TRAIN_BENCH GEMM_BENCH ALLREDUCE_BENCH DDP_BENCH
 source "$1"
 resnet="$(realpath "$2")" gemm="$(realpath "$3")" allreduce="$(realpath "$4")" ddp="$(realpath "$5")"
@@ -74,4 +75,11 @@ run ddp_help 60 "${MPIRUN[@]}" -np 2 "$ddp" --help
 expect_success ddp_help
 [[ $(grep -c -F -- "--mlp_sizes" "$work/ddp_help.out") -eq 1 ]] && grep -q -F -- "--comm_hook TEXT" "$work/ddp_help.out"
 check "ddp_bench --help lists its flags once (rank 0)" $?
+run ddp_paired 120 "${MPIRUN[@]}" -np 2 "$ddp" --mode=paired --model=mlp --mlp_layers=2 --mlp_width=8 --steps=2 \
+  --warmup=1 --rounds=2
+expect_success ddp_paired
+[[ $(grep -c '^PAIRED round=[12] single_x1_ms=' "$work/ddp_paired.out") -eq 2 ]] &&
+  grep -q -E '^RESULT impl=ember model=mlp mode=paired world=2 .* efficiency=[0-9.]+ eff_vs_x2=[0-9.]+ overhead=[0-9.]+ ' \
+    "$work/ddp_paired.out"
+check "ddp_bench --mode=paired --rounds=2: a PAIRED row per round, then the medians (rank 0)" $?
 finish
