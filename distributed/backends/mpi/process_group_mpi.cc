@@ -277,18 +277,20 @@ namespace {
 // Note [The communication thread polls, then sleeps]
 // A rank's collective often waits for a peer that has not reached it yet: DDP's first bucket is
 // ready on the faster rank milliseconds before the slower one gets there. Spinning through that
-// wait (MPI_Testall and sched_yield, which under CFS keeps the spinner runnable) cost 13-33 ms of
-// comm-thread CPU per step in 2-rank ResNet-20 DDP (ddp_bench's other_threads_cpu_ms), and where
-// ranks and their comm threads share the cores, that time comes out of some rank's backward.
+// wait (MPI_Testall and sched_yield, which under CFS keeps the spinner runnable) cost 7.5-69 ms
+// (median 17) of comm-thread CPU per step in 2-rank ResNet-20 DDP (ddp_bench's
+// other_threads_cpu_ms), and where ranks and their comm threads share the cores, that time comes
+// out of some rank's backward.
 // Sleeping between polls, though, stalls a transfer under way: each round of the ring and each
-// rendezvous needs a poll on both sides (1 MiB over shared memory: 450 -> 820 us with 50 us sleeps
-// from the 200th us on; 64 KiB over 1 Gbit/s TCP: 550 -> 700 us with 50 us sleeps, which the
-// default 50 us timer slack makes ~100). So a wait spins 32 polls (a small collective ends
-// there), yields for as long as its bytes take at 1 GB/s plus 200 us (shared memory moves
-// 2-2.5 GB/s here), then sleeps kPollSleep between polls, with the comm thread's timer slack at
-// 1 us. Measured: that DDP's comm-thread CPU 3.4-5.1 ms per step; allreduce over shared memory
-// unchanged, over 1 Gbit/s TCP within 1.3% at 64 KiB - 4 MiB. (Sleeping a 16th of the wait so far,
-// up to 500 us, took that DDP to 1.5-2.1 ms but 1 MiB over 1 Gbit/s TCP from 8.9 to 10.5 ms.)
+// rendezvous needs a poll on both sides. With 50 us sleeps from the 200th us on, 1 MiB over shared
+// memory went from 450 to 820 us, and 64 KiB over 1 Gbit/s TCP from 550 to 700 us (the default
+// 50 us timer slack makes such a sleep ~100 us).
+// So a wait spins 32 polls (a small collective ends there), yields for as long as its bytes take
+// at 1 GB/s plus 200 us (shared memory moves 2-2.5 GB/s here), then sleeps kPollSleep between
+// polls, with the comm thread's timer slack at 1 us. Measured: that DDP's comm-thread CPU 3.4-5.1
+// ms per step; allreduce over shared memory unchanged, over 1 Gbit/s TCP within 1.3% at 64 KiB to
+// 4 MiB. Sleeping a 16th of the wait so far, up to 500 us, took that DDP to 1.5-2.1 ms but 1 MiB
+// over 1 Gbit/s TCP from 8.9 to 10.5 ms.
 constexpr auto kPollYieldFor = std::chrono::microseconds(200);
 constexpr double kPollYieldNanosecondsPerByte = 1.0;
 constexpr auto kPollSleep = std::chrono::microseconds(25);
