@@ -11,7 +11,7 @@ if "$nccl_bench" | grep -q "built without CUDA"; then
 fi
 out=$("$launch" 2 "$ddp_bench" --device=cuda --model=mlp --mlp_sizes=16,32,10 --batch=8 --steps=2 --warmup=1)
 echo "$out"
-grep -qE '^RESULT impl=ember model=mlp mode=ddp world=2 .* ms_per_step=[0-9.]+ .* device=cuda backend=nccl peak_device_mb=[0-9.]+$' <<<"$out"
+grep -qE '^RESULT impl=ember model=mlp mode=ddp world=2 .* ms_per_step=[0-9.]+ .* device=cuda backend=nccl peak_device_mb=[0-9.]+ other_threads_cpu_ms=[0-9.]+$' <<<"$out"
 out=$("$launch" 2 "$nccl_bench" --max_mb=0.02 --iters=2)
 echo "$out"
 [[ $(grep -cE '^RESULT nccl_allreduce bytes=[0-9]+ world=2 ember_us=[0-9.]+ raw_us=[0-9.]+ .* ratio=[0-9.]+$' <<<"$out") -eq 2 ]]
