@@ -291,6 +291,10 @@ namespace {
 // ms per step; allreduce over shared memory unchanged, over 1 Gbit/s TCP within 1.3% at 64 KiB to
 // 4 MiB. Sleeping a 16th of the wait so far, up to 500 us, took that DDP to 1.5-2.1 ms but 1 MiB
 // over 1 Gbit/s TCP from 8.9 to 10.5 ms.
+// What it does not show: a faster step. The wake-ups preempt the training threads instead (~100-500
+// involuntary switches per step against ~20-50 when spinning), and ddp_bench --mode=paired gave
+// the same DDP / no_sync overhead either way (median 1.029 vs 1.036, 12 rounds each, this VM).
+// SCHED_BATCH for the comm thread cut the preemptions 5-10x but raised comm_wait; not kept.
 constexpr auto kPollYieldFor = std::chrono::microseconds(200);
 constexpr double kPollYieldNanosecondsPerByte = 1.0;
 constexpr auto kPollSleep = std::chrono::microseconds(25);
