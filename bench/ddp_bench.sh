@@ -5,7 +5,9 @@
 #   bench/ddp_bench.sh scaling [steps] [warmup]    only the scaling / overhead table
 #   bench/ddp_bench.sh buckets [steps] [warmup]    only the bucket-size sweep
 # Environment: TORCH=0 skips PyTorch; BUCKETS="0.1 0.5 ..." the caps swept; MODELS="mlp resnet20";
-#              FIRST_BUCKET=cap|default (first-bucket size in the sweep, see below).
+#              FIRST_BUCKET=cap|default (first-bucket size in the sweep, see below);
+#              BIND=none|core: mpirun's --bind-to for ember's ranks (none, as scripts/train.sh; with
+#              core each rank and its comm thread stay on one core, Open MPI's own default for 2 ranks).
 #
 # Scaling table, per implementation (every figure is the slowest rank's median step time):
 #   single x1  one process alone (mpirun -np 1 / world 1), no DDP
@@ -40,13 +42,14 @@ torch="${TORCH:-1}"
 buckets="${BUCKETS:-0.1 0.5 1 5 10 25 50 100}"
 models="${MODELS:-mlp resnet20}"
 first_bucket="${FIRST_BUCKET:-cap}"
+bind="${BIND:-none}"
 source bench/lib.sh
 if ! "$py" -c "import torch.distributed" 2>/dev/null; then torch=0; fi
 bin=$(bench_binary bench:ddp_bench)  # NO_BUILD=1: use it as built
 export OMPI_MCA_btl=self,vader
 mpi() {  # mpi NP ARGS...
   local np="$1"; shift
-  timeout 900 mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$np" "$bin" \
+  timeout 900 mpirun --allow-run-as-root --oversubscribe --bind-to "$bind" -np "$np" "$bin" \
     --steps="$steps" --warmup="$warmup" "$@" | grep '^RESULT' || echo "RESULT failed"
 }
 tpy() {
@@ -55,7 +58,7 @@ tpy() {
 }
 load() { uptime | sed 's/.*load average/load average/'; }
 
-echo "== machine: $(nproc) cores, $(load); steps=$steps warmup=$warmup"
+echo "== machine: $(nproc) cores, $(load); steps=$steps warmup=$warmup; ember ranks --bind-to $bind"
 if pgrep -f "train_resnet|ddp_resnet" >/dev/null; then echo "   (a train_resnet/ddp_resnet job is running: figures are not from a quiet machine)"; fi
 
 scaling() {  # scaling IMPL
@@ -80,7 +83,7 @@ scaling() {  # scaling IMPL
              i, d / (2 * s1), d / s2, dm / nm }'
   if [[ "$impl" == ember ]]; then
     echo "ember  paired blocks in one mpirun, ${PAIRED_ROUNDS:-5} rounds (ms/step, slowest rank's median per block):"
-    timeout 900 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 "$bin" --steps="$steps" \
+    timeout 900 mpirun --allow-run-as-root --oversubscribe --bind-to "$bind" -np 2 "$bin" --steps="$steps" \
       --warmup="$warmup" --model=resnet20 --mode=paired --rounds="${PAIRED_ROUNDS:-5}" |
       sed -n 's/^PAIRED /ember    /p; s/^RESULT.* single_x1_ms/ember  paired medians: single_x1_ms/p' || echo "ember  paired: failed"
     echo "ember  ddp: buckets=$(field buckets "$dd") comm_wait_ms=$(field comm_wait_ms "$dd") overlap=$(field overlap "$dd") peak_rss_mb=$(field peak_rss_mb "$dd") other_threads_cpu_ms=$(field other_threads_cpu_ms "$dd") (nosync $(field other_threads_cpu_ms "$ns"))"
