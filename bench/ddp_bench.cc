@@ -115,6 +115,20 @@ double max_over_ranks(distributed::ProcessGroup& pg, double x) {
   return t[0].item<double>();
 }
 
+// One training step: forward, zero_grad, backward (inside no_sync() of `no_sync_of` when given),
+// the optimizer's step.
+void train_step(nn::Module& net, optim::SGD& opt, nn::CrossEntropyLoss& criterion, const Tensor& x,
+                const Tensor& y, distributed::DistributedDataParallel* no_sync_of) {
+  {
+    std::unique_ptr<distributed::DistributedDataParallel::NoSyncGuard> guard;
+    if (no_sync_of) guard = std::make_unique<distributed::DistributedDataParallel::NoSyncGuard>(*no_sync_of);
+    Tensor loss = criterion(net.forward(x), y);
+    opt.zero_grad();
+    loss.backward();
+  }
+  opt.step();
+}
+
 using ModelFactory = std::function<std::shared_ptr<nn::Module>()>;
 
 // --mode=paired: the scaling table's four runs as blocks of --steps timed steps inside one mpirun,
@@ -149,14 +163,7 @@ void run_paired(const Flags& f, distributed::ProcessGroup& pg, const ModelFactor
     std::vector<double> times;
     for (int64_t s = 0; s < steps; ++s) {
       const auto t0 = Clock::now();
-      {
-        std::unique_ptr<distributed::DistributedDataParallel::NoSyncGuard> guard;
-        if (block == kNoSync) guard = std::make_unique<distributed::DistributedDataParallel::NoSyncGuard>(ddp);
-        Tensor loss = criterion(net.forward(x), y);
-        opt.zero_grad();
-        loss.backward();
-      }
-      opt.step();
+      train_step(net, opt, criterion, x, y, block == kNoSync ? &ddp : nullptr);
       times.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
     }
     return median(times);
@@ -281,14 +288,7 @@ int main(int argc, char** argv) {
         main_cpu_start = cpu_ms(CLOCK_THREAD_CPUTIME_ID);
       }
       const auto t0 = Clock::now();
-      {
-        std::unique_ptr<distributed::DistributedDataParallel::NoSyncGuard> guard;
-        if (nosync) guard = std::make_unique<distributed::DistributedDataParallel::NoSyncGuard>(*ddp);
-        Tensor loss = criterion(net->forward(x), y);
-        opt.zero_grad();
-        loss.backward();
-      }
-      opt.step();
+      train_step(*net, opt, criterion, x, y, nosync ? ddp.get() : nullptr);
       sync();
       const auto t1 = Clock::now();
       if (s >= f.warmup) {

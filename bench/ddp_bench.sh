@@ -47,10 +47,13 @@ source bench/lib.sh
 if ! "$py" -c "import torch.distributed" 2>/dev/null; then torch=0; fi
 bin=$(bench_binary bench:ddp_bench)  # NO_BUILD=1: use it as built
 export OMPI_MCA_btl=self,vader
-mpi() {  # mpi NP ARGS...
+launch() {  # launch NP ARGS...: ddp_bench under mpirun, all it prints
   local np="$1"; shift
   timeout 900 mpirun --allow-run-as-root --oversubscribe --bind-to "$bind" -np "$np" "$bin" \
-    --steps="$steps" --warmup="$warmup" "$@" | grep '^RESULT' || echo "RESULT failed"
+    --steps="$steps" --warmup="$warmup" "$@"
+}
+mpi() {  # mpi NP ARGS...: the RESULT line
+  launch "$@" | grep '^RESULT' || echo "RESULT failed"
 }
 tpy() {
   timeout 900 "$py" bench/ddp_bench_torch.py --steps "$steps" --warmup "$warmup" --timeout 600 "$@" |
@@ -83,8 +86,7 @@ scaling() {  # scaling IMPL
              i, d / (2 * s1), d / s2, dm / nm }'
   if [[ "$impl" == ember ]]; then
     echo "ember  paired blocks in one mpirun, ${PAIRED_ROUNDS:-5} rounds (ms/step, slowest rank's median per block):"
-    timeout 900 mpirun --allow-run-as-root --oversubscribe --bind-to "$bind" -np 2 "$bin" --steps="$steps" \
-      --warmup="$warmup" --model=resnet20 --mode=paired --rounds="${PAIRED_ROUNDS:-5}" |
+    launch 2 --model=resnet20 --mode=paired --rounds="${PAIRED_ROUNDS:-5}" |
       sed -n 's/^PAIRED /ember    /p; s/^RESULT.* single_x1_ms/ember  paired medians: single_x1_ms/p' || echo "ember  paired: failed"
     echo "ember  ddp: buckets=$(field buckets "$dd") comm_wait_ms=$(field comm_wait_ms "$dd") overlap=$(field overlap "$dd") peak_rss_mb=$(field peak_rss_mb "$dd") other_threads_cpu_ms=$(field other_threads_cpu_ms "$dd") (nosync $(field other_threads_cpu_ms "$ns"))"
   else

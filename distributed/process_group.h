@@ -157,12 +157,14 @@ class ProcessGroup {
     return t.count() >= 0 ? t : options_.timeout;
   }
 
-  void count_payload(const std::vector<Tensor>& inputs) {
+  // Adds the inputs' bytes to payload_bytes() and returns them.
+  uint64_t count_payload(const std::vector<Tensor>& inputs) {
     uint64_t n = 0;
     for (const Tensor& t : inputs) {
       if (t.defined()) n += static_cast<uint64_t>(t.numel()) * element_size(t.dtype());
     }
     payload_bytes_.fetch_add(n, std::memory_order_relaxed);
+    return n;
   }
 
   const int rank_;

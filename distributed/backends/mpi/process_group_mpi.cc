@@ -241,8 +241,8 @@ WorkPtr ProcessGroupMPI::enqueue(OpType op, const std::vector<Tensor>& inputs,
                                  int reduce_op, int root, bool sizes_may_differ,
                                  std::function<void(std::vector<MPI_Request>&)> start,
                                  std::function<void()> finish) {
-  count_payload(inputs);
   auto entry = std::make_unique<Entry>();
+  entry->payload_bytes = count_payload(inputs);
   entry->timeout = effective_timeout(timeout);
   entry->start = std::move(start);
   entry->finish = std::move(finish);
@@ -300,12 +300,10 @@ constexpr double kPollYieldNanosecondsPerByte = 1.0;
 constexpr auto kPollSleep = std::chrono::microseconds(25);
 constexpr unsigned long kPollTimerSlackNanoseconds = 1000;
 
-// How long a wait for `f`'s collective polls without sleeping.
-std::chrono::nanoseconds poll_yield_window(const CollectiveFingerprint& f) {
-  const double bytes = f.dtype < 0 ? 0.0
-                                   : static_cast<double>(f.numel) *
-                                         static_cast<double>(element_size(static_cast<ScalarType>(f.dtype)));
-  return kPollYieldFor + std::chrono::nanoseconds(static_cast<int64_t>(bytes * kPollYieldNanosecondsPerByte));
+// How long a wait for a collective of `bytes` polls without sleeping.
+std::chrono::nanoseconds poll_yield_window(uint64_t bytes) {
+  return kPollYieldFor +
+         std::chrono::nanoseconds(static_cast<int64_t>(static_cast<double>(bytes) * kPollYieldNanosecondsPerByte));
 }
 }  // namespace
 
@@ -348,7 +346,7 @@ void ProcessGroupMPI::wait_requests(std::vector<MPI_Request>& requests, Entry& e
   if (requests.empty()) return;
   const auto begin = std::chrono::steady_clock::now();
   const auto deadline = begin + entry.timeout;
-  const auto yield_until = begin + poll_yield_window(entry.fingerprint);
+  const auto yield_until = begin + poll_yield_window(entry.payload_bytes);
   std::vector<MPI_Status> statuses(requests.size());
   for (uint64_t iteration = 0;; ++iteration) {
     int done = 0;

@@ -74,6 +74,7 @@ class ProcessGroupMPI : public ProcessGroup {
     CollectiveFingerprint fingerprint;
     bool check_fingerprint = true;
     std::chrono::milliseconds timeout{0};
+    uint64_t payload_bytes = 0;  // the inputs' bytes (how long wait_requests polls before sleeping)
     std::function<void(std::vector<MPI_Request>&)> start;
     std::function<void()> finish;
     // With CUDA tensors: recorded on the caller's current stream at enqueue; the worker waits for
