@@ -13,6 +13,7 @@
 
 #include "distributed/backends/mpi/mpi_types.h"
 #include "distributed/fault_injection.h"
+#include "distributed/poll_backoff.h"
 #include "distributed/utils.h"
 #include "tensor/factories.h"
 
@@ -274,42 +275,23 @@ WorkPtr ProcessGroupMPI::enqueue(OpType op, const std::vector<Tensor>& inputs,
 }
 
 namespace {
-// Note [The communication thread polls, then sleeps]
-// A rank's collective often waits for a peer that has not reached it yet: DDP's first bucket is
-// ready on the faster rank milliseconds before the slower one gets there. Spinning through that
-// wait (MPI_Testall and sched_yield, which under CFS keeps the spinner runnable) cost 7.5-69 ms
-// (median 17) of comm-thread CPU per step in 2-rank ResNet-20 DDP (ddp_bench's
-// other_threads_cpu_ms), and where ranks and their comm threads share the cores, that time comes
-// out of some rank's backward.
-// Sleeping between polls, though, stalls a transfer under way: each round of the ring and each
-// rendezvous needs a poll on both sides. With 50 us sleeps from the 200th us on, 1 MiB over shared
-// memory went from 450 to 820 us, and 64 KiB over 1 Gbit/s TCP from 550 to 700 us (the default
-// 50 us timer slack makes such a sleep ~100 us).
-// So a wait spins 32 polls (a small collective ends there), yields for as long as its bytes take
-// at 1 GB/s plus 200 us (shared memory moves 2-2.5 GB/s here), then sleeps kPollSleep between
-// polls, with the comm thread's timer slack at 1 us. Measured: that DDP's comm-thread CPU 3.4-5.1
-// ms per step; allreduce over shared memory unchanged, over 1 Gbit/s TCP within 1.3% at 64 KiB to
-// 4 MiB. Sleeping a 16th of the wait so far, up to 500 us, took that DDP to 1.5-2.1 ms but 1 MiB
-// over 1 Gbit/s TCP from 8.9 to 10.5 ms.
-// What it does not show: a faster step. The wake-ups preempt the training threads instead (~100-500
-// involuntary switches per step against ~20-50 when spinning), and ddp_bench --mode=paired gave
-// the same DDP / no_sync overhead either way (median 1.029 vs 1.036, 12 rounds each, this VM).
-// SCHED_BATCH for the comm thread cut the preemptions 5-10x but raised comm_wait; not kept.
-constexpr auto kPollYieldFor = std::chrono::microseconds(200);
+// Note [Polling without spinning] (distributed/poll_backoff.h): the defaults (32 spins, 25 us sleeps,
+// 1 ms ones past a second), with a yield phase of 200 us plus as long as the collective's bytes take
+// at 1 GB/s (shared memory moves 2-2.5 GB/s here); the comm thread's timer slack is 1 us, so that
+// its sleeps last what they ask for.
 constexpr double kPollYieldNanosecondsPerByte = 1.0;
-constexpr auto kPollSleep = std::chrono::microseconds(25);
 constexpr unsigned long kPollTimerSlackNanoseconds = 1000;
 
-// How long a wait for a collective of `bytes` polls without sleeping.
-std::chrono::nanoseconds poll_yield_window(uint64_t bytes) {
-  return kPollYieldFor +
-         std::chrono::nanoseconds(static_cast<int64_t>(static_cast<double>(bytes) * kPollYieldNanosecondsPerByte));
+PollBackoffOptions mpi_poll_options(uint64_t bytes) {
+  PollBackoffOptions o;
+  o.yield_for += std::chrono::nanoseconds(static_cast<int64_t>(static_cast<double>(bytes) * kPollYieldNanosecondsPerByte));
+  return o;
 }
 }  // namespace
 
 void ProcessGroupMPI::run_loop() {
   mark_comm_thread("mpi");
-  // Note [The communication thread polls, then sleeps]: its sleeps last what they ask for.
+  // Note [Polling without spinning]: its sleeps last what they ask for.
   prctl(PR_SET_TIMERSLACK, kPollTimerSlackNanoseconds);
   while (true) {
     std::unique_ptr<Entry> entry;
@@ -346,9 +328,9 @@ void ProcessGroupMPI::wait_requests(std::vector<MPI_Request>& requests, Entry& e
   if (requests.empty()) return;
   const auto begin = std::chrono::steady_clock::now();
   const auto deadline = begin + entry.timeout;
-  const auto yield_until = begin + poll_yield_window(entry.payload_bytes);
+  PollBackoff backoff(mpi_poll_options(entry.payload_bytes), begin);
   std::vector<MPI_Status> statuses(requests.size());
-  for (uint64_t iteration = 0;; ++iteration) {
+  while (true) {
     int done = 0;
     int rc;
     {
@@ -366,9 +348,13 @@ void ProcessGroupMPI::wait_requests(std::vector<MPI_Request>& requests, Entry& e
     }
     if (done) return;
     // OpenMPI progresses shared-memory transfers only inside MPI_Test, so keep polling, but not
-    // spinning for long (Note [The communication thread polls, then sleeps]). The first 32 polls
-    // spin: a small collective completes within a few of them.
-    if (iteration >= 32) {
+    // spinning for long (Note [Polling without spinning]).
+    if (backoff.spinning()) {
+      backoff.pause();
+    } else {
+      // Every poll past the spin reads the clock, so a rank notices its timeout within a
+      // millisecond, and of two ranks stuck on one fault the one that began waiting first reports
+      // first.
       const auto now = std::chrono::steady_clock::now();
       if (now >= deadline) {
         // Sockets only, bounded by the inspector's budget: comm_ may be broken now.
@@ -384,15 +370,7 @@ void ProcessGroupMPI::wait_requests(std::vector<MPI_Request>& requests, Entry& e
             " is now unusable; later collectives on it fail immediately");
         throw TimeoutError(std::move(message), std::move(report));
       }
-      if (now - begin > std::chrono::seconds(1)) {
-        // Every poll reads the clock, so a rank notices its timeout within a millisecond, and of
-        // two ranks stuck on one fault the one that began waiting first reports first.
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      } else if (now < yield_until) {
-        std::this_thread::yield();
-      } else {
-        std::this_thread::sleep_for(kPollSleep);
-      }
+      backoff.pause(now);
     }
   }
 }

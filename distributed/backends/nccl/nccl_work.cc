@@ -3,8 +3,8 @@
 
 #include <cuda_runtime.h>
 
-#include <thread>
 
+#include "distributed/poll_backoff.h"
 #include "tensor/device_backend.h"
 #include "tensor/error.h"
 
@@ -72,16 +72,19 @@ bool NcclWork::wait(std::chrono::milliseconds timeout) {
   const auto deadline = start + timeout;
   // The watchdog fails a collective past the group's timeout, so this loop ends without one. The
   // first 200 us only yield between polls: a small collective ends within microseconds, and a
-  // sleep of 50 us (over 100 us as the kernel grants it) was most of its measured latency.
+  // sleep of 50 us (over 100 us as the kernel grants it) was most of its measured latency (Note
+  // [Polling without spinning]; every poll reads the clock for the timeout, so no spin phase).
+  PollBackoffOptions polling;
+  polling.spin_polls = 0;
+  polling.yield_for = std::chrono::microseconds(200);
+  polling.sleep = std::chrono::microseconds(50);
+  polling.slow_after = std::chrono::nanoseconds::max();
+  PollBackoff backoff(polling, start);
   while (!is_completed()) {
     const auto now = std::chrono::steady_clock::now();
     EMBER_CHECK(timeout.count() < 0 || now < deadline, name(), ": Work::wait timed out after ",
                 timeout.count(), " ms (the collective is still running)");
-    if (now - start < std::chrono::microseconds(200)) {
-      std::this_thread::yield();
-    } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
+    backoff.pause(now);
   }
   if (auto e = error()) std::rethrow_exception(e);
   if (auto e = get_future()->exception()) std::rethrow_exception(e);

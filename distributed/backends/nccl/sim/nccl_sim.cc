@@ -20,6 +20,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "distributed/poll_backoff.h"
 #include "tensor/half.h"
 
 
@@ -168,7 +169,15 @@ ncclResult_t run(std::vector<Op> ops) {
       return fail(op.comm, ncclSystemError, std::string(op.name) + ": MPI failed to start it");
     }
   }
-  for (uint64_t polls = 0;; ++polls) {
+  // Note [Polling without spinning]: 64 spins, then yields for about as long as the 100000 polls
+  // it yielded between before it slept (a stalled peer is found by the caller's watchdog).
+  ember::distributed::PollBackoffOptions polling;
+  polling.spin_polls = 64;
+  polling.yield_for = std::chrono::milliseconds(100);
+  polling.sleep = std::chrono::microseconds(100);
+  polling.slow_after = std::chrono::nanoseconds::max();
+  ember::distributed::PollBackoff backoff(polling);
+  while (true) {
     int done = 0;
     if (MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done,
                     MPI_STATUSES_IGNORE) != MPI_SUCCESS) {
@@ -185,8 +194,7 @@ ncclResult_t run(std::vector<Op> ops) {
                     std::string(op.name) + ": the communicator was aborted while the call waited for its peers");
       }
     }
-    if (polls > 64) std::this_thread::yield();
-    if (polls > 100000) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    backoff.pause();
   }
   for (Op& op : ops) {
     if (op.finish) op.finish();
