@@ -169,7 +169,7 @@ void run_paired(const Flags& f, distributed::ProcessGroup& pg, const ModelFactor
     return median(times);
   };
   for (Block b : {kSingleX2, kDDP}) run_block(b, f.warmup);
-  std::vector<double> ms[kBlocks], efficiency, eff_vs_x2, overhead;
+  std::vector<double> ms[kBlocks], efficiency, eff_vs_x2, overhead, sharing;
   for (int64_t round = 0; round < f.rounds; ++round) {
     double round_ms[kBlocks];
     for (int i = 0; i < kBlocks; ++i) {
@@ -178,15 +178,18 @@ void run_paired(const Flags& f, distributed::ProcessGroup& pg, const ModelFactor
       round_ms[b] = max_over_ranks(pg, run_block(b, f.steps));
       ms[b].push_back(round_ms[b]);
     }
-    // ddp img/s over (world x one process alone's img/s); over two side by side; ddp step over nosync's.
+    // ddp img/s over (world x one process alone's img/s); over two side by side; ddp step over
+    // nosync's; and what the machine loses running world processes instead of one (no DDP at all):
+    // efficiency = sharing x (single_x2 / nosync) / overhead.
     efficiency.push_back(round_ms[kSingleX1] / round_ms[kDDP]);
     eff_vs_x2.push_back(round_ms[kSingleX2] / round_ms[kDDP]);
     overhead.push_back(round_ms[kDDP] / round_ms[kNoSync]);
+    sharing.push_back(round_ms[kSingleX1] / round_ms[kSingleX2]);
     if (pg.rank() == 0) {
       std::printf("PAIRED round=%lld", static_cast<long long>(round + 1));
       for (int b = 0; b < kBlocks; ++b) std::printf(" %s_ms=%.2f", kNames[b], round_ms[b]);
-      std::printf(" efficiency=%.3f eff_vs_x2=%.3f overhead=%.3f\n", efficiency.back(), eff_vs_x2.back(),
-                  overhead.back());
+      std::printf(" efficiency=%.3f eff_vs_x2=%.3f overhead=%.3f sharing=%.3f\n", efficiency.back(),
+                  eff_vs_x2.back(), overhead.back(), sharing.back());
     }
   }
   if (pg.rank() == 0) {
@@ -194,8 +197,9 @@ void run_paired(const Flags& f, distributed::ProcessGroup& pg, const ModelFactor
                 f.model.c_str(), pg.size(), static_cast<long long>(f.batch), static_cast<long long>(f.steps),
                 static_cast<long long>(f.rounds));
     for (int b = 0; b < kBlocks; ++b) std::printf(" %s_ms=%.2f", kNames[b], median(ms[b]));
-    std::printf(" efficiency=%.3f eff_vs_x2=%.3f overhead=%.3f threads=%d capability=%s\n", median(efficiency),
-                median(eff_vs_x2), median(overhead), get_num_threads(), cpu_capability());
+    std::printf(" efficiency=%.3f eff_vs_x2=%.3f overhead=%.3f sharing=%.3f threads=%d capability=%s\n",
+                median(efficiency), median(eff_vs_x2), median(overhead), median(sharing), get_num_threads(),
+                cpu_capability());
     std::fflush(stdout);
   }
 }

@@ -21,6 +21,9 @@
 # eff_vs_x2  = DDP img/s / (single-x2 img/s)           (same, against two processes side by side,
 #                                                       i.e. with memory-bandwidth sharing included)
 # overhead   = DDP step / nosync step                  (target <= 1.03)
+# sharing    = single-x1 step / single-x2 step         (paired only: what two processes side by side
+#                                                       cost with no DDP at all, the part of the
+#                                                       efficiency DDP cannot win back)
 # paired: the same four ember runs as blocks inside one mpirun (ddp_bench --mode=paired), short
 #          blocks of PAIRED_STEPS steps (5) for PAIRED_ROUNDS rounds (24), in an order reversed every
 #          round; a slow phase of a shared host then hits all four alike. Per-round ratios and their

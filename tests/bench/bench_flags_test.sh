@@ -79,7 +79,7 @@ run ddp_paired 120 "${MPIRUN[@]}" -np 2 "$ddp" --mode=paired --model=mlp --mlp_l
   --warmup=1 --rounds=2
 expect_success ddp_paired
 [[ $(grep -c '^PAIRED round=[12] single_x1_ms=' "$work/ddp_paired.out") -eq 2 ]] &&
-  grep -q -E '^RESULT impl=ember model=mlp mode=paired world=2 .* efficiency=[0-9.]+ eff_vs_x2=[0-9.]+ overhead=[0-9.]+ ' \
+  grep -q -E '^RESULT impl=ember model=mlp mode=paired world=2 .* efficiency=[0-9.]+ eff_vs_x2=[0-9.]+ overhead=[0-9.]+ sharing=[0-9.]+ ' \
     "$work/ddp_paired.out"
 check "ddp_bench --mode=paired --rounds=2: a PAIRED row per round, then the medians (rank 0)" $?
 finish
