@@ -1,6 +1,7 @@
-// PollBackoff: how a thread waits between polls of something it cannot block on -- MPI requests
-// (ProcessGroupMPI's communication thread, DESIGN.md step 8), CUDA events (NcclWork::wait), the
-// simulated NCCL's MPI requests. One policy, tuned per caller through PollBackoffOptions.
+// PollBackoff: how a thread waits between polls of something it cannot block on, under DESIGN.md
+// steps 10 and 12 (a bucket's allreduce running, finalize waiting for it) -- MPI requests on
+// ProcessGroupMPI's communication thread, CUDA events in NcclWork::wait, the simulated NCCL's MPI
+// requests. One policy, tuned per caller through PollBackoffOptions.
 #pragma once
 
 #include <chrono>

@@ -3,7 +3,6 @@
 
 #include <cuda_runtime.h>
 
-
 #include "distributed/poll_backoff.h"
 #include "tensor/device_backend.h"
 #include "tensor/error.h"
