@@ -19,7 +19,7 @@
 #   ddp        2 ranks, DDP, gradients synchronised every step
 # efficiency = DDP img/s / (2 x single-x1 img/s)       (the definition; target >= 0.97)
 # eff_vs_x2  = DDP img/s / (single-x2 img/s)           (same, against two processes side by side,
-#                                                       i.e. with memory-bandwidth sharing included)
+#                                                       i.e. with what sharing the machine costs included)
 # overhead   = DDP step / nosync step                  (target <= 1.03)
 # sharing    = single-x1 step / single-x2 step         (paired only: what two processes side by side
 #                                                       cost with no DDP at all, the part of the
