@@ -47,19 +47,18 @@ int main(int argc, char** argv) {
   int64_t rounds = 5, max_bytes = 64 << 20, loop_bytes = 256 << 20;
   std::string dtype_name = "float32";
   try {
-    CLI::App app("Allreduce latency and bus bandwidth: ember's ProcessGroupMPI against raw MPI_Allreduce.",
+    ember::flags::CommandLine cli("Allreduce latency and bus bandwidth: ember's ProcessGroupMPI against raw MPI_Allreduce.",
                  "allreduce_bench");
-    ember::flags::configure(app);
-    app.add_option("--rounds", rounds, "timed rounds per size (one more warms up)")
+    cli.add_option("--rounds", rounds, "timed rounds per size (one more warms up)")
         ->check(ember::flags::positive_integer());
-    app.add_option("--max_bytes", max_bytes, "largest message in bytes (sizes 1 KiB, x4, ... up to it)")
+    cli.add_option("--max_bytes", max_bytes, "largest message in bytes (sizes 1 KiB, x4, ... up to it)")
         ->check(ember::flags::integer_in(1024, int64_t{1} << 40, "between 1024 and 2^40"));
-    app.add_option("--loop_bytes", loop_bytes, "bytes moved per timed loop and size (fewer calls for big sizes)")
+    cli.add_option("--loop_bytes", loop_bytes, "bytes moved per timed loop and size (fewer calls for big sizes)")
         ->check(ember::flags::positive_integer());
-    app.add_option("--dtype", dtype_name, "element type; float16 reduces with ember's own MPI operator (no raw loops)")
+    cli.add_option("--dtype", dtype_name, "element type; float16 reduces with ember's own MPI operator (no raw loops)")
         ->check(ember::flags::one_of({"float32", "float16"}));
     const bool quiet = ember::flags::launcher_rank() != 0;  // every rank parses; rank 0 speaks
-    if (ember::flags::parse(app, argc, argv, !quiet) == ember::flags::Parsed::kHelp) return 0;
+    if (cli.parse(argc, argv, !quiet) == ember::flags::Parsed::kHelp) return 0;
   } catch (const std::exception& e) {
     if (ember::flags::launcher_rank() == 0) std::fprintf(stderr, "allreduce_bench: %s\n", e.what());
     return 2;

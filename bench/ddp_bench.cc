@@ -75,34 +75,34 @@ struct Flags {
 };
 
 // The command line (examples/common/flags.h: the names and checks the trainers share).
-void add_flags(CLI::App& app, Flags* f) {
+void add_flags(flags::CommandLine& cli, Flags* f) {
   const double kMax = std::numeric_limits<double>::max();
-  app.add_option("--model", f->model, "resnet20 (nn::ResNet, 1x28x28) or mlp (--mlp_*)")
+  cli.add_option("--model", f->model, "resnet20 (nn::ResNet, 1x28x28) or mlp (--mlp_*)")
       ->check(flags::one_of({"resnet20", "mlp"}));
-  app.add_option("--mode", f->mode,
+  cli.add_option("--mode", f->mode,
                  "ddp (gradients synchronised every step), nosync (inside no_sync()), single (no DDP) or "
                  "paired (all of them in alternating blocks, --rounds times)")
       ->check(flags::one_of({"ddp", "nosync", "single", "paired"}));
-  app.add_option("--rounds", f->rounds, "paired: rounds of the four blocks")->check(flags::positive_integer());
-  app.add_option("--bucket_cap_mb", f->bucket_cap_mb, "DDP bucket cap in MiB")
+  cli.add_option("--rounds", f->rounds, "paired: rounds of the four blocks")->check(flags::positive_integer());
+  cli.add_option("--bucket_cap_mb", f->bucket_cap_mb, "DDP bucket cap in MiB")
       ->check(flags::number_in(std::numeric_limits<double>::min(), kMax, "positive"));
-  app.add_option("--first_bucket_mb", f->first_bucket_mb, "cap of DDP's first bucket in MiB")
+  cli.add_option("--first_bucket_mb", f->first_bucket_mb, "cap of DDP's first bucket in MiB")
       ->check(flags::number_in(std::numeric_limits<double>::min(), kMax, "positive"));
-  app.add_option("--steps", f->steps, "timed steps")->check(flags::positive_integer());
-  app.add_option("--warmup", f->warmup, "untimed steps first")->check(flags::non_negative_integer());
-  flags::add_batch(app, &f->batch, "batch size per rank");
-  app.add_option("--mlp_layers", f->mlp_layers, "mlp: Linear layers of --mlp_width x --mlp_width")
+  cli.add_option("--steps", f->steps, "timed steps")->check(flags::positive_integer());
+  cli.add_option("--warmup", f->warmup, "untimed steps first")->check(flags::non_negative_integer());
+  flags::add_batch(cli, &f->batch, "batch size per rank");
+  cli.add_option("--mlp_layers", f->mlp_layers, "mlp: Linear layers of --mlp_width x --mlp_width")
       ->check(flags::positive_integer());
-  app.add_option("--mlp_width", f->mlp_width, "mlp: layer width")->check(flags::positive_integer());
-  app.add_option("--mlp_sizes", f->mlp_sizes, "mlp: the layer widths, e.g. 784,4096,4096,10 (overrides the above)")
+  cli.add_option("--mlp_width", f->mlp_width, "mlp: layer width")->check(flags::positive_integer());
+  cli.add_option("--mlp_sizes", f->mlp_sizes, "mlp: the layer widths, e.g. 784,4096,4096,10 (overrides the above)")
       ->delimiter(',')
       ->check(flags::positive_integer());
-  flags::add_seed(app, &f->seed);
-  flags::add_threads(app, &f->threads);
-  examples::add_comm_hook_flags(app, &f->hook, flags::integer_in(2, flags::kNoLimit, "at least 2"),
+  flags::add_seed(cli, &f->seed);
+  flags::add_threads(cli, &f->threads);
+  examples::add_comm_hook_flags(cli, &f->hook, flags::integer_in(2, flags::kNoLimit, "at least 2"),
                                 "PowerSGD start_powerSGD_iter");
-  flags::add_device(app, &f->device);
-  flags::add_backend(app, &f->backend);
+  flags::add_device(cli, &f->device);
+  flags::add_backend(cli, &f->backend);
 }
 
 using ember::bench::median;
@@ -211,10 +211,9 @@ int main(int argc, char** argv) {
   int rank = flags::launcher_rank();
   Flags f;
   try {
-    CLI::App app("DDP training-step benchmark, one run per invocation under mpirun (bench/ddp_bench.sh).", "ddp_bench");
-    flags::configure(app);
-    add_flags(app, &f);
-    if (flags::parse(app, argc, argv, rank == 0) == flags::Parsed::kHelp) return 0;
+    flags::CommandLine cli("DDP training-step benchmark, one run per invocation under mpirun (bench/ddp_bench.sh).", "ddp_bench");
+    add_flags(cli, &f);
+    if (cli.parse(argc, argv, rank == 0) == flags::Parsed::kHelp) return 0;
   } catch (const std::exception& e) {
     // Every rank parses the same command line: rank 0 reports it.
     if (rank == 0) flags::report_rank_error(rank, "ddp_bench", e.what());

@@ -105,14 +105,13 @@ void resnet(int64_t batch, int steps, int warmup) {
 
 int run(int argc, char** argv) {
   bool smoke = false, no_gemm = false;
-  int steps = 30, warmup = 5;
-  CLI::App app("GPU benchmark: GEMM against cuBLAS and ResNet-20 training steps on cuda:0.", "gpu_bench");
-  flags::configure(app);
-  app.add_flag("--smoke", smoke, "tiny sizes, once: checks the benchmark itself works (e.g. on the simulator)");
-  app.add_flag("--no_gemm", no_gemm, "only the ResNet-20 steps (e.g. under a kernel profiler)");
-  app.add_option("--steps", steps, "timed ResNet-20 steps")->check(CLI::PositiveNumber);
-  app.add_option("--warmup", warmup, "untimed ResNet-20 steps first")->check(CLI::NonNegativeNumber);
-  if (flags::parse(app, argc, argv) == flags::Parsed::kHelp) return 0;
+  int64_t steps = 30, warmup = 5;
+  flags::CommandLine cli("GPU benchmark: GEMM against cuBLAS and ResNet-20 training steps on cuda:0.", "gpu_bench");
+  cli.add_flag("--smoke", smoke, "tiny sizes, once: checks the benchmark itself works (e.g. on the simulator)");
+  cli.add_flag("--no_gemm", no_gemm, "only the ResNet-20 steps (e.g. under a kernel profiler)");
+  cli.add_option("--steps", steps, "timed ResNet-20 steps")->check(flags::positive_integer());
+  cli.add_option("--warmup", warmup, "untimed ResNet-20 steps first")->check(flags::non_negative_integer());
+  if (cli.parse(argc, argv) == flags::Parsed::kHelp) return 0;
   if (!cuda_is_available()) {
     std::printf("gpu_bench: no usable CUDA device here (built with --config=cuda?); nothing run\n");
     return 0;

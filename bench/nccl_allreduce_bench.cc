@@ -72,14 +72,13 @@ int main(int argc, char** argv) {
   int64_t iters = 20;
   const int warmup = 3;
   try {
-    CLI::App app("Allreduce bus bandwidth on the GPU: ProcessGroupNCCL against ncclAllReduce called directly.",
+    ember::flags::CommandLine cli("Allreduce bus bandwidth on the GPU: ProcessGroupNCCL against ncclAllReduce called directly.",
                  "nccl_allreduce_bench");
-    ember::flags::configure(app);
-    app.add_option("--max_mb", max_mb, "largest message in MiB (sizes 4 KiB, x4, ... up to it)")
+    cli.add_option("--max_mb", max_mb, "largest message in MiB (sizes 4 KiB, x4, ... up to it)")
         ->check(ember::flags::number_in(0.004, 1 << 20, "between 0.004 and 2^20"));
-    app.add_option("--iters", iters, "timed iterations per size")->check(ember::flags::positive_integer());
+    cli.add_option("--iters", iters, "timed iterations per size")->check(ember::flags::positive_integer());
     const bool quiet = ember::flags::launcher_rank() != 0;  // every rank parses; rank 0 speaks
-    if (ember::flags::parse(app, argc, argv, !quiet) == ember::flags::Parsed::kHelp) return 0;
+    if (cli.parse(argc, argv, !quiet) == ember::flags::Parsed::kHelp) return 0;
   } catch (const std::exception& e) {
     if (ember::flags::launcher_rank() == 0) std::fprintf(stderr, "nccl_allreduce_bench: %s\n", e.what());
     return 2;

@@ -93,17 +93,16 @@ int run_with_ratio_table(int argc, char** argv, const char* rate_counter) {
   int64_t threads = 1;
   std::vector<std::string> passed;
   try {
-    CLI::App app("A micro-benchmark of ember against its baseline, ending with a ratio table.", program);
-    flags::configure(app);
-    app.allow_extras();
-    CLI::Option* threads_flag = flags::add_threads(app, &threads);
-    app.footer("Google Benchmark's flags pass through, e.g. --benchmark_filter=REGEX, "
+    flags::CommandLine cli("A micro-benchmark of ember against its baseline, ending with a ratio table.", program);
+    cli.allow_extras();
+    flags::Option* threads_flag = flags::add_threads(cli, &threads);
+    cli.footer("Google Benchmark's flags pass through, e.g. --benchmark_filter=REGEX, "
                "--benchmark_repetitions=N (5 unless given), "
                "--benchmark_enable_random_interleaving=false (true unless given), "
                "--benchmark_min_time=SECONDS, --benchmark_list_tests, --benchmark_format=json.");
-    if (flags::parse(app, argc, argv) == flags::Parsed::kHelp) return 0;
+    if (cli.parse(argc, argv) == flags::Parsed::kHelp) return 0;
     if (threads_flag->count() > 0) set_num_threads(static_cast<int>(threads));
-    passed = app.remaining();
+    passed = cli.remaining();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", program.c_str(), e.what());
     return 2;

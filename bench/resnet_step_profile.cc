@@ -14,12 +14,11 @@ namespace flags = ember::flags;
 int main(int argc, char** argv) {
   int64_t steps = 10, batch = 64;
   try {
-    CLI::App app("Where a ResNet-20 training step spends its time (forward, backward, update).",
+    flags::CommandLine cli("Where a ResNet-20 training step spends its time (forward, backward, update).",
                  "resnet_step_profile");
-    flags::configure(app);
-    app.add_option("--steps", steps, "timed steps (after 2 untimed)")->check(flags::positive_integer());
-    flags::add_batch(app, &batch, "batch size");
-    if (flags::parse(app, argc, argv) == flags::Parsed::kHelp) return 0;
+    cli.add_option("--steps", steps, "timed steps (after 2 untimed)")->check(flags::positive_integer());
+    flags::add_batch(cli, &batch, "batch size");
+    if (cli.parse(argc, argv) == flags::Parsed::kHelp) return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "resnet_step_profile: %s\n", e.what());
     return 2;

@@ -43,20 +43,19 @@ int main(int argc, char** argv) {
   uint64_t seed = 0;
   bool print_capabilities = false;
   try {
-    CLI::App app("End-to-end ResNet training step (forward, backward, SGD) on a fixed synthetic batch.",
+    flags::CommandLine cli("End-to-end ResNet training step (forward, backward, SGD) on a fixed synthetic batch.",
                  "resnet_train_bench");
-    flags::configure(app);
-    app.add_option("--steps", steps, "timed steps")->check(flags::positive_integer());
-    app.add_option("--warmup", warmup, "untimed steps first")->check(flags::non_negative_integer());
-    flags::add_batch(app, &batch, "batch size");
-    app.add_option("--depth", depth, "ResNet depth, 6n+2")
+    cli.add_option("--steps", steps, "timed steps")->check(flags::positive_integer());
+    cli.add_option("--warmup", warmup, "untimed steps first")->check(flags::non_negative_integer());
+    flags::add_batch(cli, &batch, "batch size");
+    cli.add_option("--depth", depth, "ResNet depth, 6n+2")
         ->check(flags::integer_where([](int64_t d) { return d >= 8 && (d - 2) % 6 == 0; }, "6n+2 with n >= 1"));
-    app.add_option("--width", width, "channels of the first stage")->check(flags::positive_integer());
-    flags::add_seed(app, &seed);
-    flags::add_threads(app, &threads);
+    cli.add_option("--width", width, "channels of the first stage")->check(flags::positive_integer());
+    flags::add_seed(cli, &seed);
+    flags::add_threads(cli, &threads);
     // The capability levels this CPU supports, highest first (for bench/resnet_bench.sh).
-    app.add_flag("--print_capabilities", print_capabilities, "print the CPU capability levels and exit");
-    if (flags::parse(app, argc, argv) == flags::Parsed::kHelp) return 0;
+    cli.add_flag("--print_capabilities", print_capabilities, "print the CPU capability levels and exit");
+    if (cli.parse(argc, argv) == flags::Parsed::kHelp) return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "resnet_train_bench: %s\n", e.what());
     return 2;

@@ -70,14 +70,14 @@ int main(int argc, char** argv) {
     int64_t timeout_s = 60;
     int64_t straggler_check_every = 0;
     std::string backend;  // default: nccl for --device=cuda, mpi for the CPU
-    const auto ddp_flags = [&](CLI::App& app) {
+    const auto ddp_flags = [&](flags::CommandLine& cli) {
       examples::add_comm_hook_flags(
-          app, &hook, flags::integer_where([](int64_t i) { return i == -1 || i >= 2; }, "-1 or at least 2"),
+          cli, &hook, flags::integer_where([](int64_t i) { return i == -1 || i >= 2; }, "-1 or at least 2"),
           "PowerSGD start_powerSGD_iter (-1: 10% of the training steps, at least 2)");
-      flags::add_backend(app, &backend);
-      app.add_option("--timeout", timeout_s, "seconds a collective may wait for a peer before the job fails, naming it")
+      flags::add_backend(cli, &backend);
+      cli.add_option("--timeout", timeout_s, "seconds a collective may wait for a peer before the job fails, naming it")
           ->check(flags::positive_integer());
-      app.add_option("--straggler_check_every", straggler_check_every,
+      cli.add_option("--straggler_check_every", straggler_check_every,
                      "every N steps, probe the ranks' links and compare their compute times; rank 0 names a slow "
                      "host or rank when the verdict changes (0 = off)")
           ->check(flags::non_negative_integer());

@@ -40,14 +40,13 @@ int main(int argc, char** argv) {
   distributed::DDPOptions options;
   options.bucket_cap_mb = 0.2;      // small buckets so a small model still has several
   options.first_bucket_mb = 0.05;
-  CLI::App app("A narrated DDP iteration (docs/how-ddp-works.md). Run under mpirun.", "ddp_walkthrough");
-  flags::configure(app);
-  app.add_option("--bucket_cap_mb", options.bucket_cap_mb, "DDPOptions::bucket_cap_mb after the rebuild")
+  flags::CommandLine cli("A narrated DDP iteration (docs/how-ddp-works.md). Run under mpirun.", "ddp_walkthrough");
+  cli.add_option("--bucket_cap_mb", options.bucket_cap_mb, "DDPOptions::bucket_cap_mb after the rebuild")
       ->check(flags::number_in(1e-6, 1e6, "a size in MB"));
-  app.add_option("--first_bucket_mb", options.first_bucket_mb, "DDPOptions::first_bucket_mb")
+  cli.add_option("--first_bucket_mb", options.first_bucket_mb, "DDPOptions::first_bucket_mb")
       ->check(flags::number_in(1e-6, 1e6, "a size in MB"));
   try {
-    if (flags::parse(app, argc, argv, flags::launcher_rank() == 0) == flags::Parsed::kHelp) return 0;
+    if (cli.parse(argc, argv, flags::launcher_rank() == 0) == flags::Parsed::kHelp) return 0;
   } catch (const std::exception& e) {
     if (flags::launcher_rank() == 0) std::fprintf(stderr, "ddp_walkthrough: %s\n", e.what());
     return 1;

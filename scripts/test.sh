@@ -1,26 +1,58 @@
 #!/usr/bin/env bash
-# Runs every ember test and ends with one line "N passed, N failed, N skipped" (counting GoogleTest
+# Runs ember's tests and ends with one line "N passed, N failed, N skipped" (counting GoogleTest
 # cases; a test binary that crashes or fails to build counts as one failure).
-#   1. bazel test //...            all GoogleTest suites, and the mpirun suites (sh_test wrappers)
-#   2. bazel test --config=cudasim the CUDA suites (tag "cuda") with the CUDA backend's kernels
-#                                  running on the CUDA simulator (tensor/cuda/sim/): no GPU needed
-#   3. bazel test --config=asan    the single-process suites and the mpirun suites (one world size
-#                                  each) again under AddressSanitizer + UBSan + LeakSanitizer
-#   4. bazel test --config=tsan    ThreadSanitizer on the suites whose threads are ember's own
-#                                  (tag "tsan": Work/Future, DataLoader, stall inspector) and on
-#                                  the mpirun suites (one world size each)
-# The cluster test (tag "cluster": network namespaces, scripts/cluster.sh) runs in step 1 only, as
-# do tests tagged "sanitizer_slow": long trainings, Python drawing, or benchmark binaries whose C++
-# paths other suites already run under the sanitizers (each BUILD entry says why).
+#
+#   scripts/test.sh                   the plain tier: every suite once, in the default configuration
+#   scripts/test.sh --all             every tier, as .ci/run does
+#   scripts/test.sh PATTERN...        only these targets (e.g. //tests/distributed/...), same counting
+#   scripts/test.sh --changed[=REV]   only the tests whose dependencies changed since REV (default
+#                                     HEAD, i.e. the uncommitted change; untracked files count)
+#
+# The tiers, in the order of scripts/test_budgets.txt (--all runs them all; without it, plain alone):
+#   plain       bazel test //...: every GoogleTest and mpirun suite (sh_test wrappers); the op
+#               suites at each CPU capability level, levels this CPU lacks skipping
+#   cuda_build  bazel build --config=cuda //...: the CUDA backend compiles and links (no GPU needed;
+#               skipped without /usr/local/cuda/bin/nvcc); counts as one test
+#   cudasim     the CUDA suites (tag "cuda") with the CUDA backend's kernels running on the CUDA
+#               simulator (tensor/cuda/sim/)
+#   asan        the single-process suites and the mpirun suites (one world size each) again under
+#               AddressSanitizer + UBSan + LeakSanitizer
+#   tsan        ThreadSanitizer on the suites whose threads are ember's own (tag "tsan": Work/Future,
+#               DataLoader, stall inspector) and on the mpirun suites (one world size each)
+# The cluster test (tag "cluster": network namespaces) runs in the plain tier only, as do tests
+# tagged "sanitizer_slow": long trainings, Python drawing, or benchmark binaries whose C++ paths
+# other suites already run under the sanitizers (each BUILD entry says why).
+#
+# Each tier's wall time is printed against its budget in scripts/test_budgets.txt, with a WARNING
+# line for a tier over it. EMBER_PROFILE=DIR writes each tier's Bazel profile to DIR/<tier>.profile.gz
+# (scripts/top_actions.py lists its most expensive actions). Compiled outputs are shared across checkouts through the disk cache of
+# scripts/disk_cache.sh; tests always run (--nocache_test_results).
 # Suppressions: only Open MPI's own libraries, in tests/sanitizers/{lsan,tsan}.supp (each says why).
-# Installs missing Debian packages first (scripts/bootstrap.sh). EMBER_SKIP_CUDASIM=1 skips step 2,
-# EMBER_SKIP_ASAN=1 step 3, EMBER_SKIP_TSAN=1 step 4.
+# Installs missing Debian packages first (scripts/bootstrap.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+
+all=0 changed="" patterns=()
+for arg in "$@"; do
+  case "$arg" in
+    --all) all=1 ;;
+    --changed) changed=HEAD ;;
+    --changed=*) changed="${arg#--changed=}" ;;
+    -h|--help) sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+    -*) echo "scripts/test.sh: unknown flag ${arg} (see --help)" >&2; exit 2 ;;
+    *) patterns+=("$arg") ;;
+  esac
+done
+
 scripts/bootstrap.sh || { echo "0 passed, 1 failed"; exit 1; }
+source scripts/disk_cache.sh
+cache_flags=()
+ember_disk_cache_flags cache_flags
+common=(--keep_going --nocache_test_results ${cache_flags[@]+"${cache_flags[@]}"})
 
 passed=0 failed=0 skipped=0
-failures=()  # "target: case, case" for the summary printed just before the closing line
+failures=()  # "tier: target: case, case" for the summary printed just before the closing line
+timings=()   # "tier seconds budget"
 
 # Counts the test cases in one JUnit XML file written by GoogleTest (or by Bazel for non-gtest tests).
 count_xml() {
@@ -44,13 +76,21 @@ failed_cases() {
   ' "$1"
 }
 
+# --profile=DIR/<tier>.profile.gz where EMBER_PROFILE=DIR is set, into the array named $2.
+profile_flags() {
+  local -n out="$2"
+  out=()
+  if [[ -n "${EMBER_PROFILE:-}" ]]; then mkdir -p "$EMBER_PROFILE" && out=(--profile="${EMBER_PROFILE}/$1.profile.gz"); fi
+}
+
 # Runs `bazel test` with the given flags and adds its per-case results to the totals.
 run_suite() {
   local label="$1"; shift
-  local log
+  local log profile
   log=$(mktemp)
+  profile_flags "$label" profile
   echo "== ${label}: bazel test $*" >&2
-  bazel test --keep_going "$@" 2>&1 | tee "$log" >&2
+  bazel test "${common[@]}" ${profile[@]+"${profile[@]}"} "$@" 2>&1 | tee "$log" >&2
   local testlogs
   testlogs=$(readlink -f bazel-testlogs)  # the symlink follows the last command's configuration
   while read -r target status; do
@@ -82,10 +122,80 @@ run_suite() {
   rm -f "$log"
 }
 
-run_suite "all tests" //...
-if [[ "${EMBER_SKIP_CUDASIM:-0}" != "1" ]]; then
-  run_suite "cuda simulator" --config=cudasim --test_tag_filters=cuda //tests/...
+# The test targets whose dependencies changed since $1 (files in git's diff, and untracked ones).
+# A changed BUILD file selects the tests depending on any target of its package; a change to Bazel's
+# own configuration (WORKSPACE, .bazelrc, *.bzl, third_party/) selects every test. A file no rule
+# names (a README) selects nothing.
+changed_tests() {
+  local rev="$1" files=() labels=() f dir pkg
+  mapfile -t files < <({ git diff --name-only "$rev" -- && git ls-files --others --exclude-standard; } | sort -u)
+  for f in "${files[@]+"${files[@]}"}"; do
+    case "$f" in
+      WORKSPACE|.bazelrc|*.bzl|third_party/*) echo "//..."; return ;;
+      BUILD) labels+=("//:*"); continue ;;
+      */BUILD) labels+=("//${f%/BUILD}:*"); continue ;;
+    esac
+    [[ -e "$f" ]] || continue  # deleted: whatever named it changed too
+    dir="$f" pkg=""
+    while [[ "$dir" == */* ]]; do  # the nearest folder with a BUILD file owns the file
+      dir="${dir%/*}"
+      if [[ -f "$dir/BUILD" ]]; then pkg="$dir"; break; fi
+    done
+    if [[ -n "$pkg" ]]; then labels+=("//${pkg}:${f#"$pkg"/}"); else labels+=("//:${f}"); fi
+  done
+  [[ ${#labels[@]} -gt 0 ]] || return 0
+  # --keep_going: labels of files that no rule names are not targets, and are passed over.
+  bazel query --keep_going --noshow_progress "kind('.*_test rule', rdeps(//..., set(${labels[*]})))" \
+    2>/dev/null | sort -u
+}
+
+if [[ -n "$changed" ]]; then
+  mapfile -t patterns < <(changed_tests "$changed")
+  if [[ ${#patterns[@]} -eq 0 ]]; then
+    echo "scripts/test.sh: no test depends on what changed since ${changed}" >&2
+    echo "0 passed, 0 failed, 0 skipped"
+    exit 0
+  fi
+  echo "scripts/test.sh: ${#patterns[@]} test target(s) depend on what changed since ${changed}" >&2
 fi
+targets=(//...) test_targets=(//tests/...)
+if [[ ${#patterns[@]} -gt 0 ]]; then targets=("${patterns[@]}") test_targets=("${patterns[@]}"); fi
+
+# Runs one tier: "tier_<name>" timed against its budget.
+run_tier() {
+  local name="$1" start budget
+  start=$(date +%s)
+  "tier_${name}"
+  local took=$(($(date +%s) - start))
+  budget=$(awk -v t="$name" '$1 == t { print $2 }' scripts/test_budgets.txt)
+  timings+=("${name} ${took} ${budget:-?}")
+  echo "== tier ${name}: ${took} s (budget ${budget:-none} s)" >&2
+}
+
+tier_plain() { run_suite plain "${targets[@]}"; }
+
+tier_cuda_build() {
+  if [[ ! -x /usr/local/cuda/bin/nvcc ]]; then
+    echo "== cuda_build: no CUDA toolkit at /usr/local/cuda: skipped" >&2
+    skipped=$((skipped + 1))
+    return
+  fi
+  local profile
+  profile_flags cuda_build profile
+  echo "== cuda_build: bazel build --config=cuda ${targets[*]} (compile and link only)" >&2
+  if bazel build --keep_going ${cache_flags[@]+"${cache_flags[@]}"} ${profile[@]+"${profile[@]}"} --config=cuda \
+      "${targets[@]}" >&2; then
+    passed=$((passed + 1))
+  else
+    failures+=("cuda_build: bazel build --config=cuda failed")
+    failed=$((failed + 1))
+  fi
+}
+
+# --build_tests_only: the tag filter chooses what runs, not what builds; without it every target
+# under the patterns would be built (and relinked against the simulated backend) for nothing.
+tier_cudasim() { run_suite cudasim --config=cudasim --build_tests_only --test_tag_filters=cuda "${test_targets[@]}"; }
+
 supp="$(pwd)/tests/sanitizers"
 # On a CPU without x86-64-v4 the sanitizer builds leave out the AVX-512 kernels, which could not run
 # (Note [Sanitizer builds compile the levels the CPU runs], tensor/cpu_kernels.bzl).
@@ -98,18 +208,43 @@ for f in avx512f avx512bw avx512cd avx512dq avx512vl; do
 done
 # Open MPI unloads its components at finalize; kept loaded, their frames in reports have names.
 mpi_env=(--test_env=OMPI_MCA_mca_base_component_disable_dlclose=1)
-if [[ "${EMBER_SKIP_ASAN:-0}" != "1" ]]; then
-  run_suite "asan" --config=asan --build_tests_only "${mpi_env[@]}" ${levels[@]+"${levels[@]}"} \
-    --test_env=LSAN_OPTIONS=suppressions="$supp/lsan.supp":print_suppressions=0 \
-    --test_tag_filters=-mpi_extra_ranks,-sanitizer_slow,-benchmark,-cluster"$no_levels_tag" //tests/...
-fi
-if [[ "${EMBER_SKIP_TSAN:-0}" != "1" ]]; then
-  run_suite "tsan" --config=tsan --build_tests_only "${mpi_env[@]}" ${levels[@]+"${levels[@]}"} \
-    --test_env=TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions="$supp/tsan.supp" \
-    --test_tag_filters=tsan,mpi,-mpi_extra_ranks,-sanitizer_slow,-benchmark,-cluster"$no_levels_tag" //tests/...
-fi
 
-# CI keeps only the tail of the output: name what failed right above the closing line.
+tier_asan() {
+  run_suite asan --config=asan --build_tests_only "${mpi_env[@]}" ${levels[@]+"${levels[@]}"} \
+    --test_env=LSAN_OPTIONS=suppressions="$supp/lsan.supp":print_suppressions=0 \
+    --test_tag_filters=-mpi_extra_ranks,-sanitizer_slow,-benchmark,-cluster"$no_levels_tag" "${test_targets[@]}"
+}
+
+tier_tsan() {
+  run_suite tsan --config=tsan --build_tests_only "${mpi_env[@]}" ${levels[@]+"${levels[@]}"} \
+    --test_env=TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions="$supp/tsan.supp" \
+    --test_tag_filters=tsan,mpi,-mpi_extra_ranks,-sanitizer_slow,-benchmark,-cluster"$no_levels_tag" "${test_targets[@]}"
+}
+
+# The tiers and their order are scripts/test_budgets.txt's rows; each is a function tier_<name> here.
+mapfile -t tiers < <(awk '!/^#/ && NF { print $1 }' scripts/test_budgets.txt)
+if [[ "$all" != 1 ]]; then tiers=(plain); fi
+for t in "${tiers[@]}"; do
+  if ! declare -F "tier_${t}" >/dev/null; then
+    failures+=("scripts/test_budgets.txt names a tier ${t} that scripts/test.sh does not define")
+    failed=$((failed + 1))
+    continue
+  fi
+  run_tier "$t"
+done
+ember_prune_disk_cache
+
+# CI keeps only the tail of the output: the tiers' times, then what failed, right above the closing line.
+total=0
+for row in "${timings[@]}"; do
+  read -r name took budget <<<"$row"
+  total=$((total + took))
+  printf 'tier %-10s %5d s   budget %5s s\n' "$name" "$took" "$budget"
+  if [[ "$budget" != "?" && "$took" -gt "$budget" ]]; then
+    echo "WARNING: tier ${name} took ${took} s, over its budget of ${budget} s (scripts/test_budgets.txt)"
+  fi
+done
+printf 'tier %-10s %5d s\n' total "$total"
 for f in "${failures[@]+"${failures[@]}"}"; do echo "FAILED ${f}"; done
 echo "${passed} passed, ${failed} failed, ${skipped} skipped"
 [[ "$failed" -eq 0 ]]

@@ -5,7 +5,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh
-bazel build //examples:ddp_resnet
+source scripts/disk_cache.sh  # compiled outputs shared with every checkout here
+cache_flags=()
+ember_disk_cache_flags cache_flags
+bazel build ${cache_flags[@]+"${cache_flags[@]}"} //examples:ddp_resnet
+ember_prune_disk_cache
 ranks="${EMBER_RANKS:-2}"
 mpi_flags=(--oversubscribe --bind-to none)
 if [[ "$(id -u)" == "0" ]]; then mpi_flags+=(--allow-run-as-root); fi

@@ -114,7 +114,8 @@ cc_library(
     _system_headers_repository("benchmark", "/usr/include/benchmark", "benchmark", ["-lbenchmark", "-pthread"])
     # nlohmann-json3-dev: header-only; included as <nlohmann/json.hpp>.
     _system_headers_repository("nlohmann_json", "/usr/include/nlohmann", "nlohmann", [], ["**/*.hpp"])
-    # libcli11-dev: header-only command-line parser; included as <CLI/CLI.hpp> (examples/common/flags.h).
+    # libcli11-dev: header-only command-line parser; included as <CLI/CLI.hpp> by examples/common/flags.cc
+    # alone (Note [CLI11 compiles in one translation unit], examples/common/flags.h).
     _system_headers_repository("cli11", "/usr/include/CLI", "CLI", [], ["**/*.hpp"])
     native.new_local_repository(
         name = "zlib",

@@ -76,15 +76,15 @@ std::string comm_hook_help(const std::string& indent) {
   return out;
 }
 
-void add_comm_hook_flags(CLI::App& app, CommHookSpec* spec, const CLI::Validator& start_iter_check,
+void add_comm_hook_flags(flags::CommandLine& cli, CommHookSpec* spec, const flags::Check& start_iter_check,
                          const std::string& start_iter_help) {
   std::vector<std::string> names;
   for (const CommHookChoice& c : comm_hook_choices()) names.push_back(c.name);
-  app.add_option("--comm_hook", spec->name, "communication hook:\n" + comm_hook_help("  "))
+  cli.add_option("--comm_hook", spec->name, "communication hook:\n" + comm_hook_help("  "))
       ->check(flags::one_of(names));
-  app.add_option("--powersgd_rank", spec->powersgd_rank, "PowerSGD matrix_approximation_rank")
+  cli.add_option("--powersgd_rank", spec->powersgd_rank, "PowerSGD matrix_approximation_rank")
       ->check(flags::positive_integer());
-  app.add_option("--powersgd_start_iter", spec->powersgd_start_iter, start_iter_help)->check(start_iter_check);
+  cli.add_option("--powersgd_start_iter", spec->powersgd_start_iter, start_iter_help)->check(start_iter_check);
 }
 
 std::shared_ptr<PowerSGDState> register_comm_hook_by_name(DistributedDataParallel& ddp, ProcessGroupPtr group,

@@ -27,7 +27,7 @@ std::string comm_hook_help(const std::string& indent);
 
 // --comm_hook (one of the table's names), --powersgd_rank (positive) and --powersgd_start_iter,
 // checked by `start_iter_check` and described by `start_iter_help` (the programs' defaults differ).
-void add_comm_hook_flags(CLI::App& app, CommHookSpec* spec, const CLI::Validator& start_iter_check,
+void add_comm_hook_flags(flags::CommandLine& cli, CommHookSpec* spec, const flags::Check& start_iter_check,
                          const std::string& start_iter_help);
 
 // Registers the named hook on `ddp` over `group` (the DDP's process group). Returns the

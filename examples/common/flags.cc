@@ -1,8 +1,13 @@
+// The one translation unit that compiles CLI11 (Note [CLI11 compiles in one translation unit]).
 #include "examples/common/flags.h"
 
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <deque>
 
 #include <unistd.h>
 
@@ -10,13 +15,69 @@
 
 namespace ember::flags {
 
-void configure(CLI::App& app) {
-  // Repeated flags: the last wins, as scripts append the user's "$@" after their own defaults.
-  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->always_capture_default();
-  app.get_formatter()->column_width(34);
+struct Option::Impl {
+  CLI::Option* option;
+};
+
+Option::Option(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Option::~Option() = default;
+
+Option* Option::check(const Check& check) {
+  const auto test = check.test;
+  impl_->option->check(CLI::Validator([test](std::string& text) { return test(text); }, check.what));
+  return this;
 }
 
-Parsed parse(CLI::App& app, int argc, char** argv, bool print_help) {
+Option* Option::delimiter(char separator) {
+  impl_->option->delimiter(separator);
+  return this;
+}
+
+size_t Option::count() const { return impl_->option->count(); }
+
+struct CommandLine::Impl {
+  CLI::App app;
+  std::deque<Option> options;  // stable addresses: add_option hands out pointers
+
+  Impl(const std::string& description, const std::string& program) : app(description, program) {
+    // Repeated flags: the last wins, as scripts append the user's "$@" after their own defaults.
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->always_capture_default();
+    app.get_formatter()->column_width(34);
+  }
+  Option* keep(CLI::Option* option) {
+    return &options.emplace_back(std::make_unique<Option::Impl>(Option::Impl{option}));
+  }
+};
+
+CommandLine::CommandLine(const std::string& description, const std::string& program)
+    : impl_(std::make_unique<Impl>(description, program)) {}
+CommandLine::~CommandLine() = default;
+
+// One definition per value type: CLI11 deduces the type's name in --help (INT, UINT, FLOAT, TEXT).
+#define EMBER_FLAGS_ADD_OPTION(T)                                                                \
+  Option* CommandLine::add_option(const std::string& name, T& value, const std::string& help) { \
+    return impl_->keep(impl_->app.add_option(name, value, help));                                \
+  }
+EMBER_FLAGS_ADD_OPTION(int64_t)
+EMBER_FLAGS_ADD_OPTION(uint64_t)
+EMBER_FLAGS_ADD_OPTION(double)
+EMBER_FLAGS_ADD_OPTION(bool)
+EMBER_FLAGS_ADD_OPTION(std::string)
+EMBER_FLAGS_ADD_OPTION(std::vector<int64_t>)
+#undef EMBER_FLAGS_ADD_OPTION
+
+Option* CommandLine::add_flag(const std::string& name, bool& value, const std::string& help) {
+  return impl_->keep(impl_->app.add_flag(name, value, help));
+}
+
+void CommandLine::allow_extras() { impl_->app.allow_extras(); }
+std::vector<std::string> CommandLine::remaining() const { return impl_->app.remaining(); }
+void CommandLine::footer(const std::string& text) { impl_->app.footer(text); }
+size_t CommandLine::count(const std::string& name) const { return impl_->app.count(name); }
+std::string CommandLine::help() const { return impl_->app.help(); }
+
+Parsed CommandLine::parse(int argc, char** argv, bool print_help) {
+  CLI::App& app = impl_->app;
   try {
     app.parse(argc, argv);
     return Parsed::kRun;
@@ -38,31 +99,31 @@ Parsed parse(CLI::App& app, int argc, char** argv, bool print_help) {
   }
 }
 
-CLI::Validator integer_where(std::function<bool(int64_t)> ok, const std::string& what) {
-  return CLI::Validator(
-      [ok, what](std::string& text) -> std::string {
+Check integer_where(std::function<bool(int64_t)> ok, const std::string& what) {
+  return Check{
+      [ok, what](const std::string& text) -> std::string {
         int64_t v = 0;
         std::string why = whole_integer(text, &v);
         if (why.empty() && !ok(v)) why = "'" + text + "' is not " + what;
         return why;
       },
-      what);
+      what};
 }
 
-CLI::Validator integer_in(int64_t lo, int64_t hi, const std::string& what) {
+Check integer_in(int64_t lo, int64_t hi, const std::string& what) {
   return integer_where([lo, hi](int64_t v) { return v >= lo && v <= hi; }, what);
 }
 
-CLI::Validator positive_integer() { return integer_in(1, kNoLimit, "positive"); }
-CLI::Validator non_negative_integer() { return integer_in(0, kNoLimit, "non-negative"); }
+Check positive_integer() { return integer_in(1, kNoLimit, "positive"); }
+Check non_negative_integer() { return integer_in(0, kNoLimit, "non-negative"); }
 
-CLI::Validator positive_or_minus_one() {
+Check positive_or_minus_one() {
   return integer_where([](int64_t v) { return v >= 1 || v == -1; }, "positive or -1");
 }
 
-CLI::Validator number_in(double lo, double hi, const std::string& what) {
-  return CLI::Validator(
-      [lo, hi, what](std::string& text) -> std::string {
+Check number_in(double lo, double hi, const std::string& what) {
+  return Check{
+      [lo, hi, what](const std::string& text) -> std::string {
         char* end = nullptr;
         const double v = text.empty() ? 0 : std::strtod(text.c_str(), &end);
         if (text.empty() || end != text.c_str() + text.size() || std::isspace(static_cast<unsigned char>(text[0])) ||
@@ -72,30 +133,29 @@ CLI::Validator number_in(double lo, double hi, const std::string& what) {
         if (v < lo || v > hi) return "'" + text + "' is not " + what;
         return "";
       },
-      what);
+      what};
 }
 
-CLI::Validator zero_or_one() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
+Check zero_or_one() {
+  return Check{
+      [](const std::string& text) -> std::string {
         return text == "0" || text == "1" ? "" : "'" + text + "' is not 0 or 1";
       },
-      "0 or 1");
+      "0 or 1"};
 }
 
-// "'gpu' is not cpu or cuda": IsMember's check, with the value quoted as the other validators do.
-CLI::Validator one_of(const std::vector<std::string>& names) {
+// "'gpu' is not cpu or cuda": the value quoted as the other checks do.
+Check one_of(const std::vector<std::string>& names) {
   std::string what;
   for (size_t i = 0; i < names.size(); ++i) {
     what += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
   }
-  const CLI::Validator member = CLI::IsMember(names);
-  return CLI::Validator(
-      [member, what](std::string& text) -> std::string {
-        std::string copy = text;
-        return member(copy).empty() ? "" : "'" + text + "' is not " + what;
+  return Check{
+      [names, what](const std::string& text) -> std::string {
+        const bool known = std::find(names.begin(), names.end(), text) != names.end();
+        return known ? "" : "'" + text + "' is not " + what;
       },
-      what);
+      what};
 }
 
 int launcher_rank() {
@@ -109,26 +169,26 @@ void report_rank_error(int rank, const char* program, const std::string& message
   [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, line.data(), line.size());
 }
 
-CLI::Option* add_threads(CLI::App& app, int64_t* threads) {
-  return app.add_option("--threads", *threads, "intra-op compute threads per process")
+Option* add_threads(CommandLine& cli, int64_t* threads) {
+  return cli.add_option("--threads", *threads, "intra-op compute threads per process")
       ->check(integer_in(1, 1024, "between 1 and 1024"));
 }
 
-CLI::Option* add_batch(CLI::App& app, int64_t* batch, const std::string& help) {
-  return app.add_option("--batch", *batch, help)->check(positive_integer());
+Option* add_batch(CommandLine& cli, int64_t* batch, const std::string& help) {
+  return cli.add_option("--batch", *batch, help)->check(positive_integer());
 }
 
-CLI::Option* add_seed(CLI::App& app, uint64_t* seed) {
-  return app.add_option("--seed", *seed, "seed for initialisation, data and shuffling")->check(non_negative_integer());
+Option* add_seed(CommandLine& cli, uint64_t* seed) {
+  return cli.add_option("--seed", *seed, "seed for initialisation, data and shuffling")->check(non_negative_integer());
 }
 
-CLI::Option* add_device(CLI::App& app, std::string* device) {
-  return app.add_option("--device", *device, "cpu or cuda (one GPU per process, chosen by its local rank)")
+Option* add_device(CommandLine& cli, std::string* device) {
+  return cli.add_option("--device", *device, "cpu or cuda (one GPU per process, chosen by its local rank)")
       ->check(one_of({"cpu", "cuda"}));
 }
 
-CLI::Option* add_backend(CLI::App& app, std::string* backend) {
-  return app
+Option* add_backend(CommandLine& cli, std::string* backend) {
+  return cli
       .add_option("--backend", *backend,
                   "process group: nccl (GPU tensors) or mpi (any; stages GPU tensors through host memory, so "
                   "ranks can share a GPU); default nccl with --device=cuda, else mpi")

@@ -10,14 +10,11 @@
 #include <string>
 
 #include "data/data.h"
+#include "examples/common/flags.h"
 #include "examples/common/metrics_writer.h"
 #include "examples/common/train_checkpoint.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
-
-namespace CLI {
-class App;
-}
 
 namespace ember::examples {
 
@@ -45,8 +42,8 @@ struct TrainConfig {
   bool lr_given = false;     // --lr was on the command line (DDP scales the default by the world size)
 };
 
-// TrainConfig's flags (CLI11, examples/common/flags.h), each checked as it is read.
-void add_train_flags(CLI::App& app, TrainConfig* cfg);
+// TrainConfig's flags (examples/common/flags.h), each checked as it is read.
+void add_train_flags(flags::CommandLine& cli, TrainConfig* cfg);
 // The checks that involve several flags (--checkpoint_every needs --checkpoint, ...); throws.
 void check_train_config(const TrainConfig& cfg);
 
@@ -55,7 +52,7 @@ void check_train_config(const TrainConfig& cfg);
 // ember::Error, one line naming the flag and value, on an unknown flag, a malformed value
 // ("--batch=abc", "--batch=12x") or one out of range ("--epochs=-1", "--depth=10").
 TrainConfig parse_flags(int argc, char** argv, const std::string& program, bool* help,
-                        const std::function<void(CLI::App&)>& extra = {}, bool print_help = true);
+                        const std::function<void(flags::CommandLine&)>& extra = {}, bool print_help = true);
 
 struct FashionMnist {
   std::shared_ptr<data::TensorDataset> train, test;

@@ -1,6 +1,6 @@
 // Whole-string integers for command-line values and environment variables: the one parser the
 // flag validators (flags.h) and the trainers' fault-injection variables share. Kept apart from
-// flags.h so that code reading a number does not compile CLI11's header.
+// flags.h: code that reads a number needs no command line.
 #pragma once
 
 #include <cstdint>

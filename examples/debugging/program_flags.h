@@ -15,12 +15,11 @@ namespace ember::examples {
 // std::nullopt: run the program; otherwise the exit code main() returns at once (0 after --help,
 // 1 after a bad flag). `fixed`: where --fixed lands (nullptr: the program has none).
 inline std::optional<int> exit_code_from_flags(int argc, char** argv, const std::string& program, bool* fixed) {
-  CLI::App app("A DDP mistake and its error message: docs/debugging.md", program);
-  flags::configure(app);
-  if (fixed != nullptr) app.add_flag("--fixed", *fixed, "run the corrected training loop");
+  flags::CommandLine cli("A DDP mistake and its error message: docs/debugging.md", program);
+  if (fixed != nullptr) cli.add_flag("--fixed", *fixed, "run the corrected training loop");
   const bool rank0 = flags::launcher_rank() == 0;
   try {
-    if (flags::parse(app, argc, argv, rank0) == flags::Parsed::kHelp) return 0;
+    if (cli.parse(argc, argv, rank0) == flags::Parsed::kHelp) return 0;
     return std::nullopt;
   } catch (const std::exception& e) {
     if (rank0) std::fprintf(stderr, "%s: %s\n", program.c_str(), e.what());

@@ -13,27 +13,26 @@
 namespace ember::flags {
 namespace {
 
-// Parses `args` (without the program name) into a small app with the shared flags.
+// Parses `args` (without the program name) into a small command line with the shared flags.
 struct Program {
   int64_t batch = 64, threads = 1, steps = 10;
   uint64_t seed = 0;
   double lr = 0.1;
   std::string device = "cpu", backend;
-  CLI::App app{"test program", "prog"};
+  flags::CommandLine cli{"test program", "prog"};
   Program() {
-    configure(app);
-    add_batch(app, &batch, "batch");
-    add_threads(app, &threads);
-    add_seed(app, &seed);
-    add_device(app, &device);
-    add_backend(app, &backend);
-    app.add_option("--steps", steps)->check(positive_or_minus_one());
-    app.add_option("--lr", lr)->check(number_in(0, 10, "in [0, 10]"));
+    add_batch(cli, &batch, "batch");
+    add_threads(cli, &threads);
+    add_seed(cli, &seed);
+    add_device(cli, &device);
+    add_backend(cli, &backend);
+    cli.add_option("--steps", steps)->check(positive_or_minus_one());
+    cli.add_option("--lr", lr)->check(number_in(0, 10, "in [0, 10]"));
   }
   Parsed parse(std::vector<std::string> args) {
     std::vector<char*> argv{const_cast<char*>("prog")};
     for (std::string& a : args) argv.push_back(a.data());
-    return flags::parse(app, static_cast<int>(argv.size()), argv.data(), /*print_help=*/false);
+    return cli.parse(static_cast<int>(argv.size()), argv.data(), /*print_help=*/false);
   }
 };
 
@@ -78,6 +77,37 @@ TEST(Flags, UnknownFlagsAndStrayArguments) {
   EXPECT_EMBER_ERROR(Program().parse({"64"}), "unknown flag or argument: 64");
 }
 
+TEST(Flags, ListsSwitchesCountsAndExtras) {
+  std::vector<int64_t> sizes;
+  bool fast = false;
+  int64_t threads = 1;
+  CommandLine cli{"test program", "prog"};
+  cli.add_option("--sizes", sizes)->delimiter(',')->check(positive_integer());
+  cli.add_flag("--fast", fast);
+  Option* threads_flag = add_threads(cli, &threads);
+  cli.allow_extras();
+  std::vector<std::string> args{"prog", "--sizes=784,10", "--fast", "--benchmark_filter=x"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  EXPECT_EQ(cli.parse(static_cast<int>(argv.size()), argv.data(), false), Parsed::kRun);
+  EXPECT_EQ(sizes, (std::vector<int64_t>{784, 10}));
+  EXPECT_TRUE(fast);
+  EXPECT_EQ(threads_flag->count(), 0u);
+  EXPECT_EQ(cli.count("--fast"), 1u);
+  EXPECT_EQ(cli.remaining(), std::vector<std::string>{"--benchmark_filter=x"});
+  EXPECT_EMBER_ERROR(Program().parse({"--steps=1", "--fast"}), "unknown flag or argument: --fast");
+}
+
+TEST(Flags, ListItemsAreCheckedOneByOne) {
+  std::vector<int64_t> sizes;
+  CommandLine cli{"test program", "prog"};
+  cli.add_option("--sizes", sizes)->delimiter(',')->check(positive_integer());
+  std::vector<std::string> args{"prog", "--sizes=784,0"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  EXPECT_EMBER_ERROR(cli.parse(static_cast<int>(argv.size()), argv.data(), false), "--sizes: '0' is not positive");
+}
+
 TEST(Flags, HelpIsNotAnError) {
   EXPECT_EQ(Program().parse({"--help"}), Parsed::kHelp);
   EXPECT_EQ(Program().parse({"--batch=32", "-h"}), Parsed::kHelp);
@@ -85,7 +115,7 @@ TEST(Flags, HelpIsNotAnError) {
 
 TEST(Flags, HelpListsEveryFlagWithItsDefault) {
   Program p;
-  const std::string help = p.app.help();
+  const std::string help = p.cli.help();
   for (const char* s : {"--batch INT:positive=64", "--threads INT:between 1 and 1024=1", "--seed UINT", "--device"}) {
     EXPECT_NE(help.find(s), std::string::npos) << s << " in\n" << help;
   }
