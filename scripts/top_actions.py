@@ -2,7 +2,7 @@
 """The most expensive actions of a Bazel build, from its --profile (JSON trace, .gz or plain).
 
     bazel build --profile=/tmp/build.profile.gz //...
-    scripts/top_actions.py /tmp/build.profile.gz [--top 10]
+    scripts/top_actions.py /tmp/build.profile.gz [--top 10] [--build_only]
 
 Prints the top actions by wall time, then the total of all actions and the build's wall time
 (the span of the profile), and how the time divides between compiling, linking and the rest.
@@ -25,9 +25,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("profile")
     parser.add_argument("--top", type=int, default=10)
+    parser.add_argument("--build_only", action="store_true", help="leave out test runs ('Testing //...')")
     args = parser.parse_args()
     events = load_events(args.profile)
     actions = [e for e in events if e.get("cat") == "action processing" and e.get("ph") == "X"]
+    if args.build_only:
+        actions = [e for e in actions if not e["name"].startswith("Testing ")]
     if not actions:
         sys.exit(f"{args.profile}: no 'action processing' events (was it written by --profile?)")
     timed = [e for e in events if "ts" in e]

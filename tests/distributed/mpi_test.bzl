@@ -16,6 +16,10 @@ def mpi_test(name, srcs, deps = [], ranks = [1, 2, 3, 4], tags = [], size = "med
         name = binary,
         srcs = srcs,
         copts = EMBER_TEST_COPTS,
+        # Linked against the libraries' shared objects, as a cc_test is, rather than statically as a
+        # cc_binary is by default: a static binary carries all of ember (~210 MB each under ASan),
+        # linked and stored once per suite and configuration, disk cache included.
+        linkstatic = False,
         deps = deps + ["//tests/distributed:mpi_test_main"],
         testonly = True,
         **kwargs
