@@ -24,9 +24,10 @@
 # other suites already run under the sanitizers (each BUILD entry says why).
 #
 # Each tier's wall time is printed against its budget in scripts/test_budgets.txt, with a WARNING
-# line for a tier over it. EMBER_PROFILE=DIR writes each tier's Bazel profile to DIR/<tier>.profile.gz
-# (scripts/top_actions.py lists its most expensive actions). Compiled outputs are shared across checkouts through the disk cache of
-# scripts/disk_cache.sh; tests always run (--nocache_test_results).
+# line for a tier over it. EMBER_PROFILE=DIR writes each tier's Bazel profile to
+# DIR/<tier>.profile.gz (scripts/top_actions.py lists its most expensive actions). Compiled outputs
+# are shared across checkouts through the disk cache of scripts/disk_cache.sh; tests always run
+# (--nocache_test_results).
 # Suppressions: only Open MPI's own libraries, in tests/sanitizers/{lsan,tsan}.supp (each says why).
 # Installs missing Debian packages first (scripts/bootstrap.sh).
 set -uo pipefail
