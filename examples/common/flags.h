@@ -15,7 +15,7 @@
 // configuration the tests build (plain, ASan, TSan, the CUDA builds). This header therefore
 // names no CLI11 type: CommandLine wraps a CLI::App that only flags.cc sees, and a Check is a plain
 // function that flags.cc turns into a CLI11 validator. No other file includes <CLI/CLI.hpp>:
-// `grep -rl 'CLI/CLI.hpp' --include='*.cc' --include='*.h' .` names flags.cc alone.
+// `grep -rlE '^#include <CLI/' --include='*.cc' --include='*.h' .` names flags.cc alone.
 #pragma once
 
 #include <cstdint>
