@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/common/error_matchers.h"
@@ -13,7 +14,14 @@
 namespace ember::flags {
 namespace {
 
-// Parses `args` (without the program name) into a small command line with the shared flags.
+// Parses `args` (without the program name) into `cli`, quietly (no --help output).
+Parsed parse_args(CommandLine& cli, std::vector<std::string> args) {
+  std::vector<char*> argv{const_cast<char*>("prog")};
+  for (std::string& a : args) argv.push_back(a.data());
+  return cli.parse(static_cast<int>(argv.size()), argv.data(), /*print_help=*/false);
+}
+
+// A small command line with the shared flags.
 struct Program {
   int64_t batch = 64, threads = 1, steps = 10;
   uint64_t seed = 0;
@@ -29,11 +37,7 @@ struct Program {
     cli.add_option("--steps", steps)->check(positive_or_minus_one());
     cli.add_option("--lr", lr)->check(number_in(0, 10, "in [0, 10]"));
   }
-  Parsed parse(std::vector<std::string> args) {
-    std::vector<char*> argv{const_cast<char*>("prog")};
-    for (std::string& a : args) argv.push_back(a.data());
-    return cli.parse(static_cast<int>(argv.size()), argv.data(), /*print_help=*/false);
-  }
+  Parsed parse(std::vector<std::string> args) { return parse_args(cli, std::move(args)); }
 };
 
 TEST(Flags, BothSpellingsAndTheLastOfARepeatedFlag) {
@@ -86,10 +90,7 @@ TEST(Flags, ListsSwitchesCountsAndExtras) {
   cli.add_flag("--fast", fast);
   Option* threads_flag = add_threads(cli, &threads);
   cli.allow_extras();
-  std::vector<std::string> args{"prog", "--sizes=784,10", "--fast", "--benchmark_filter=x"};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  EXPECT_EQ(cli.parse(static_cast<int>(argv.size()), argv.data(), false), Parsed::kRun);
+  EXPECT_EQ(parse_args(cli, {"--sizes=784,10", "--fast", "--benchmark_filter=x"}), Parsed::kRun);
   EXPECT_EQ(sizes, (std::vector<int64_t>{784, 10}));
   EXPECT_TRUE(fast);
   EXPECT_EQ(threads_flag->count(), 0u);
@@ -102,10 +103,7 @@ TEST(Flags, ListItemsAreCheckedOneByOne) {
   std::vector<int64_t> sizes;
   CommandLine cli{"test program", "prog"};
   cli.add_option("--sizes", sizes)->delimiter(',')->check(positive_integer());
-  std::vector<std::string> args{"prog", "--sizes=784,0"};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  EXPECT_EMBER_ERROR(cli.parse(static_cast<int>(argv.size()), argv.data(), false), "--sizes: '0' is not positive");
+  EXPECT_EMBER_ERROR(parse_args(cli, {"--sizes=784,0"}), "--sizes: '0' is not positive");
 }
 
 TEST(Flags, HelpIsNotAnError) {
