@@ -4,8 +4,9 @@
 # per-rank batch 32, ember (//bench:ddp_bench under mpirun) then PyTorch's own hooks
 # (bench/ddp_bench_torch.py, Debian torch, gloo).
 #   bench/comm_hooks_bench.sh [steps] [warmup]      (default 10 and 3)
-# Debian's torch multiplies matrices with a reference BLAS (~4 GFLOP/s here) while ember uses Eigen,
-# so raw step times are not comparable; what is compared is the communication overhead of a hook:
+# Debian's torch multiplies matrices with a reference BLAS, far slower than the Eigen ember uses
+# (docs/measurements.md, "Micro-benchmarks"), so raw step times are not comparable; what is
+# compared is the communication overhead of a hook:
 #   comm_ms = step time with the hook - step time with noop_hook (no communication), same framework.
 # vs_none = this hook's comm_ms / the default path's comm_ms (lower is cheaper). bytes/step is the
 # payload each rank hands to collectives per step. PowerSGD starts at iteration 2, so every timed

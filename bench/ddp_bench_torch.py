@@ -179,8 +179,8 @@ def run(rank, a, port):
               f"peak_rss_mb={rss:.1f} comm_hook={a.comm_hook} bytes_per_step={bytes_per_step:.0f} "
               f"device={a.device} backend={backend} peak_device_mb={peak_device_mb:.1f}", flush=True)
     dist.destroy_process_group()
-    # Skip interpreter teardown: on this machine a gloo rank sometimes hung forever in C++
-    # destructors after run() returned (seen with 2 ranks; faulthandler showed no Python frame).
+    # Skip interpreter teardown: a gloo rank can hang forever in C++ destructors after run()
+    # returned (seen with 2 ranks; faulthandler showed no Python frame).
     sys.stdout.flush()
     os._exit(0)
 

@@ -59,11 +59,11 @@ void register_all() {
 // Eigen mallocs its packing buffers (up to kc x nc floats: 256 KiB for one 256^3 product) on
 // every product and frees them. In this otherwise idle process glibc hands that memory back to the
 // kernel on each free (heap-top trim, or munmap above the mmap threshold), so the next product
-// page-faults it in again: a single 256^3 product took ~70 faults a call (442,526 in 6,400 calls,
-// ~12 us each on a 2-vCPU VM) and ran at a fifth of its speed, while ember's 128-row blocks,
-// with buffers half that size, escaped it. Fixed thresholds keep freed memory in the process for
-// both sides, so the ratio measures ember's overhead, not glibc's trimming. A training process,
-// whose heap is busy, did not show the effect (bench/README.md).
+// page-faults it in again: a single 256^3 product took ~70 faults a call and ran at a fifth of its
+// speed (docs/measurements.md, "Micro-benchmarks"), while ember's 128-row blocks, with buffers
+// half that size, escaped it. Fixed thresholds keep freed memory in the process for both sides, so
+// the ratio measures ember's overhead, not glibc's trimming. A training process, whose heap is
+// busy, did not show the effect (bench/README.md).
 void keep_freed_memory_mapped() {
   mallopt(M_MMAP_THRESHOLD, 64 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);

@@ -109,8 +109,8 @@ int run_with_ratio_table(int argc, char** argv, const char* rate_counter) {
   }
   // Medians need repetitions, and on a shared host the machine drifts within the seconds that
   // one benchmark's repetitions take: repetitions of every benchmark run in random order, so ember
-  // and its baseline see the same conditions (a 1024^3 GEMM ratio on a 2-vCPU VM, three runs:
-  // 0.93 / 1.11 / 0.89 in sequence, 1.03 / 0.94 / 0.98 interleaved). The user's choices win.
+  // and its baseline see the same conditions (docs/measurements.md, "Micro-benchmarks", compares
+  // the two orders). The user's choices win.
   for (const char* flag :
        {"--benchmark_repetitions=5", "--benchmark_enable_random_interleaving=true"}) {
     const std::string name(flag, std::strchr(flag, '=') - flag);

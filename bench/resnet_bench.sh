@@ -12,9 +12,9 @@
 # Runs are pinned (taskset) to the first N CPUs the script may use; each 1-thread figure is measured
 # on every one of them and averaged (see pin_cpus below). At N > 1 threads the script also runs N
 # independent 1-thread ember processes side by side, one per CPU: copies = their summed throughput /
-# the 1-thread throughput is what N of this host's cores give on work that shares nothing, the
-# ceiling a shared-memory split can expect on this host (a 2-vCPU VM whose vCPUs share a core or
-# memory bandwidth shows it below N).
+# the 1-thread throughput is what N of the host's CPUs give on work that shares nothing, the
+# ceiling a shared-memory split can expect there (CPUs that share a core or memory bandwidth show
+# it below N).
 # Peak RSS is getrusage's ru_maxrss of each process (the Python figure includes the interpreter and
 # libtorch). Run on a quiet machine: the script prints `uptime` so a loaded run can be recognised.
 set -euo pipefail
@@ -26,8 +26,9 @@ if [[ "${1:-}" == "profile" ]]; then
   steps="${2:-2}"
   out="$(mktemp -d)"
   # valgrind runs each lane of an FMA instruction through a C helper (h_generic_calc_MAddF32): a
-  # ResNet-20 step with the AVX2 kernels took 229 s under `valgrind --tool=none` on a Zen 3, with the
-  # baseline (SSE2) kernels 5 s. So the profile counts the baseline level unless told otherwise.
+  # ResNet-20 step with the AVX2 kernels takes minutes under `valgrind --tool=none`, with the
+  # baseline (SSE2) kernels seconds (bench/README.md). So the profile counts the baseline level
+  # unless told otherwise.
   capability="${EMBER_CPU_CAPABILITY:-default}"
   echo "== ember under callgrind: $steps steps after 1 warm-up step, EMBER_CPU_CAPABILITY=$capability (output in $out)"
   EMBER_CPU_CAPABILITY="$capability" valgrind --tool=callgrind --callgrind-out-file="$out/callgrind.out" \
@@ -51,10 +52,10 @@ threads_list="${THREADS:-1 2}"
 levels="${LEVELS:-$("$bin" --print_capabilities)}"
 # The CPUs the runs are pinned to: the first (most threads asked) of those this process may use. A
 # 1-thread figure is measured on each of them in turn, ember and PyTorch on the same CPU, because a
-# VM's vCPUs need not be equally fast (this project's 2-vCPU VM: one runs an FMA loop 18% slower
-# than the other, and which one a lone process lands on used to decide the ratio); the 1-thread
-# ms/step is then the mean over them (harmonic: the mean throughput), which is also what N threads
-# on those N CPUs can at best sum to.
+# virtual machine's CPUs need not be equally fast, and which one a lone process lands on would
+# otherwise decide the ratio (docs/measurements.md, "Threads"); the 1-thread ms/step is then the
+# mean over them (harmonic: the mean throughput), which is also what N threads on those N CPUs can
+# at best sum to.
 max_threads=$(tr ' ' '\n' <<<"$threads_list" | sort -n | tail -1)
 pin_cpus=$("$py" -c 'import os, sys; print(*sorted(os.sched_getaffinity(0))[:int(sys.argv[1])])' "$max_threads")
 echo "== machine: $(nproc) cores, $(uptime | sed 's/.*load average/load average/')"

@@ -39,9 +39,10 @@ BatchNormShape check_bn(const char* op, const Tensor& input, const Tensor& weigh
 // host memory cost a synchronisation per read-back, about ten for each batch-norm layer in a
 // training step; with them a ResNet-20 step on an H200 was issued no faster than the device ran it.
 // On the CPU it is the other way round: there each of those ~40 small ops a layer and step was
-// pure allocation and dispatch (1-3 ms of the serial part of a 2-thread ResNet-20 step on a Zen 3
-// VM), so CPU tensors get host loops over C doubles. Both evaluate the same templates
-// (tensor/batch_norm_channels.h): the same float64 operations in the same order.
+// pure allocation and dispatch on the calling thread, in the serial part of a step
+// (docs/measurements.md, "CPU training step"), so CPU tensors get host loops over C doubles. Both
+// evaluate the same templates (tensor/batch_norm_channels.h): the same float64 operations in the
+// same order.
 
 // Note [Batch norm + ReLU]
 // ResNet's blocks apply ReLU to a batch norm's output. As two ops that is two more passes over the

@@ -21,10 +21,12 @@ CPU_CAPABILITY_COPTS = {
 # Note [Sanitizer builds compile the levels the CPU runs]
 # scripts/test.sh builds its sanitizer tiers with --define=avx512_kernels=false on a CPU without
 # x86-64-v4: code the CPU cannot run cannot be checked by a sanitizer there, and the AVX-512 copies
-# of the kernels are a third of the kernels' compile time (gemm_kernels.cc alone ~150 s under
-# ASan+UBSan on a Zen 3 vCPU). `name` then links the DEFAULT and AVX2 levels only; the code that
-# names the AVX512 namespace (tensor/cpu/kernel_table.cc, bench/eigen_baselines.cc) is compiled
-# with CPU_LEVEL_DEFINES, and cpu_capability_supported() never reports a level that is not linked.
+# of the kernels are a third of the kernels' compile time (each file's time: `EMBER_PROFILE=DIR
+# scripts/test.sh --all`, then `scripts/top_actions.py DIR/asan.profile.gz --build_only`; the
+# figures: docs/measurements.md, "Compile time"). `name` then links the DEFAULT and AVX2 levels
+# only; the code that names the AVX512 namespace (tensor/cpu/kernel_table.cc,
+# bench/eigen_baselines.cc) is compiled with CPU_LEVEL_DEFINES, and cpu_capability_supported()
+# never reports a level that is not linked.
 CPU_LEVEL_DEFINES = select({
     "//tensor:no_avx512_kernels": ["EMBER_NO_AVX512_KERNELS"],
     "//conditions:default": [],

@@ -36,9 +36,10 @@ namespace detail {
 
 // Note [Balanced parallel_for]
 // A static split (one equal run per thread, as ATen's OpenMP parallel_for does) makes every
-// region wait for its slowest thread, and threads are not equally fast: the two vCPUs of this
-// project's VM run the same FMA loop at 63 and 52 GFLOP/s (the other tenants of a host core), so a
-// static split's 2-thread speed-up is capped at 2 x 52/63 = 1.65 however well the kernels scale.
+// region wait for its slowest thread, and threads are not equally fast (a CPU whose core other
+// tenants share runs the same loop slower than one alone), so a static split's speed-up is capped
+// at threads x slowest / fastest however well the kernels scale (`bench/resnet_bench.sh` times one
+// thread on each CPU; docs/measurements.md, "Threads").
 // parallel_for therefore gives thread t the share a static split would (the data it wrote in the
 // previous op stays its own) and cuts each share into pieces -- at most kPiecesPerThread, none
 // under the grain -- that shrink towards the back: three of a quarter of the share, then each half

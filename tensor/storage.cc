@@ -35,26 +35,24 @@ namespace {
 // when an mmap'd block is freed, up to 32 MiB), and every block above 128 KiB stayed a mapping of
 // its own. The allocator sets that threshold to glibc's ceiling, 32 MiB, so large blocks come from
 // the heap as in a process that freed them (until the heap cannot grow: Note [When malloc fails]).
-// ResNet-20 batch 64, 2 threads, interleaved pairs on this project's 2-vCPU VM: when the host is
-// busy (1-thread steps 100-140 ms), 72.3 -> 66.9 ms a step (median of eight, every pair lower;
-// padding the heap's top instead did as well and used 9% less CPU time, not less waiting); when it
-// is quiet, 55-57 ms either way; 1 thread unchanged. Why separate mappings (page-aligned, at 12
-// offsets) cost two threads sharing their cores with other tenants that much is inferred
-// (cache-set and 4K-alias conflicts between the planes they stream), not proved.
+// That makes 2-thread ResNet-20 steps faster where the cores are shared with other tenants, and
+// changes nothing on a quiet machine or at 1 thread (`bench/resnet_bench.sh`; docs/measurements.md,
+// "CPU allocator"). Why separate mappings (page-aligned, at 12 offsets) cost two threads sharing
+// their cores with other tenants is inferred (cache-set and 4K-alias conflicts between the planes
+// they stream), not proved.
 //
 // Note [Huge-page arena]
 // Large blocks come first from one mapping advised for transparent huge pages (MADV_HUGEPAGE;
 // Debian's kernels give THP on advice only), cut in order like the heap: the activations and
-// Winograd buffers a step streams through then take a TLB entry per 2 MiB instead of per 4 KiB.
-// ResNet-20 batch 64, 1 thread, pairs run side by side on the 2-vCPU VM (a noisy host): with
-// glibc's own glibc.malloc.hugetlb=1 tunable, which advises its heap the same way, step time x0.93
-// (median of 18 pairs); with this arena x0.97 (median of 10); 96 of 102 MB in huge pages, peak
-// RSS +1.5 MB. The heap cannot be advised from here: glibc touches each extension
-// (the top chunk's header) before malloc returns, the touched range gets small pages and its own
-// anonymous-memory record, and the heap stayed 20 mappings with 39 of 100 MB in huge pages. Blocks
-// never go back to the arena: the cache keeps them, and those past its idle cap give their pages
-// back to the kernel (MADV_DONTNEED) and wait, cold, for a request of their size. When the arena is
-// full, or mmap fails, blocks come from malloc as above.
+// Winograd buffers a step streams through then take a TLB entry per 2 MiB instead of per 4 KiB,
+// which makes a 1-thread ResNet-20 step a few percent faster for a little more peak RSS
+// (`bench/resnet_bench.sh`; docs/measurements.md, "CPU allocator", also for glibc's
+// glibc.malloc.hugetlb=1 tunable, which advises its heap the same way). The heap cannot be advised
+// from here: glibc touches each extension (the top chunk's header) before malloc returns, the
+// touched range gets small pages and its own anonymous-memory record, and most of the heap stays
+// in small pages. Blocks never go back to the arena: the cache keeps them, and those past its idle
+// cap give their pages back to the kernel (MADV_DONTNEED) and wait, cold, for a request of their
+// size. When the arena is full, or mmap fails, blocks come from malloc as above.
 class HugePageArena {
  public:
   HugePageArena() : base_(reserve()) {}

@@ -15,9 +15,10 @@ Tensor as_float_mask(const Tensor& mask, const Tensor& like) { return mask.to(li
 
 // Note [ReLU backward]: PyTorch's threshold_backward(grad, result, 0): zero where the result is
 // <= 0, the gradient itself elsewhere (so a NaN result passes its gradient on, and an infinite
-// gradient under a zero result gives 0, not 0 * inf). One pass over both; it was a compare into a
-// bool mask and a select, 3.2% of a 1-thread ResNet-20 step on a Zen 3 (perf). Reads only the
-// result, so relu_ can share it.
+// gradient under a zero result gives 0, not 0 * inf). One pass over both, where a compare into a
+// bool mask and a select took a visible share of a 1-thread ResNet-20 step (`perf record
+// bazel-bin/bench/resnet_train_bench --threads=1`; docs/measurements.md, "CPU training step").
+// Reads only the result, so relu_ can share it.
 Tensor relu_backward(const Tensor& g, const Tensor& result) { return threshold_backward(g, result, 0); }
 
 // Unary op whose gradient is grad * f(saved); `save_output` picks input or output as saved[0].

@@ -12,10 +12,10 @@ namespace ember::cpu {
 // transformed tiles V and M, up to ~0.5 MiB) wants the same memory on every call, in its own
 // core's cache. Taken from the caching allocator per call, a thread got whichever free block of
 // that size came first, as often one the other thread had just written, whose cache then handed
-// over every line: at 2 threads on this project's 2-vCPU VM the Winograd forward took 1.6-1.8 CPU
-// seconds per 21 ResNet-20 steps against 1.12 at 1 thread, and 1.35-1.44 with a buffer each thread
-// keeps (the step: 80-86 -> 73-76 ms). Each thread keeps one buffer of up to kKeptFloats for its
-// life; larger requests come from the allocator.
+// over every line, and at 2 threads the Winograd forward cost much more CPU time than at 1 (a
+// 2-thread ResNet-20 step: `EMBER_PARALLEL_PROFILE=1 taskset -c 0,1
+// bazel-bin/bench/resnet_train_bench --threads=2`; docs/measurements.md, "Threads"). Each thread
+// keeps one buffer of up to kKeptFloats for its life; larger requests come from the allocator.
 class ThreadScratch {
  public:
   // `numel` uninitialised floats, 64-byte aligned. One ThreadScratch per thread at a time.

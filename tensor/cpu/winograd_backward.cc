@@ -378,8 +378,8 @@ int64_t images_per_pass(const ConvGeometry& g, int64_t O, const Tiling& t, int64
 bool winograd_weight_grad_applies(const ConvGeometry& g, int64_t O) {
   // Smaller maps make each channel pair's product so short that the per-pair sums cost more than
   // the multiplications saved. 7x7 (16 tiles) gains since G^T dU G runs once per call instead of
-  // once per chunk: conv_bench at avx512, 10 interleaved runs, medians 65 GFLOP/s against 58 for
-  // im2col + GEMM.
+  // once per chunk (`bazel run -c opt //bench:conv_bench` at avx512 against im2col + GEMM;
+  // docs/measurements.md, "Micro-benchmarks").
   return winograd_conv_applies(g, O) && tiling(g).T >= 16;
 }
 

@@ -20,13 +20,13 @@
 // else (a barrier some threads skipped or exited before, a shuffle whose mask names a lane that
 // never came) is a divergence the device leaves undefined; the simulator fails the launch with a
 // message naming the block, the threads and the primitive.
-// A switch between fibers costs about 13 ns (Boost.Context; ucontext's swapcontext makes a system
-// call and takes ~600 ns here), but a fiber per thread is still too much for the elementwise
-// kernels that launch millions of threads and never synchronise. So thread 0 of each block runs
-// first as a fiber: if it
-// finishes without synchronising, no correct kernel has the rest of the block synchronise either,
-// and threads 1.. run as plain calls on the host stack ("direct" mode), where reaching a barrier or
-// warp intrinsic fails the launch as divergent. (This rejects one legal pattern: a warp-uniform
+// A switch between Boost.Context fibers costs nanoseconds (ucontext's swapcontext makes a system
+// call and costs tens of times more; docs/measurements.md, "CUDA simulator"), but a fiber per
+// thread is still too much for the elementwise kernels that launch millions of threads and never
+// synchronise. So thread 0 of each block runs first as a fiber: if it finishes without
+// synchronising, no correct kernel has the rest of the block synchronise either, and threads 1..
+// run as plain calls on the host stack ("direct" mode), where reaching a barrier or warp intrinsic
+// fails the launch as divergent. (This rejects one legal pattern: a warp-uniform
 // branch, not taken by warp 0, that contains warp intrinsics. tensor/cuda/README.md says so.)
 // Shared memory needs nothing special: `__shared__` is a thread_local static, one per host thread,
 // which all the fibers of the running block see.
