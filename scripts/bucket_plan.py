@@ -3,6 +3,7 @@
 rebuild, with byte sizes, read from a real run's trace.
 
     python3 scripts/bucket_plan.py TRACE.json -o bucket_plan.svg [--title T] [--rank R]
+                                   [--caps FIRST_MIB,CAP_MIB]
 
 TRACE is a rank's EMBER_DDP_TRACE file or a job trace from scripts/merge_traces.py. DDP records
 its plan in the args of two instants (distributed/ddp/distributed_data_parallel.cc):
@@ -11,7 +12,15 @@ its plan in the args of two instants (distributed/ddp/distributed_data_parallel.
 observed, the first bucket capped at first_bucket_mb), each
     {"buckets": [{"bytes": N, "params": ["layer1.0.conv1.weight", ...]}, ...]}
 in launch order. A parameter's own bytes come from its autograd_hook instants' args; without them
-a bucket's bytes are shared equally among its parameters. Standard library only.
+a bucket's bytes are shared equally among its parameters.
+
+Units: DDPOptions::bucket_cap_mb and first_bucket_mb count MiB (distributed_data_parallel.cc
+multiplies them by 1024 * 1024, as PyTorch's bucket_cap_mb does: 25 MiB = 25 * 1024 * 1024 bytes),
+so every size here is binary (KiB, MiB). --caps draws the caps the run used as lines: the first
+bucket's at FIRST_MIB, the others' at CAP_MIB, on the rebuilt plan (the first iteration's plan has
+none: Note [First-iteration buckets]); a bucket closes once it reaches its cap, so it may overshoot
+the line by its last parameter. A cap beyond the picture's scale is named at the right edge.
+Standard library only.
 """
 import argparse
 import json
@@ -87,14 +96,15 @@ def summary(params):
 
 
 def human_bytes(n):
-    """Binary units, as bucket_cap_mb counts (1 MB cap = 1 MiB)."""
+    """Binary units, as bucket_cap_mb counts (see Units above)."""
     for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= scale:
-            return f"{n / scale:.3g} {unit}"
+            return f"{n / scale:.4g} {unit}"
     return f"{n} B"
 
 
-def draw(events, out_path, title, width=1200):
+def draw(events, out_path, title, width=1200, caps=None):
+    """caps: (first bucket's, the others') in MiB, drawn on the rebuilt plan; None draws none."""
     plans = parse_plans(events)
     sizes = param_bytes(events)
     groups = []
@@ -106,23 +116,44 @@ def draw(events, out_path, title, width=1200):
     colours = {g: PALETTE[i % len(PALETTE)] for i, g in enumerate(sorted(groups, key=_natural))}
     left, right, bar_h = 90, 170, 26
     bar_w = width - left - right
-    most = max(b["bytes"] for _, _, buckets in plans for b in buckets) or 1
+    largest = max(b["bytes"] for _, _, buckets in plans for b in buckets) or 1
+    cap_bytes = [c * (1 << 20) for c in caps] if caps else []
+    # One scale for all bars: the largest bucket, or a cap up to twice as large (a larger cap is
+    # named at the edge instead of squeezing the bars).
+    most = max([largest] + [c for c in cap_bytes if c <= 2 * largest])
     row_h = bar_h + 30
     height = 60 + sum(34 + row_h * len(buckets) for _, _, buckets in plans) + 30 + 18 * ((len(groups) + 7) // 8)
 
+    figures = {}
+    for name, _, buckets in plans:
+        key = "constructed" if name == "ddp constructed" else "rebuilt"
+        figures[f"{key}.buckets"] = len(buckets)
+        figures[f"{key}.total_mib"] = round(sum(b["bytes"] for b in buckets) / (1 << 20), 3)
+        for i, b in enumerate(buckets):
+            figures[f"{key}.bucket{i}.params"] = len(b["params"])
+            figures[f"{key}.bucket{i}.kib"] = round(b["bytes"] / 1024, 1)
+            figures[f"{key}.bucket{i}.mib"] = round(b["bytes"] / (1 << 20), 3)
+    if caps:
+        figures["first_cap_mib"], figures["cap_mib"] = caps
     svg = Svg(width, height, title)
+    svg.figures(figures)
     svg.text(width / 2, 22, title, size=14, anchor="middle", font_weight="bold")
     svg.text(width / 2, 40, "one bar per bucket in launch order, its length the bucket's bytes (one scale for "
-             "all); a segment per parameter, coloured by top-level module", size=11, anchor="middle", fill="#444")
+             "all); a segment per parameter, coloured by top-level module" +
+             ("; dashed: the bucket's cap (it closes once it reaches it)" if caps else ""),
+             size=11, anchor="middle", fill="#444")
     y = 60
     for name, caption, buckets in plans:
         svg.open("g", cls="plan", data_event=name)
         total = sum(b["bytes"] for b in buckets)
-        svg.text(10, y + 16, f"{caption}: {len(buckets)} bucket(s), {human_bytes(total)}  ['{name}']",
+        svg.text(10, y + 16, f"{caption}: {len(buckets)} bucket(s), {human_bytes(total)}  ['{name}']"
+                 + ("  no cap: one bucket per dtype" if caps and name == "ddp constructed" else ""),
                  size=12, font_weight="bold")
         y += 34
         for i, b in enumerate(buckets):
             draw_bucket(svg, i, b, sizes, colours, left, y, bar_w * b["bytes"] / most, bar_h)
+            if caps and name == "buckets rebuilt":
+                draw_cap(svg, caps[0] if i == 0 else caps[1], left, y, bar_w, bar_h, most)
             y += row_h
         svg.close("g")
     svg.open("g", cls="legend")
@@ -134,6 +165,19 @@ def draw(events, out_path, title, width=1200):
     svg.save(out_path)
     print(f"bucket_plan: {', '.join(f'{n}: {len(b)} bucket(s)' for n, _, b in plans)}; wrote {out_path}")
     return plans
+
+
+def draw_cap(svg, cap_mib, x, y, bar_w, h, most):
+    """The bucket's cap as a dashed line across its bar, or named at the edge beyond the scale."""
+    label = f"cap {cap_mib:g} MiB"
+    at = x + bar_w * cap_mib * (1 << 20) / most
+    if at <= x + bar_w + 0.5:
+        svg.line(at, y - 4, at, y + h + 4, stroke="#D62728", width=1.5, stroke_dasharray="4 3", cls="cap",
+                 data_mib=cap_mib)
+        svg.text(at + 3, y - 5, label, size=9, fill="#D62728")
+    else:
+        svg.text(x + bar_w, y - 5, label + " (beyond this scale) ->", size=9, anchor="end", fill="#D62728",
+                 cls="cap", data_mib=cap_mib)
 
 
 def draw_bucket(svg, index, bucket, sizes, colours, x, y, w, h):
@@ -173,8 +217,17 @@ def main(argv=None):
     p.add_argument("-o", "--out", required=True, help="the SVG to write")
     p.add_argument("--title", default="DDP's bucket plan")
     p.add_argument("--rank", type=int, help="the rank to read in a job trace (default the first)")
+    p.add_argument("--caps", help="FIRST_MIB,CAP_MIB: the run's first_bucket_mb and bucket_cap_mb, drawn as lines")
     args = p.parse_args(argv)
-    draw(rank_events(args.trace, args.rank), args.out, args.title)
+    caps = None
+    if args.caps:
+        try:
+            caps = tuple(float(c) for c in args.caps.split(","))
+        except ValueError:
+            caps = ()
+        if len(caps) != 2 or min(caps) <= 0:
+            p.error(f"--caps {args.caps}: expected two positive sizes in MiB, FIRST_MIB,CAP_MIB")
+    draw(rank_events(args.trace, args.rank), args.out, args.title, caps=caps)
     return 0
 
 

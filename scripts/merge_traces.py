@@ -9,7 +9,8 @@ and from each allreduce to the finalize_backward that waited for it.
 Timelines (Note [Trace clocks] in distributed/trace.cc): ranks on one machine (one kernel boot id,
 network namespaces included) are placed exactly by their clock origins; otherwise each rank is
 shifted so that its "ddp constructed" instant, which follows construction's collectives, meets
-rank 0's. Standard library only.
+rank 0's. The merged trace says which, in an "ember_merge" metadata record (args.aligned_by).
+Standard library only.
 """
 import glob
 import json
@@ -93,7 +94,8 @@ def flows(rank, events, next_id):
 def merge(directory, out_path):
     ranks = load_ranks(directory)
     shift, how = offsets(ranks)
-    merged, next_id = [], 1
+    # How the ranks were put on one clock, for the readers of the merged trace (trace_timeline.py).
+    merged, next_id = [{"name": "ember_merge", "ph": "M", "pid": min(ranks), "args": {"aligned_by": how}}], 1
     for r, events in sorted(ranks.items()):
         moved = []
         for e in events:

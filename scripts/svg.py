@@ -1,11 +1,27 @@
 """A few SVG building blocks for ember's pictures (scripts/make_pictures.sh), standard library only:
-an element writer that escapes text, a colour palette, "nice" axis ticks, and a line chart.
+an element writer that escapes text, a colour palette, "nice" axis ticks, a line chart, and the
+figures a picture carries for the docs that quote it.
 
 The pictures are SVG because GitHub shows SVG in markdown and the text stays searchable (the
 tests read the labels back with xml.etree). Shapes carry a `class` naming what they are
 (`span`, `hook`, `bucket`, `series`...) so a test can count them.
+
+Note [Quoted figures]: each picture keeps its key numbers, as printed on it, in
+<metadata class="figures">{"key": value, ...}</metadata>. A document quotes one as
+`0.71<!-- figure resnet20_timeline rank0.comm_wall_ms --> ms` (the comment is invisible on GitHub).
+
+    python3 scripts/svg.py figures [--update] [--pictures DIR] DOC.md...
+
+checks that every quoted number is the picture's figure at the quoted precision (exit 1 naming
+each that is not), or with --update rewrites them from the pictures (scripts/make_pictures.sh does,
+after drawing). DIR defaults to the folder of this script's ../docs/pictures.
 """
+import json
 import math
+import os
+import re
+import sys
+import xml.etree.ElementTree as ET
 from xml.sax.saxutils import escape, quoteattr
 
 FONT = "DejaVu Sans, Helvetica, Arial, sans-serif"
@@ -29,6 +45,10 @@ class Svg:
         """One element; attribute names use _ for - (font_size -> font-size), `cls` for class."""
         self.parts.append("  " * self.depth + _open(tag, attrs) +
                           ("/>" if text is None else ">" + escape(str(text)) + f"</{tag}>"))
+
+    def figures(self, figures):
+        """The picture's key numbers as printed on it (Note [Quoted figures]), sorted by key."""
+        self.add("metadata", text=json.dumps(figures, sort_keys=True), cls="figures")
 
     def raw(self, markup):
         """Markup written as is (a <defs> block); the caller makes sure it is well-formed."""
@@ -113,9 +133,11 @@ def tick_label(v):
 
 
 def line_chart(path, title, series, xlabel, ylabel, logx=None, logy=False, ymin=None, ymax=None,
-               width=760, height=460, notes=()):
-    """Writes a line chart. series: [{"name", "points": [(x, y)...], "dashed", "markers_only"}];
-    logx: None for a linear axis, else the base of a logarithmic one (2 or 10)."""
+               width=760, height=460, notes=(), figures=None):
+    """Writes a line chart. series: [{"name", "points": [(x, y)...], "dashed", "markers_only",
+    "labels": [text per point]}]; logx: None for a linear axis, else the base of a logarithmic one
+    (2 or 10); ymin/ymax: None takes the data's range (with a margin) rather than 0 or 1; figures:
+    the chart's key numbers (Note [Quoted figures])."""
     left, right, top, bottom = 70, 200, 40, 55 + 14 * len(notes)
     plot_w, plot_h = width - left - right, height - top - bottom
     xs = [x for s in series for x, _ in s["points"]]
@@ -145,6 +167,8 @@ def line_chart(path, title, series, xlabel, ylabel, logx=None, logy=False, ymin=
         return top + plot_h * (1 - (y - y_lo) / ((y_hi - y_lo) or 1))
 
     svg = Svg(width, height, title)
+    if figures is not None:
+        svg.figures(figures)
     svg.text(width / 2, 22, title, size=14, anchor="middle", font_weight="bold")
     for t in xticks:
         svg.line(fx(t), top, fx(t), top + plot_h, stroke="#e4e4e4")
@@ -155,9 +179,12 @@ def line_chart(path, title, series, xlabel, ylabel, logx=None, logy=False, ymin=
     svg.add("rect", x=left, y=top, width=plot_w, height=plot_h, fill="none", stroke="#444")
     svg.text(left + plot_w / 2, top + plot_h + 36, xlabel, anchor="middle")
     svg.text(16, top + plot_h / 2, ylabel, anchor="middle", transform=f"rotate(-90 16 {top + plot_h / 2:.1f})")
+    labels = []  # (x, y, text) of labelled points, placed after every series is drawn
     for i, s in enumerate(series):
         colour = s.get("colour", PALETTE[i % len(PALETTE)])
         pts = sorted(s["points"])
+        for (x, y), text in zip(s["points"], s.get("labels", [])):
+            labels.append((fx(x), fy(y), text))
         svg.open("g", cls="series", data_name=s["name"])
         if not s.get("markers_only"):
             svg.add("polyline", points=" ".join(f"{fx(x):.1f},{fy(y):.1f}" for x, y in pts), fill="none",
@@ -175,6 +202,108 @@ def line_chart(path, title, series, xlabel, ylabel, logx=None, logy=False, ymin=
             svg.line(left + plot_w + 12, ly, left + plot_w + 34, ly, stroke=colour, width=2,
                      stroke_dasharray="6 4" if s.get("dashed") else None)
         svg.text(left + plot_w + 40, ly + 4, s["name"], size=10, cls="legend")
+    place_point_labels(svg, labels, left, top, plot_w, plot_h)
     for i, note in enumerate(notes):
         svg.text(left, height - 10 - 14 * (len(notes) - 1 - i), note, size=10, fill="#555")
     svg.save(path)
+
+
+def place_point_labels(svg, labels, left, top, plot_w, plot_h, size=9):
+    """Each point's label beside it, right of the point (left where it would leave the plot); a
+    label that would cover one already placed moves down, with a thin line back to its point."""
+    placed = []
+    char_w, line_h = size * 0.6, size + 2
+    svg.open("g", cls="point-labels")
+    for px, py, text in sorted(labels, key=lambda l: (l[1], l[0])):
+        w = len(text) * char_w
+        x = px + 6 if px + 6 + w <= left + plot_w else px - 6 - w
+        y = py + size / 3
+        while any(x < bx + bw and bx < x + w and y - line_h < by and by - line_h < y for bx, by, bw in placed):
+            y += line_h
+        y = min(y, top + plot_h - 2)
+        placed.append((x, y, w))
+        if abs(y - (py + size / 3)) > 1:
+            svg.line(px, py, x if x > px else x + w, y - size / 3, stroke="#999", width=0.5)
+        svg.text(x, y, text, size=size, cls="point-label")
+    svg.close("g")
+
+
+# ---- Note [Quoted figures]: the numbers a picture carries, and the docs that quote them.
+
+QUOTE = re.compile(r"(-?\d+(?:\.\d+)?)(\s*)<!-- figure (\S+) (\S+) -->")
+
+
+def read_figures(path):
+    """{key: value} of a picture's <metadata class="figures">; {} when it has none."""
+    for e in ET.parse(path).getroot().iter("{http://www.w3.org/2000/svg}metadata"):
+        if "figures" in e.get("class", "").split():
+            return json.loads(e.text or "{}")
+    return {}
+
+
+def format_like(value, quoted):
+    """value written with as many decimals as the quoted number has."""
+    decimals = len(quoted.split(".")[1]) if "." in quoted else 0
+    return f"{value:.{decimals}f}"
+
+
+def quoted_figures(text, pictures):
+    """[(quoted, expected or None, picture, key, why)] for each quote in a document's text."""
+    cache, out = {}, []
+    for m in QUOTE.finditer(text):
+        quoted, picture, key = m.group(1), m.group(3), m.group(4)
+        path = os.path.join(pictures, picture + ".svg")
+        if path not in cache:
+            cache[path] = read_figures(path) if os.path.exists(path) else None
+        figures = cache[path]
+        if figures is None:
+            out.append((quoted, None, picture, key, f"no picture {picture}.svg"))
+        elif not isinstance(figures.get(key), (int, float)):
+            out.append((quoted, None, picture, key, f"{picture}.svg has no figure '{key}'"))
+        else:
+            out.append((quoted, format_like(figures[key], quoted), picture, key, ""))
+    return out
+
+
+def update_quotes(text, pictures):
+    """The text with every quoted number rewritten from its picture (quotes of missing figures kept)."""
+    def repl(m):
+        (_, expected, _, _, _), = quoted_figures(m.group(0), pictures)
+        return (expected if expected is not None else m.group(1)) + m.group(0)[len(m.group(1)):]
+    return QUOTE.sub(repl, text)
+
+
+def figures_main(argv):
+    import argparse
+    p = argparse.ArgumentParser(prog="svg.py figures", description="check or refresh the figures "
+                                "documents quote from the pictures (Note [Quoted figures])")
+    p.add_argument("docs", nargs="+")
+    p.add_argument("--pictures", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                      "..", "docs", "pictures"))
+    p.add_argument("--update", action="store_true", help="rewrite the quoted numbers from the pictures")
+    args = p.parse_args(argv)
+    bad, total = [], 0
+    for doc in args.docs:
+        with open(doc) as f:
+            text = f.read()
+        if args.update:
+            new = update_quotes(text, args.pictures)
+            if new != text:
+                with open(doc, "w") as f:
+                    f.write(new)
+            text = new
+        for quoted, expected, picture, key, why in quoted_figures(text, args.pictures):
+            total += 1
+            if expected != quoted:
+                bad.append(f"{doc}: {quoted} quotes {picture} {key}: " + (why or f"the picture says {expected}"))
+    for b in bad:
+        print("svg.py figures: " + b, file=sys.stderr)
+    print(f"svg.py figures: {total - len(bad)} of {total} quoted figures match their pictures")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["figures"]:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    sys.exit(figures_main(sys.argv[2:]))

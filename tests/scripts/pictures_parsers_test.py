@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 sys.path.insert(0, os.path.dirname(os.path.realpath(sys.argv.pop(1))))
 import bench_plots  # noqa: E402
 import bucket_plan  # noqa: E402
+import merge_traces  # noqa: E402
 import svg  # noqa: E402
 import trace_timeline  # noqa: E402
 
@@ -82,13 +83,97 @@ class TraceTimelineTest(unittest.TestCase):
         legend = [t.text for t in by_class(root, "g", "legend")[0].iter(NS + "text")]
         self.assertEqual(legend.count("allreduce (GPU)"), 1)
 
-    def test_rank_summary_counts_overlapping_buckets_once(self):
+    def test_comm_wall_exposed_and_overlap_as_ddp_logging_data_defines_them(self):
         self.assertEqual(trace_timeline.union_length([(0, 10), (5, 20), (30, 31)]), 21)
-        # Iteration 2 of rank 0: backward from 112; finalize at 120 waits 20; the bucket [119, 139)
-        # spends 1 of its 20 µs under backward.
-        line = trace_timeline.rank_summary(trace_timeline.spans(self.ranks[0][7:14]))
-        self.assertEqual(line, "forward 0.01 ms · backward 0.01 ms · finalize_backward waited 0.02 ms · "
-                               "1 bucket allreduce(s), 5% of their time under backward")
+        # Iteration 2 of rank 0: the bucket [119, 139); finalize_backward starts at 120, so 19 of
+        # the 20 µs are exposed.
+        c = trace_timeline.comm_figures(self.ranks[0], 100, 140)
+        self.assertEqual((c["comm_wall_us"], c["exposed_us"]), (20, 19))
+        self.assertAlmostEqual(c["overlap"], 0.05)
+        # Two buckets overlapping each other count once, and never past the iteration's end.
+        events = self.ranks[0] + [x("allreduce bucket 1", 125, 30, tid=1)]
+        c = trace_timeline.comm_figures(events, 100, 140)
+        self.assertEqual((c["comm_wall_us"], c["exposed_us"]), (21, 20))
+        f = trace_timeline.rank_figures(0, self.ranks[0], (100, 140), {}, 95)
+        self.assertEqual((f["rank0.comm_wall_ms"], f["rank0.exposed_comm_ms"], f["rank0.overlap_pct"]), (0.02, 0.02, 5))
+        self.assertEqual(f["rank0.start_ms"], 0.01)  # 5 µs after the earliest rank's forward
+        self.assertEqual(trace_timeline.rank_summary(f, 0), "forward 0.01 ms · backward 0.02 ms · comm_wall 0.02 ms · "
+                                                            "exposed_comm 0.02 ms · overlap 5%")
+
+    def with_mpi_spans(self):
+        """Iteration 2 with the MPI worker's spans: rank 0's starts #7 at 121, rank 1's at 126
+        (rank 1 runs 5 µs behind); both complete it at 137."""
+        for pid, start, dur in ((0, 121, 16), (1, 126, 11)):
+            self.ranks[pid].append(x("allreduce #7 bucket 0 (MPI)", start, dur, tid=3, pid=pid, cat="mpi",
+                                     sequence_number=7, label="bucket 0", bytes=8))
+        # Iteration 1 has its own collective (#3), which must not be taken for #7.
+        self.ranks[0].append(x("allreduce #3 bucket 0 (MPI)", 21, 16, tid=3, pid=0, cat="mpi", sequence_number=3,
+                               label="bucket 0", bytes=8))
+
+    def test_a_buckets_time_splits_into_queued_waiting_for_peers_and_transfer(self):
+        self.with_mpi_spans()
+        windows, _, _ = trace_timeline.select_iteration(self.ranks)
+        phases = trace_timeline.collective_phases(self.ranks, windows)
+        bucket = {pid: next(e for e in self.ranks[pid] if e["name"] == "allreduce bucket 0" and e["ts"] > 100)
+                  for pid in (0, 1)}
+        p0, p1 = phases[(0, id(bucket[0]))], phases[(1, id(bucket[1]))]
+        self.assertEqual((p0["queued"], p0["waiting"], p0["transfer"]), ((119, 121), (121, 126), (126, 137)))
+        self.assertEqual((p0["sequence_number"], p0["last_rank"]), (7, 1))
+        self.assertEqual((p1["queued"], p1["waiting"], p1["transfer"]), ((124, 126), (126, 126), (126, 137)))
+        self.assertEqual(len(phases), 2)  # iteration 1's bucket spans lie outside the windows
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "t.svg")
+            info = trace_timeline.draw(self.ranks, out, "test")
+            root = ET.parse(out).getroot()
+            figures = svg.read_figures(out)
+        ranks = by_class(root, "g", "rank")
+        self.assertEqual([l.get("data-lane") for l in by_class(ranks[0], "g", "lane")], ["compute", "comm", "MPI worker"])
+        self.assertEqual([p.get("data-phase") for p in by_class(ranks[0], "rect", "phase")], ["queued", "waiting", "transfer"])
+        self.assertEqual([p.get("data-phase") for p in by_class(ranks[1], "rect", "phase")], ["queued", "transfer"])
+        self.assertEqual(len(by_class(ranks[0], "rect", "span")), 6)  # the MPI span is drawn in its lane
+        self.assertEqual(figures, info["figures"])
+        self.assertEqual((figures["buckets_divided"], figures["buckets_undivided"]), (2, 0))
+        self.assertEqual((figures["rank0.bucket0.waiting_ms"], figures["rank1.bucket0.waiting_ms"]), (0.01, 0.0))
+        notes = [t.text for t in by_class(root, "text", "note")]
+        self.assertEqual(notes, [])
+
+    def test_without_the_backends_spans_a_bucket_stays_whole_and_says_so(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "t.svg")
+            trace_timeline.draw(self.ranks, out, "test")
+            root = ET.parse(out).getroot()
+            undivided = svg.read_figures(out)["buckets_undivided"]
+        self.assertEqual(by_class(root, "rect", "phase"), [])
+        notes = [t.text for t in by_class(root, "text", "note")]
+        self.assertEqual(len(notes), 1)
+        self.assertIn(trace_timeline.NO_BACKEND_START, notes[0])
+        self.assertEqual(undivided, 2)
+
+    def test_one_arrow_per_bucket_from_its_last_gradient(self):
+        flows = []
+        for i, (hook_ts, launch_ts) in enumerate(((117, 119), (118, 119), (121, 125))):
+            common = {"name": "gradient -> bucket", "cat": "ddp.flow", "id": i, "pid": 0}
+            flows += [dict(common, ph="s", ts=hook_ts, tid=0), dict(common, ph="f", ts=launch_ts, tid=1)]
+        pairs = trace_timeline.last_hook_flows(self.ranks[0] + flows, (100, 140))
+        self.assertEqual([(s["ts"], f["ts"]) for s, f in pairs], [(118, 119), (121, 125)])
+        self.ranks[0].extend(flows)
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "t.svg")
+            trace_timeline.draw(self.ranks, out, "test")
+            self.assertEqual(len(by_class(ET.parse(out).getroot(), "path", "flow")), 2)
+            trace_timeline.draw(self.ranks, out, "test", flows="none")
+            self.assertEqual(len(by_class(ET.parse(out).getroot(), "path", "flow")), 0)
+
+    def test_the_merged_trace_says_how_its_ranks_were_aligned(self):
+        with tempfile.TemporaryDirectory() as d:
+            for r in (0, 1):
+                with open(os.path.join(d, f"ember_trace_rank{r}.json"), "w") as f:
+                    json.dump({"traceEvents": [{"name": "ddp constructed", "ph": "i", "ts": 10 + r, "pid": r, "tid": 0},
+                                               x("allreduce bucket 0", 20, 5, tid=1, pid=r, param_indices=[0])]}, f)
+            out = os.path.join(d, "job.json")
+            merge_traces.merge(d, out)
+            ranks = trace_timeline.load_job_trace(out)
+        self.assertEqual(trace_timeline.alignment(ranks), "several machines: the 'ddp constructed' instants")
 
     def test_nested_spans_go_one_level_down_and_overlapping_ones_stack(self):
         outer, inner, after = x("finalize_backward", 0, 10), x("search", 2, 3), x("next", 10, 1)
@@ -137,6 +222,19 @@ class BucketPlanTest(unittest.TestCase):
                                               "layer3.1.bn1.bias"]), "fc · layer3.2 · layer3.1")
         self.assertEqual(bucket_plan.group_of("layer2.1.conv1.weight"), "layer2")
         self.assertEqual(bucket_plan.human_bytes(1 << 20), "1 MiB")
+        self.assertEqual(bucket_plan.human_bytes(1050664), "1.002 MiB")  # over a 1 MiB cap: it shows
+
+    def test_caps_are_lines_on_the_rebuilt_plan_and_named_beyond_the_scale(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "p.svg")
+            bucket_plan.draw(self.events(), out, "test", caps=(6 / (1 << 20), 25))
+            root = ET.parse(out).getroot()
+            figures = svg.read_figures(out)
+        constructed, rebuilt = by_class(root, "g", "plan")
+        self.assertEqual(by_class(constructed, "line", "cap") + by_class(constructed, "text", "cap"), [])
+        self.assertEqual(len(by_class(rebuilt, "line", "cap")), 1)  # bucket 0's: 6 bytes, on the scale
+        self.assertEqual([t.text for t in by_class(rebuilt, "text", "cap")], ["cap 25 MiB (beyond this scale) ->"])
+        self.assertEqual((figures["rebuilt.buckets"], figures["rebuilt.bucket1.params"], figures["cap_mib"]), (2, 1, 25))
 
     def test_picture_has_a_bar_per_bucket_and_a_segment_per_parameter(self):
         with tempfile.TemporaryDirectory() as d:
@@ -189,11 +287,81 @@ class BenchPlotsTest(unittest.TestCase):
             root = ET.parse(os.path.join(d, "cluster_scaling.svg")).getroot()
             self.assertEqual(len(by_class(root, "g", "series")), 1)
 
+    def test_scaling_plots_name_halving_doubling_and_take_their_range_from_the_data(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.write(d, "scaling_m.dat", "# ranks 1gbit_ring_ms 1gbit_ring_eff 1gbit_tree_ms 1gbit_tree_eff\n"
+                       "8 100 0.99 100 0.995\n256 110 0.96 101 0.99\n")
+            self.write(d, "report.txt", "== 3. the links\nlink hosts alpha_us beta_GB/s\n1gbit 2 10.9 0.119 5% 0%\n"
+                       "1gbit 4 120.0 0.110 38% 1%\n== 1. compute\n")
+            bench_plots.step_model_plots(d, d)
+            root = ET.parse(os.path.join(d, "step_model_scaling_m.svg")).getroot()
+            figures = svg.read_figures(os.path.join(d, "step_model_scaling_m.svg"))
+        names = [g.get("data-name") for g in by_class(root, "g", "series")]
+        self.assertEqual(names, ["1 Gbit/s, ring", "1 Gbit/s, halving-doubling"])
+        ticks = [float(t.text) for t in root.iter(NS + "text") if t.get("text-anchor") == "end" and
+                 t.text.replace(".", "").isdigit()]
+        self.assertEqual((min(ticks), max(ticks)), (0.95, 1.0))
+        self.assertEqual((figures["1gbit_ring.eff_p256"], figures["1gbit_halving-doubling.ms_p8"]), (0.96, 100))
+        self.assertEqual(figures["1gbit.alpha_us"], 10.9)
+
+    def test_validation_points_are_labelled_with_their_runs(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.write(d, "validation.dat", '# label measured_ms predicted_ms\n"mlp,1gbit,4h,0.25MB" 100 90\n'
+                       '"resnet20,1gbit,2h" 200 210\n')
+            out = bench_plots.validation_plot(os.path.join(d, "validation.dat"), os.path.join(d, "v.svg"))
+            root = ET.parse(out).getroot()
+            figures = svg.read_figures(out)
+        self.assertEqual(sorted(t.text for t in by_class(root, "text", "point-label")),
+                         ["mlp,1gbit,4h,0.25 MiB", "resnet20,1gbit,2h"])
+        self.assertEqual((figures["runs"], figures["max_error_pct"], figures["median_error_pct"]), (2, 10.0, 7.5))
+
+    def test_hooks_against_their_own_noop_or_ember_alone(self):
+        header = "impl   link    hosts hook                 ms/step     bytes/step      vs_none\n"
+        rows = ("ember  1gbit       2 none                  1500.0       80000000        1.000\n"
+                "ember  1gbit       2 fp16                  1200.0       40000000        0.800\n"
+                "torch  1gbit       2 none                  4000.0       80000000        1.000\n")
+        noop = ("ember  1gbit       2 noop                  1000.0              0        0.667\n"
+                "torch  1gbit       2 noop                  3600.0              0        0.900\n")
+        with tempfile.TemporaryDirectory() as d:
+            for table, expected in ((header + rows, {"ember.none.ms": 1500.0, "ember.fp16.ms": 1200.0}),
+                                    (header + rows + noop, {"ember.none.overhead_ms": 500.0,
+                                                            "ember.fp16.overhead_ms": 200.0,
+                                                            "torch.none.overhead_ms": 400.0})):
+                self.write(d, "hooks.txt", table)
+                out = os.path.join(d, "h.svg")
+                bench_plots.hooks_plot(bench_plots.read_cluster_table(os.path.join(d, "hooks.txt")), out)
+                figures = svg.read_figures(out)
+                self.assertEqual({k: v for k, v in figures.items() if not k.endswith(".mib")}, expected)
+                notes = " ".join(t.text for t in by_class(ET.parse(out).getroot(), "text", "note"))
+                self.assertEqual("PyTorch not drawn" in notes, "overhead_ms" not in " ".join(expected))
+
     def test_a_table_without_header_is_an_error(self):
         with tempfile.TemporaryDirectory() as d:
             self.write(d, "scaling.txt", "RESULT failed\n")
             with self.assertRaises(SystemExit):
                 bench_plots.read_cluster_table(os.path.join(d, "scaling.txt"))
+
+
+class QuotedFiguresTest(unittest.TestCase):
+    def test_quotes_are_checked_at_their_precision_and_updated_from_the_pictures(self):
+        with tempfile.TemporaryDirectory() as d:
+            s = svg.Svg(10, 10, "p")
+            s.figures({"rank0.comm_wall_ms": 0.4712, "overlap_pct": 71})
+            s.save(os.path.join(d, "pic.svg"))
+            text = ("wall 0.47<!-- figure pic rank0.comm_wall_ms --> ms, overlap 70<!-- figure pic overlap_pct -->%, "
+                    "x 1<!-- figure pic nothing --> and y 2<!-- figure gone overlap_pct -->.")
+            got = [(q, e, why) for q, e, _, _, why in svg.quoted_figures(text, d)]
+            self.assertEqual(got, [("0.47", "0.47", ""), ("70", "71", ""), ("1", None, "pic.svg has no figure 'nothing'"),
+                                   ("2", None, "no picture gone.svg")])
+            self.assertEqual(svg.update_quotes(text, d).split(" and")[0],
+                             "wall 0.47<!-- figure pic rank0.comm_wall_ms --> ms, overlap 71<!-- figure pic overlap_pct -->%, "
+                             "x 1<!-- figure pic nothing -->")
+            doc = os.path.join(d, "doc.md")
+            with open(doc, "w") as f:
+                f.write(text.split(" x ")[0])
+            self.assertEqual(svg.figures_main(["--pictures", d, doc]), 1)
+            self.assertEqual(svg.figures_main(["--pictures", d, "--update", doc]), 0)
+            self.assertEqual(svg.figures_main(["--pictures", d, doc]), 0)
 
 
 class SvgTest(unittest.TestCase):
