@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # The pictures of docs/pictures/, made from real runs (docs/pictures/README.md lists them):
-#   - a per-rank timeline of one DDP iteration: examples/ddp_walkthrough (an MLP, small buckets) and
-#     examples/ddp_resnet (ResNet-20), each run on 2 ranks with EMBER_DDP_TRACE, the traces merged by
-#     scripts/merge_traces.py and drawn by scripts/trace_timeline.py;
-#   - their bucket plans before and after the rebuild (scripts/bucket_plan.py, from the same traces);
+#   - a timeline of one DDP iteration on both ranks, on one clock: examples/ddp_walkthrough (an
+#     MLP, small buckets) and examples/ddp_resnet (ResNet-20), each run on 2 ranks with
+#     EMBER_DDP_TRACE, the traces merged by scripts/merge_traces.py and drawn by
+#     scripts/trace_timeline.py; beside each, the baseline with every gradient in one bucket,
+#     launched after backward (*_timeline_one_bucket.svg; ResNet-20's when ddp_resnet has
+#     --bucket_cap_mb and --first_bucket_mb);
+#   - their bucket plans before and after the rebuild, with the caps (scripts/bucket_plan.py);
 #   - the multi-host benchmarks' plots (scripts/bench_plots.py) from docs/step_model/*.dat and
-#     bench/cluster_bench.sh's tables in docs/cluster_bench/.
+#     bench/cluster_bench.sh's tables in docs/cluster_bench/;
+#   then, when writing docs/pictures/, the figures the docs quote from them (Note [Quoted
+#   figures] in scripts/svg.py) are rewritten from the new pictures.
 #
 #   scripts/make_pictures.sh [--small] [--out DIR] [--walkthrough BIN --resnet BIN]
 #                            [--step_model DIR] [--cluster DIR] [--traces DIR]
@@ -28,7 +33,7 @@ while [[ $# -gt 0 ]]; do
     --step_model) step_model="$2"; shift ;;
     --cluster) cluster="$2"; shift ;;
     --traces) traces="$2"; shift ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "make_pictures: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -67,11 +72,19 @@ traced() {
   "$py" "$scripts/merge_traces.py" "$traces/$name" >&2
 }
 
+# One bucket for everything, launched when backward has produced the last gradient: the baseline
+# the bucketed timeline is read against (1024 MiB caps hold any model here).
+one_bucket=(--first_bucket_mb=1024 --bucket_cap_mb=1024)
+
 traced walkthrough "$walkthrough"
 "$py" "$scripts/trace_timeline.py" "$traces/walkthrough/ember_trace_job.json" -o "$out/ddp_walkthrough_timeline.svg" \
   --title "examples/ddp_walkthrough (MLP 64-256-256-128-10, 3 buckets), 2 ranks: one DDP iteration"
 "$py" "$scripts/bucket_plan.py" "$traces/walkthrough/ember_trace_rank0.json" -o "$out/ddp_walkthrough_bucket_plan.svg" \
-  --title "examples/ddp_walkthrough: the MLP's buckets (caps 0.05 MB first, then 0.2 MB)"
+  --caps 0.05,0.2 --title "examples/ddp_walkthrough: the MLP's buckets (caps 0.05 MiB first, then 0.2 MiB)"
+traced walkthrough_one_bucket "$walkthrough" "${one_bucket[@]}"
+"$py" "$scripts/trace_timeline.py" "$traces/walkthrough_one_bucket/ember_trace_job.json" \
+  -o "$out/ddp_walkthrough_timeline_one_bucket.svg" \
+  --title "examples/ddp_walkthrough, baseline: one bucket, one allreduce after backward, 2 ranks"
 
 # ResNet-20: three steps (the third runs on the rebuilt buckets with a warm allocator); --small: two.
 if [[ $small == 1 ]]; then
@@ -83,7 +96,18 @@ traced resnet20 "$resnet" --depth=20 "${resnet_flags[@]}"
 "$py" "$scripts/trace_timeline.py" "$traces/resnet20/ember_trace_job.json" -o "$out/resnet20_timeline.svg" \
   --title "examples/ddp_resnet, ResNet-20 (batch ${resnet_flags[2]#--batch=} per rank), 2 ranks: one DDP iteration"
 "$py" "$scripts/bucket_plan.py" "$traces/resnet20/ember_trace_rank0.json" -o "$out/resnet20_bucket_plan.svg" \
-  --title "ResNet-20's buckets in examples/ddp_resnet (default caps: 1 MB first, then 25 MB)"
+  --caps 1,25 --title "ResNet-20's buckets in examples/ddp_resnet (default caps: 1 MiB first, then 25 MiB)"
+if "$resnet" --help 2>/dev/null | grep -q -- '--first_bucket_mb'; then
+  traced resnet20_one_bucket "$resnet" --depth=20 "${resnet_flags[@]}" "${one_bucket[@]}"
+  "$py" "$scripts/trace_timeline.py" "$traces/resnet20_one_bucket/ember_trace_job.json" \
+    -o "$out/resnet20_timeline_one_bucket.svg" \
+    --title "ResNet-20 (batch ${resnet_flags[2]#--batch=} per rank), baseline: one bucket, one allreduce after backward"
+else
+  echo "make_pictures: $resnet has no --first_bucket_mb: no resnet20_timeline_one_bucket.svg" >&2
+fi
 
 "$py" "$scripts/bench_plots.py" --step_model "$step_model" --cluster "$cluster" -o "$out"
+if [[ "$out" == "$repo/docs/pictures" ]]; then
+  "$py" "$scripts/svg.py" figures --update --pictures "$out" "$repo/docs/pictures/README.md" "$repo/docs/how-ddp-works.md"
+fi
 echo "make_pictures: pictures in $out" >&2

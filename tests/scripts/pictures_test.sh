@@ -2,12 +2,20 @@
 # scripts/make_pictures.sh --small on real runs: ddp_walkthrough and ResNet-20 (ddp_resnet) traced
 # on 2 ranks, the committed step-model data and a cluster_bench table. Every picture is
 # well-formed SVG with what it must show: a row per rank with compute and comm lanes, exactly
-# the iteration's spans and hooks from the merged trace, "bucket 0" named; both bucket plans of
-# ResNet-20 (1 bucket, then 2) holding its 65 parameters; a series per line of each plot.
+# the iteration's spans and hooks from the merged trace, "bucket 0" named, one arrow per bucket,
+# each bucket split into its phases when the trace has the MPI worker's spans (else the note
+# saying it is not), comm_wall within the iteration; the one-bucket baseline with one bucket a
+# rank; both bucket plans of ResNet-20 (1 bucket, then 2) holding its 65 parameters, with the caps;
+# a series per line of each plot, a label per validation run. Then the committed docs: every
+# committed picture parses and every figure docs/pictures/README.md and docs/how-ddp-works.md
+# quote (Note [Quoted figures] in scripts/svg.py) is the committed picture's.
 # usage: pictures_test.sh MAKE_PICTURES_SH DDP_WALKTHROUGH DDP_RESNET STEP_MODEL_DAT_FILE
 source "$(dirname "$0")/../examples/lib.sh"
 make_pictures="$(realpath "$1")" walkthrough="$(realpath "$2")" resnet="$(realpath "$3")"
 step_model="$(cd "$(dirname "$4")" && pwd)"  # the runfiles copy, not the source tree
+# The committed docs: the source tree the runfiles link to (docs/step_model/validation.dat's folder's parent).
+docs="$(dirname "$(dirname "$(realpath "$4")")")"
+svg_py="$(dirname "$make_pictures")/svg.py"
 
 # A cluster_bench.sh table as it saves them (docs/cluster_bench/scaling.txt).
 mkdir -p "$work/cluster"
@@ -26,7 +34,9 @@ expect_success pictures
 cat >"$work/check.py" <<'PY'
 import json, os, sys
 import xml.etree.ElementTree as ET
-pictures, traces = sys.argv[1], sys.argv[2]
+pictures, traces, step_model = sys.argv[1], sys.argv[2], sys.argv[3]
+sys.path.insert(0, sys.argv[4])  # scripts/, for svg.read_figures
+import svg as svglib
 NS = "{http://www.w3.org/2000/svg}"
 
 def svg(name):
@@ -38,19 +48,22 @@ def by_class(root, tag, cls):
 def texts(root):
     return [t.text for t in root.iter(NS + "text")]
 
-def check_timeline(name, trace_dir):
+def check_timeline(name, trace_dir, buckets_per_rank=None):
     root = svg(name)
+    figures = svglib.read_figures(os.path.join(pictures, name))
     events = json.load(open(os.path.join(traces, trace_dir, "ember_trace_job.json")))["traceEvents"]
     # One hook a parameter: as many as the construction's bucket plan names.
     plan = next(e for e in events if e["name"] == "ddp constructed")["args"]["buckets"]
     hooks_per_rank = sum(len(b["params"]) for b in plan)
+    has_mpi = any(e["name"].endswith("(MPI)") for e in events if e.get("ph") == "X")
     ranks = by_class(root, "g", "rank")
     assert [r.get("data-rank") for r in ranks] == ["0", "1"], [r.get("data-rank") for r in ranks]
     assert "bucket 0" in texts(root), f"{name}: no 'bucket 0' label"
-    total = 0
+    total = buckets = 0
     for r in ranks:
         lanes = [l.get("data-lane") for l in by_class(r, "g", "lane")]
         assert lanes[:2] == ["compute", "comm"], lanes
+        assert ("MPI worker" in lanes) == has_mpi, (lanes, has_mpi)
         lo, hi, pid = float(r.get("data-start-us")), float(r.get("data-end-us")), int(r.get("data-rank"))
         mine = [e for e in events if e.get("pid") == pid and "ts" in e and lo <= e["ts"] <= hi]
         hooks = [e for e in mine if e["name"].startswith("autograd_hook ")]
@@ -61,9 +74,26 @@ def check_timeline(name, trace_dir):
         names = {d.get("data-name") for d in drawn}
         for must in ("DDP forward", "finalize_backward", "allreduce bucket 0", "AccumulateGrad"):
             assert must in names, f"{name} rank {pid}: no '{must}' span"
+        mine_buckets = [d for d in drawn if d.get("data-name").startswith("allreduce bucket ")]
+        if buckets_per_rank is not None:
+            assert len(mine_buckets) == buckets_per_rank, (name, pid, len(mine_buckets))
+        # One arrow a bucket, from the hook that completed it.
+        assert len(by_class(r, "path", "flow")) == len(mine_buckets), (name, pid, len(by_class(r, "path", "flow")))
+        # Note [Communication figures]: never longer than the iteration; overlap from the two.
+        wall, exposed = figures[f"rank{pid}.comm_wall_ms"], figures[f"rank{pid}.exposed_comm_ms"]
+        assert 0 < wall <= figures[f"rank{pid}.iteration_ms"], (name, pid, wall)
+        assert 0 <= exposed <= wall + 0.01, (name, pid, exposed, wall)
+        assert abs(figures[f"rank{pid}.overlap_pct"] - 100 * (1 - exposed / wall)) <= 2, (name, pid, figures)
         total += len(drawn)
-    assert by_class(root, "path", "flow"), f"{name}: no flows drawn"
-    return f"{name}: 2 ranks, {total} spans, {hooks_per_rank} hooks a rank"
+        buckets += len(mine_buckets)
+    # Note [One clock, three phases]: split where the MPI worker reported, else said why.
+    notes = " ".join(t.text for t in by_class(root, "text", "note"))
+    if has_mpi:
+        assert figures["buckets_divided"] == buckets and by_class(root, "rect", "phase"), (name, figures)
+    else:
+        assert figures["buckets_undivided"] == buckets and "(backend did not report its start)" in notes, name
+    return (f"{name}: 2 ranks, {total} spans, {hooks_per_rank} hooks a rank, {buckets} bucket spans "
+            f"({'split by the MPI spans' if has_mpi else 'no MPI spans: undivided'})")
 
 def check_plan(name, buckets_before, buckets_after, params):
     root = svg(name)
@@ -75,38 +105,64 @@ def check_plan(name, buckets_before, buckets_after, params):
         assert len(by_class(p, "rect", "param")) == params, (name, len(by_class(p, "rect", "param")))
     sizes = [sum(int(b.get("data-bytes")) for b in by_class(p, "g", "bucket")) for p in plans]
     assert sizes[0] == sizes[1], f"{name}: the rebuild changed the total bytes {sizes}"
-    return f"{name}: {counts[0]} then {counts[1]} buckets, {params} params, {sizes[0]} bytes"
+    caps = by_class(plans[1], "line", "cap") + by_class(plans[1], "text", "cap")
+    assert len(caps) == buckets_after, f"{name}: {len(caps)} caps drawn for {buckets_after} buckets"
+    assert not any("MB" in t.replace("MiB", "") for t in texts(root) if t), f"{name}: MB, not MiB"
+    return f"{name}: {counts[0]} then {counts[1]} buckets, {params} params, {sizes[0]} bytes, caps drawn"
 
-def check_plot(name, series):
+def check_plot(name, series, labels=0):
     root = svg(name)
     n = len(by_class(root, "g", "series"))
     assert n == series, f"{name}: {n} series, expected {series}"
-    return f"{name}: {n} series"
+    got = len(by_class(root, "text", "point-label"))
+    assert got == labels, f"{name}: {got} point labels, expected {labels}"
+    assert svglib.read_figures(os.path.join(pictures, name)), f"{name}: no figures"
+    return f"{name}: {n} series" + (f", {got} labelled points" if labels else "")
 
+validation_runs = sum(1 for line in open(os.path.join(step_model, "validation.dat")) if line.startswith('"'))
 report = [
     check_timeline("ddp_walkthrough_timeline.svg", "walkthrough"),
+    check_timeline("ddp_walkthrough_timeline_one_bucket.svg", "walkthrough_one_bucket", buckets_per_rank=1),
     check_timeline("resnet20_timeline.svg", "resnet20"),
-    check_plan("ddp_walkthrough_bucket_plan.svg", 1, 3, 8),  # its MLP: 4 layers, 0.05 then 0.2 MB caps
+    check_plan("ddp_walkthrough_bucket_plan.svg", 1, 3, 8),  # its MLP: 4 layers, 0.05 then 0.2 MiB caps
     check_plan("resnet20_bucket_plan.svg", 1, 2, 65),
     check_plot("step_model_scaling_resnet20.svg", 4),
     check_plot("step_model_buckets_mlp.svg", 6),
     check_plot("step_model_allreduce_1gbit.svg", 4),
-    check_plot("step_model_validation.svg", 4),
+    check_plot("step_model_validation.svg", 4, labels=validation_runs),
     check_plot("cluster_scaling.svg", 1),
 ]
+if os.path.exists(os.path.join(pictures, "resnet20_timeline_one_bucket.svg")):
+    report.append(check_timeline("resnet20_timeline_one_bucket.svg", "resnet20_one_bucket", buckets_per_rank=1))
 # A plot for every data file of the step model (scaling_mlp.dat -> step_model_scaling_mlp.svg).
-for dat in sorted(os.listdir(sys.argv[3])):
+for dat in sorted(os.listdir(step_model)):
     if dat.endswith(".dat"):
         svg("step_model_" + dat[:-len(".dat")] + ".svg")
 print("; ".join(report))
 PY
-run checked 60 python3 "$work/check.py" "$work/pictures" "$work/traces" "$step_model"
+run checked 60 python3 "$work/check.py" "$work/pictures" "$work/traces" "$step_model" "$(dirname "$svg_py")"
 [[ $rc -eq 0 ]]
 ok=$?  # before the $(cat) below, which would set $? itself
 check "pictures are well-formed SVG showing the runs ($(cat "$work/checked.out"))" $ok
 [[ $rc -eq 0 ]] || sed 's/^/  /' "$work/checked.err" >&2
-expected=$((4 + $(ls "$step_model"/*.dat | wc -l) + 1))  # runs' 4, the step model's, cluster_scaling
+one_bucket_resnet=0
+[[ -e "$work/pictures/resnet20_timeline_one_bucket.svg" ]] && one_bucket_resnet=1
+# The runs' 5 (6 with ResNet-20's baseline), the step model's, cluster_scaling.
+expected=$((5 + one_bucket_resnet + $(ls "$step_model"/*.dat | wc -l) + 1))
 n=$(ls "$work/pictures"/*.svg | wc -l)
 [[ $n -eq $expected ]]
 check "$expected pictures written ($n)" $?
+
+# The committed pictures and the figures the docs quote from them.
+bad=0
+for f in "$docs"/pictures/*.svg; do
+  python3 -c 'import sys, xml.etree.ElementTree as ET; ET.parse(sys.argv[1])' "$f" 2>/dev/null || { echo "  unparsable: $f" >&2; bad=1; }
+done
+[[ $bad -eq 0 && -e "$docs/pictures/README.md" ]]
+check "every committed picture in $docs/pictures parses ($(ls "$docs"/pictures/*.svg 2>/dev/null | wc -l))" $?
+run quoted 60 python3 "$svg_py" figures --pictures "$docs/pictures" "$docs/pictures/README.md" "$docs/how-ddp-works.md"
+quoted=$(grep -o '[0-9]* of [0-9]* quoted figures' "$work/quoted.out")
+[[ $rc -eq 0 && -n "$quoted" && "$quoted" != "0 of 0 quoted figures" ]]
+check "the docs' quoted figures match the committed pictures ($quoted)" $?
+[[ $rc -eq 0 ]] || sed 's/^/  /' "$work/quoted.err" >&2
 finish
