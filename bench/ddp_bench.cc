@@ -17,7 +17,7 @@
 // or --backend=mpi (staging through host memory); steps are timed to a device synchronisation.
 // Rank 0 prints one line (the step time is the slowest rank's median):
 //   RESULT impl=ember model=... mode=... world=2 bucket_cap_mb=... first_bucket_mb=... buckets=...
-//          ms_per_step=... mean_ms_per_step=... img_per_s=... comm_wait_ms=... overlap=... peak_rss_mb=...
+//          ms_per_step=... mean_ms_per_step=... img_per_s=... comm_wall_ms=... exposed_comm_ms=... overlap=... peak_rss_mb=...
 //          comm_hook=... bytes_per_step=...   (payload this rank handed to collectives per timed step)
 //          device=... backend=... peak_device_mb=...   (peak allocated on the GPU; 0 on the CPU)
 //          other_threads_cpu_ms=...   (CPU time per timed step of every thread but the training one:
@@ -276,7 +276,7 @@ int main(int argc, char** argv) {
     optim::SGD opt(net->parameters(), optim::SGDOptions(0.01).momentum(0.9));
     nn::CrossEntropyLoss criterion;
     const bool nosync = f.mode == "nosync";
-    std::vector<double> times, comm_wait, overlap;
+    std::vector<double> times, comm_wall, exposed, overlap;
     pg->barrier()->wait();
     Clock::time_point timed_start;
     uint64_t timed_bytes = 0;
@@ -298,8 +298,9 @@ int main(int argc, char** argv) {
         times.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
         if (ddp && !nosync) {
           const auto d = ddp->get_ddp_logging_data();
-          comm_wait.push_back(d.last.comm_wait_ms);
-          overlap.push_back(d.last.overlap_fraction);
+          comm_wall.push_back(d.last.comm_wall_ms);
+          exposed.push_back(d.last.exposed_comm_ms);
+          overlap.push_back(d.last.overlap);
         }
       }
     }
@@ -313,7 +314,8 @@ int main(int argc, char** argv) {
     getrusage(RUSAGE_SELF, &ru);
     const double step_ms = max_over_ranks(*pg, median(times));
     const double mean_step_ms = max_over_ranks(*pg, mean_ms);
-    const double wait_ms = max_over_ranks(*pg, median(comm_wait));
+    const double comm_wall_ms = max_over_ranks(*pg, median(comm_wall));
+    const double exposed_ms = max_over_ranks(*pg, median(exposed));
     const double rss_mb = max_over_ranks(*pg, ru.ru_maxrss / 1024.0);
     const double other_threads_cpu_ms = max_over_ranks(*pg, other_cpu_ms);
     const double peak_device_mb = max_over_ranks(
@@ -323,12 +325,12 @@ int main(int argc, char** argv) {
     if (rank == 0) {
       std::printf(
           "RESULT impl=ember model=%s mode=%s world=%d batch=%lld steps=%lld bucket_cap_mb=%g first_bucket_mb=%g "
-          "buckets=%lld params=%zu ms_per_step=%.2f mean_ms_per_step=%.2f img_per_s=%.1f comm_wait_ms=%.2f "
-          "overlap=%.2f peak_rss_mb=%.1f comm_hook=%s bytes_per_step=%.0f threads=%d capability=%s device=%s "
+          "buckets=%lld params=%zu ms_per_step=%.2f mean_ms_per_step=%.2f img_per_s=%.1f comm_wall_ms=%.2f "
+          "exposed_comm_ms=%.2f overlap=%.2f peak_rss_mb=%.1f comm_hook=%s bytes_per_step=%.0f threads=%d capability=%s device=%s "
           "backend=%s peak_device_mb=%.1f other_threads_cpu_ms=%.2f\n",
           f.model.c_str(), f.mode.c_str(), world, (long long)f.batch, (long long)f.steps, f.bucket_cap_mb, f.first_bucket_mb,
           (long long)buckets, model->parameters().size(), step_ms, mean_step_ms,
-          step_ms > 0 ? 1000.0 * world * f.batch / step_ms : 0.0, wait_ms, median(overlap), rss_mb,
+          step_ms > 0 ? 1000.0 * world * f.batch / step_ms : 0.0, comm_wall_ms, exposed_ms, median(overlap), rss_mb,
           f.hook.name.c_str(), bytes_per_step, get_num_threads(), cpu_capability(), f.device.c_str(),
           f.backend.c_str(), peak_device_mb, other_threads_cpu_ms);
       std::fflush(stdout);

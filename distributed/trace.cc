@@ -97,8 +97,9 @@ void Trace::enable(const std::string& path, int rank) {
                 rank, std::chrono::duration<double, std::micro>(kStart.time_since_epoch()).count(),
                 boot_id().c_str());
   events_.push_back(clock);
-  const char* lanes[] = {"compute (autograd)", "communication (buckets)", "GPU communication stream (events)"};
-  for (int tid = 0; tid < 3; ++tid) {
+  const char* lanes[] = {"compute (autograd)", "communication (buckets)", "GPU communication stream (events)",
+                         "MPI worker (collectives as run)"};
+  for (int tid = 0; tid < 4; ++tid) {
     events_.push_back("{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" + std::to_string(rank) +
                       ",\"tid\":" + std::to_string(tid) + ",\"args\":{\"name\":\"" + lanes[tid] + "\"}}");
   }

@@ -29,7 +29,8 @@ class Trace {
   // Microseconds since the recorder was created (steady clock).
   static double now_us();
   // A span [begin, begin + duration) on lane `tid` (0 = the training thread, 1 = communication,
-  // 2 = the GPU's communication stream, timed by its events: ProcessGroupNCCL).
+  // 2 = the GPU's communication stream, timed by its events: ProcessGroupNCCL; 3 = ProcessGroupMPI's
+  // worker, from starting a collective to its completion: Note [Queued, waiting, moving]).
   void span(const std::string& name, const std::string& category, double begin_us, double duration_us,
             int tid = 0, const std::string& args_json = "");
   void instant(const std::string& name, const std::string& category, int tid = 0,

@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
     // --metrics: rank 0 writes a row per step with DDP's overlap and the bytes it sent in the step.
     uint64_t bytes_at_last_step = 0;
     const auto step_extras = [&](examples::StepMetrics& m) {
-      m.overlap = ddp->get_ddp_logging_data().last.overlap_fraction;
+      m.overlap = ddp->get_ddp_logging_data().last.overlap;
       const uint64_t now = pg->payload_bytes();
       m.bytes_sent = static_cast<int64_t>(now - bytes_at_last_step);
       bytes_at_last_step = now;
@@ -199,7 +199,7 @@ int main(int argc, char** argv) {
       if (rank == 0) {
         auto d = ddp->get_ddp_logging_data();
         std::printf("epoch %lld: train loss %.4f, test accuracy %.4f (comm overlap %.0f%%)\n",
-                    (long long)(pos.epoch + 1), st.loss, acc, 100 * d.last.overlap_fraction);
+                    (long long)(pos.epoch + 1), st.loss, acc, 100 * d.last.overlap);
         std::fflush(stdout);
       }
       if (!cfg.checkpoint.empty()) writer.save(state, {pos.epoch, steps, pos.global_step}, shape);

@@ -3,8 +3,12 @@
 // It prints the parameter list with its bucket assignment (DESIGN.md steps 1-5), then narrates
 // one training iteration from rank 0's point of view — forward, every autograd hook, each
 // bucket's launch and completion, finalize — with timestamps, so the overlap of communication
-// with the rest of backward is visible. Set EMBER_DDP_TRACE=<dir> for a Chrome trace as well.
+// with the rest of backward is visible. Each rank trains on its own rows of a fixed global batch:
+// the walkthrough shows the ranks' local gradients differing, the averaged ones agreeing, and the
+// parameters after the last step matching one process that trained on the whole global batch.
+// Set EMBER_DDP_TRACE=<dir> for a Chrome trace as well.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -31,7 +35,27 @@ const char* design_step(const std::string& event) {
   if (starts("allreduce bucket")) return "step 10: mark_bucket_ready launched it; done on the comm thread";
   if (starts("finalize_backward")) return "steps 11-12: Reducer::finalize_backward";
   if (starts("AccumulateGrad")) return "autograd: writes .grad, then runs the hook";
+  if (event.find("(MPI)") != std::string::npos) return "the MPI worker ran the allreduce: start to end";
   return "autograd: a backward op";
+}
+
+// One number from every rank, gathered to all (each rank contributes `mine`).
+std::vector<double> from_every_rank(distributed::ProcessGroup& pg, double mine) {
+  std::vector<Tensor> in{from_vector<double>({mine})};
+  std::vector<std::vector<Tensor>> out(1);
+  for (int r = 0; r < pg.size(); ++r) out[0].push_back(zeros({1}, kFloat64));
+  pg.allgather(out, in)->wait();
+  std::vector<double> values;
+  for (const Tensor& t : out[0]) values.push_back(t.item<double>());
+  return values;
+}
+
+double norm(const Tensor& t) { return std::sqrt(sum(mul(t, t)).item<double>()); }
+
+void print_per_rank(const char* what, const std::vector<double>& values) {
+  std::printf("  %-44s", what);
+  for (size_t r = 0; r < values.size(); ++r) std::printf("  rank %zu: %.6f", r, values[r]);
+  std::printf("\n");
 }
 
 }  // namespace
@@ -52,9 +76,19 @@ int main(int argc, char** argv) {
     return 1;
   }
   auto pg = distributed::init_process_group("mpi");
-  const int rank = pg->rank();
+  const int rank = pg->rank(), world = pg->size();
+  // Every rank builds the same model (the constructor's broadcast would make it so anyway) and
+  // the same fixed global batch; rank r trains on rows [r * kRowsPerRank, (r + 1) * kRowsPerRank).
+  constexpr int64_t kRowsPerRank = 32;
+  constexpr int kSteps = 3;
+  constexpr double kLr = 0.05;
   Generator gen(0);
   auto model = nn::make_mlp({64, 256, 256, 128, 10}, &gen);
+  Generator ref_gen(0);
+  auto reference = nn::make_mlp({64, 256, 256, 128, 10}, &ref_gen);  // one process, whole batch
+  Generator data_gen(1);
+  const Tensor global_x = randn({world * kRowsPerRank, 64}, &data_gen);
+  const Tensor global_y = randint(0, 10, {world * kRowsPerRank}, &data_gen);
   auto ddp = std::make_shared<distributed::DistributedDataParallel>(model, options);
   if (rank == 0) {
     std::printf("== Construction (steps 1-5)\n");
@@ -81,8 +115,10 @@ int main(int argc, char** argv) {
     auto d = ddp->get_ddp_logging_data();
     print_buckets(d.initial_bucket_indices, d.initial_bucket_sizes);
   }
-  optim::SGD opt(ddp->parameters(), optim::SGDOptions(0.05));
-  Tensor x = randn({32, 64}, &gen), y = randint(0, 10, {32}, &gen);
+  optim::SGD opt(ddp->parameters(), optim::SGDOptions(kLr));
+  optim::SGD ref_opt(reference->parameters(), optim::SGDOptions(kLr));
+  const Tensor x = global_x.narrow(0, rank * kRowsPerRank, kRowsPerRank);
+  const Tensor y = global_y.narrow(0, rank * kRowsPerRank, kRowsPerRank);
   struct Event {
     double ts;
     int lane;
@@ -100,11 +136,21 @@ int main(int argc, char** argv) {
     opt.zero_grad();
     Tensor loss = nn::functional::cross_entropy(ddp->forward(x), y);
     loss.backward();
-    opt.step();
     distributed::Trace::get().set_listener(nullptr);
   };
+  // The same step in one process on the whole global batch: the mean loss over all rows has the
+  // gradient DDP's averaging computes from the ranks' mean losses over their rows.
+  auto reference_step = [&] {
+    ref_opt.zero_grad();
+    nn::functional::cross_entropy(reference->forward(global_x), global_y).backward();
+    ref_opt.step();
+  };
   iteration(false);  // first iteration: buckets are rebuilt in the observed gradient order after it
+  opt.step();
+  reference_step();
   iteration(false);  // the rebuild happens at this forward
+  opt.step();
+  reference_step();
   if (rank == 0) {
     auto d = ddp->get_ddp_logging_data();
     std::printf("\n== Buckets rebuilt before the second forward (step 13), in the gradient order observed,\n"
@@ -114,16 +160,55 @@ int main(int argc, char** argv) {
     std::printf("  (autograd_hook = step 8; 'allreduce bucket i' spans run on the communication\n");
     std::printf("   thread from launch (step 10) to completion; finalize_backward = step 12)\n");
   }
+  // Before the narrated iteration, the same forward and backward under no_sync: .grad then holds
+  // this rank's local gradient, from its own rows only, which differs from rank to rank.
+  const Tensor watched = ddp->parameters()[0];
+  const std::string watched_name = ddp->parameter_names()[0];
+  Tensor local_grad;
+  {
+    auto guard = ddp->no_sync();
+    opt.zero_grad();
+    nn::functional::cross_entropy(ddp->forward(x), y).backward();
+    local_grad = watched.grad().clone();
+  }
   iteration(true);
+  const Tensor averaged = watched.grad().clone();
+  // The averaged gradient is the mean of the local ones: allreduce them here to check.
+  std::vector<Tensor> mean_of_local{local_grad.clone()};
+  pg->allreduce(mean_of_local)->wait();
+  const double averaging_error = max(abs(sub(mul(mean_of_local[0], 1.0 / world), averaged))).item<double>();
+  const std::vector<double> local_norms = from_every_rank(*pg, norm(local_grad));
+  const std::vector<double> averaged_norms = from_every_rank(*pg, norm(averaged));
+  opt.step();
+  reference_step();
+  double max_diff = 0;
+  for (size_t i = 0; i < reference->parameters().size(); ++i) {
+    max_diff = std::max(max_diff, max(abs(sub(model->parameters()[i], reference->parameters()[i]))).item<double>());
+  }
+  const std::vector<double> diffs = from_every_rank(*pg, max_diff);
   if (rank == 0) {
     std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.ts < b.ts; });
     for (const Event& e : events) {
-      std::printf("  %8.3f ms  %-11s %-36s %s\n", e.ts / 1000.0, e.lane == 0 ? "[compute]" : "[comm]",
+      const char* lane = e.lane == 0 ? "[compute]" : e.lane == 3 ? "[mpi]" : "[comm]";
+      std::printf("  %8.3f ms  %-11s %-36s %s\n", e.ts / 1000.0, lane,
                   e.what.c_str(), design_step(e.what));
     }
     auto d = ddp->get_ddp_logging_data();
-    std::printf("backward %.2f ms, communication %.2f ms, waited in finalize %.2f ms, overlap %.0f%%\n",
-                d.last.backward_ms, d.last.comm_ms, d.last.comm_wait_ms, 100 * d.last.overlap_fraction);
+    // Note [Communication time] in distributed/ddp/logging.h.
+    std::printf("backward %.2f ms; communication %.2f ms of wall time (the union of the bucket spans), "
+                "%.2f ms of it after the last gradient was ready (finalize waited): overlap %.0f%%\n",
+                d.last.backward_ms, d.last.comm_wall_ms, d.last.exposed_comm_ms, 100 * d.last.overlap);
+
+    std::printf("\n== Averaging (step 10's allreduce): each rank trains on its own %lld rows of a global "
+                "batch of %lld\n", (long long)kRowsPerRank, (long long)(world * kRowsPerRank));
+    print_per_rank(("|grad " + watched_name + "| local, before allreduce").c_str(), local_norms);
+    print_per_rank(("|grad " + watched_name + "| averaged, after").c_str(), averaged_norms);
+    std::printf("  averaged gradient = mean of the local ones: max |difference| %.2e\n", averaging_error);
+    std::printf("\n== After %d steps: max |parameter difference| from one process that trained on the whole "
+                "global batch:", kSteps);
+    for (size_t r = 0; r < diffs.size(); ++r) std::printf(" rank %zu: %.2e", r, diffs[r]);
+    std::printf("\nRESULT max_abs_diff_vs_single=%.3e averaging_error=%.3e\n",
+                *std::max_element(diffs.begin(), diffs.end()), averaging_error);
   }
   ddp.reset();
   distributed::destroy_process_group();

@@ -204,8 +204,8 @@ void DistributedDataParallel::pre_forward() {
 void DistributedDataParallel::check_for_stragglers() {
   if (sync_forwards_ == 0) return;
   const IterationStats& last = reducer_->last_iteration_stats();
-  period_.compute_ms += std::max(0.0, last_forward_ms_ + last.backward_ms - last.comm_wait_ms);
-  period_.comm_wait_ms += last.comm_wait_ms;
+  period_.compute_ms += std::max(0.0, last_forward_ms_ + last.backward_ms - last.exposed_comm_ms);
+  period_.comm_wait_ms += last.exposed_comm_ms;
   ++period_iterations_;
   if (sync_forwards_ % options_.straggler_check_every != 0) return;
   TraceScope scope("straggler check", "ddp");

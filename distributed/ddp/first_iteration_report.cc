@@ -58,10 +58,11 @@ std::string overlap_line(const FirstIterationFacts& f) {
   const IterationStats& s = d.last;
   const bool overlapped = s.first_launch_us > 0 && s.first_launch_us < s.last_hook_us;
   return fmt::format(
-      "iteration {} ({} buckets): forward {:.2f} ms, backward {:.2f} ms, communication {:.2f} ms of which {:.0f}% "
-      "overlapped backward; finalize waited {:.2f} ms for the last bucket{}\n",
-      d.num_iterations, d.num_buckets, s.forward_ms, s.backward_ms, s.comm_ms, 100 * s.overlap_fraction,
-      s.comm_wait_ms,
+      "iteration {} ({} buckets): forward {:.2f} ms, backward {:.2f} ms; communication took {:.2f} ms of wall "
+      "time, {:.2f} ms of it after the last gradient was ready (finalize waited), so {:.0f}% overlapped "
+      "backward{}\n",
+      d.num_iterations, d.num_buckets, s.forward_ms, s.backward_ms, s.comm_wall_ms, s.exposed_comm_ms,
+      100 * s.overlap,
       overlapped ? " (the first bucket launched before the last gradient was ready)"
                  : " (no bucket launched before the last gradient was ready: nothing could overlap)");
 }

@@ -9,18 +9,44 @@
 
 namespace ember::distributed {
 
+// Note [Communication time]: what "communication" and "overlap" mean in every report (this struct,
+// the metrics file, the INFO report, the walkthrough, the pictures). A bucket's span runs from its
+// launch to its reduction; spans of different buckets overlap each other, so their sum can exceed
+// the iteration. comm_wall_ms is the wall-clock union of the spans, never longer than backward;
+// exposed_comm_ms is how long finalize_backward waited after the last gradient was ready, the part
+// overlap failed to hide; overlap = 1 - exposed / wall.
 struct IterationStats {
   double forward_ms = 0;        // DDP forward (module forward + buffer broadcast + graph walk)
   double backward_ms = 0;       // first autograd hook to the end of finalize_backward
-  double comm_ms = 0;           // sum over buckets of launch -> reduced
-  double comm_wait_ms = 0;      // time finalize_backward blocked on bucket futures
-  double overlap_fraction = 0;  // share of bucket communication time spent before backward ended
+  double comm_wall_ms = 0;      // wall-clock union of the bucket spans (launch -> reduced)
+  double exposed_comm_ms = 0;   // finalize_backward began -> every bucket reduced
+  double overlap = 0;           // 1 - exposed_comm_ms / comm_wall_ms; 0 without communication
   // Trace-clock timestamps (µs): the first bucket's launch and the last autograd hook. Overlap
   // means first_launch_us < last_hook_us: communication started while gradients were still coming.
   double first_launch_us = 0;
   double last_hook_us = 0;
   // find_unused_parameters: the graph traversal from the outputs in this iteration's forward.
   double unused_search_ms = 0;
+};
+
+// PyTorch's runtime statistics under its names (DDPLoggingData's ints_map), in nanoseconds, from
+// the same five events its Reducer's Timer records: forward start (prepare_for_forward), backward
+// compute start (prepare_for_backward), compute end (finalize_backward began), comm start (the
+// first bucket launched) and comm end (the last bucket reduced). backward_comm_time is one
+// interval, gaps between buckets included, so it is at least comm_wall_ms.
+struct RuntimeStats {
+  // The last synchronising iteration.
+  int64_t forward_compute_time = 0;                // forward start -> backward compute start
+  int64_t backward_compute_time = 0;               // backward compute start -> compute end
+  int64_t backward_comm_time = 0;                  // comm start -> comm end
+  int64_t backward_compute_comm_overlap_time = 0;  // comm start -> compute end; 0 if comm started later
+  // Running means over every synchronising iteration (PyTorch samples the first ten and then one in
+  // a hundred; ember averages them all).
+  int64_t avg_forward_compute_time = 0;
+  int64_t avg_backward_compute_time = 0;
+  int64_t avg_backward_comm_time = 0;
+  int64_t avg_backward_compute_comm_overlap_time = 0;
+  int64_t num_iterations_stats_recorded = 0;
 };
 
 // When each gradient became ready and each bucket was reduced in one iteration, in ms from the
@@ -85,6 +111,7 @@ struct DDPLoggingData {
   std::vector<std::string> unused_parameter_names;
   std::vector<size_t> unused_parameter_indices;     // the same, by parameter index
   IterationStats last;
+  RuntimeStats runtime;  // PyTorch's names: avg_backward_comm_time, ...
   StragglerReport straggler;  // DDPOptions::straggler_check_every
 };
 

@@ -145,7 +145,9 @@ class Reducer {
   void copy_bucket_to_grad(const Tensor& variable, Bucket& bucket, size_t intra_bucket_index,
                            bool global_unused);
   void reset_after_iteration();
-  void record_iteration_stats(double compute_end_us);
+  // Note [Communication time] (logging.h): compute_end_us is when finalize_backward began,
+  // comm_end_us when its wait for the buckets ended.
+  void record_iteration_stats(double compute_end_us, double comm_end_us);
   void delay_all_reduce_locked();
   // Errors users hit.
   void ensure_prior_reduction_finished();
@@ -212,11 +214,14 @@ class Reducer {
   int64_t num_iterations_ = 0;
   bool warned_no_unused_ = false;
   bool warned_strides_ = false;
+  double forward_start_us_ = 0;           // prepare_for_forward (PyTorch's kForwardStart)
+  double backward_compute_start_us_ = 0;  // prepare_for_backward (kBackwardComputeStart)
   double backward_start_us_ = 0, last_hook_us_ = 0;
   double unused_search_ms_ = 0;
   std::vector<double> hook_us_;  // by parameter index, this iteration (0: not fired)
   double compute_end_us_ = 0;    // finalize_backward began in the last iteration
   IterationStats last_stats_;
+  RuntimeStats runtime_stats_;
   std::function<void()> iteration_observer_;
 };
 

@@ -2,7 +2,11 @@
 // finalize_backward (wait, write back, globally-unused parameters keep their grads), and the
 // one-time bucket rebuild in the observed gradient order.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <limits>
+#include <utility>
+#include <vector>
 
 #include "autograd/graph_traversal.h"
 #include "distributed/ddp/reducer.h"
@@ -15,6 +19,7 @@ namespace ember::distributed {
 void Reducer::prepare_for_forward() {
   std::lock_guard<std::mutex> lock(mutex_);
   ++num_iterations_;
+  forward_start_us_ = Trace::now_us();
 }
 
 // Step 7. Nothing here checks the previous iteration: a forward that was never followed by a
@@ -23,6 +28,7 @@ void Reducer::prepare_for_forward() {
 void Reducer::prepare_for_backward(const std::vector<Tensor>& outputs) {
   std::lock_guard<std::mutex> lock(mutex_);
   expect_autograd_hooks_ = true;
+  backward_compute_start_us_ = Trace::now_us();
   next_bucket_ = 0;
   for (Bucket& b : buckets_) b.pending = b.variables.size();
   if (options_.static_graph) num_grad_hooks_this_iteration_ = num_grad_hooks_triggered_;
@@ -126,6 +132,7 @@ void Reducer::finalize_backward() {
   if (bucket_stream_) bucket_stream_->current_waits();
   std::exception_ptr used_map_error = wait_for_local_used_map();
   if (!error) error = used_map_error;
+  const double comm_end_us = Trace::now_us();
   if (!error) {
     try {
       for (size_t i = 0; i < buckets_.size(); ++i) write_back_bucket(buckets_[i], i, results[i]);
@@ -134,7 +141,7 @@ void Reducer::finalize_backward() {
     }
   }
   reset_after_iteration();
-  record_iteration_stats(compute_end_us);
+  record_iteration_stats(compute_end_us, comm_end_us);
   if (error) std::rethrow_exception(error);
 }
 
@@ -245,23 +252,61 @@ void Reducer::reset_after_iteration() {
   forward_pass_work_.reset();
 }
 
-// Statistics for logging_data() and the trace.
-void Reducer::record_iteration_stats(double compute_end_us) {
-  const double end_us = Trace::now_us();
-  double comm = 0, overlapped = 0;
-  for (const Bucket& b : buckets_) {
-    const double done = *b.done_us > 0 ? *b.done_us : end_us;
-    comm += done - b.launch_us;
-    overlapped += std::max(0.0, std::min(done, compute_end_us) - b.launch_us);
+namespace {
+
+// The length of the union of [begin, end) intervals.
+double union_length(std::vector<std::pair<double, double>> spans) {
+  std::sort(spans.begin(), spans.end());
+  double total = 0, covered_to = -std::numeric_limits<double>::infinity();
+  for (const auto& [begin, end] : spans) {
+    const double from = std::max(begin, covered_to);
+    if (end > from) total += end - from;
+    covered_to = std::max(covered_to, end);
   }
-  last_stats_.backward_ms = backward_start_us_ > 0 ? (end_us - backward_start_us_) / 1000.0 : 0.0;
-  last_stats_.comm_ms = comm / 1000.0;
-  last_stats_.comm_wait_ms = (end_us - compute_end_us) / 1000.0;
-  last_stats_.overlap_fraction = comm > 0 ? overlapped / comm : 0.0;
+  return total;
+}
+
+int64_t ns(double us) { return static_cast<int64_t>(std::llround(std::max(0.0, us) * 1000.0)); }
+
+// PyTorch's calculate_avg_time: the running mean after the n-th sample.
+void update_mean(int64_t& mean, int64_t sample, int64_t n) { mean = (mean * (n - 1) + sample) / n; }
+
+}  // namespace
+
+// Statistics for logging_data() and the trace (Note [Communication time] in logging.h).
+void Reducer::record_iteration_stats(double compute_end_us, double comm_end_us) {
+  const double end_us = Trace::now_us();
+  std::vector<std::pair<double, double>> spans;
+  double comm_start_us = 0;
+  for (const Bucket& b : buckets_) {
+    if (b.launch_us <= 0) continue;
+    const double done = *b.done_us > 0 ? std::min(*b.done_us, comm_end_us) : comm_end_us;
+    spans.emplace_back(b.launch_us, std::max(b.launch_us, done));
+    comm_start_us = comm_start_us > 0 ? std::min(comm_start_us, b.launch_us) : b.launch_us;
+  }
+  // static_graph's first iteration fires no counted hook: its backward starts at finalize.
+  const double backward_start_us = backward_start_us_ > 0 ? backward_start_us_ : compute_end_us;
+  last_stats_.backward_ms = (end_us - backward_start_us) / 1000.0;
+  last_stats_.comm_wall_ms = union_length(spans) / 1000.0;
+  last_stats_.exposed_comm_ms = spans.empty() ? 0.0 : (comm_end_us - compute_end_us) / 1000.0;
+  last_stats_.overlap = last_stats_.comm_wall_ms > 0
+                            ? std::clamp(1.0 - last_stats_.exposed_comm_ms / last_stats_.comm_wall_ms, 0.0, 1.0)
+                            : 0.0;
   last_stats_.first_launch_us = buckets_.empty() ? 0.0 : buckets_[0].launch_us;
   last_stats_.last_hook_us = last_hook_us_;
   last_stats_.unused_search_ms = unused_search_ms_;
   compute_end_us_ = compute_end_us;
+
+  RuntimeStats& r = runtime_stats_;
+  r.forward_compute_time = forward_start_us_ > 0 ? ns(backward_compute_start_us_ - forward_start_us_) : 0;
+  r.backward_compute_time = ns(compute_end_us - backward_compute_start_us_);
+  r.backward_comm_time = comm_start_us > 0 ? ns(comm_end_us - comm_start_us) : 0;
+  r.backward_compute_comm_overlap_time = comm_start_us > 0 ? ns(compute_end_us - comm_start_us) : 0;
+  const int64_t n = ++r.num_iterations_stats_recorded;
+  update_mean(r.avg_forward_compute_time, r.forward_compute_time, n);
+  update_mean(r.avg_backward_compute_time, r.backward_compute_time, n);
+  update_mean(r.avg_backward_comm_time, r.backward_comm_time, n);
+  update_mean(r.avg_backward_compute_comm_overlap_time, r.backward_compute_comm_overlap_time, n);
 }
 
 IterationTimeline Reducer::last_iteration_timeline() const {
@@ -431,6 +476,7 @@ DDPLoggingData Reducer::logging_data() const {
   d.static_graph = options_.static_graph;
   d.num_parameters = static_cast<int64_t>(params_.size());
   d.num_buckets = static_cast<int64_t>(buckets_.size());
+  d.runtime = runtime_stats_;
   d.bucket_sizes = bucket_sizes_in_bytes(bucket_indices_);
   d.bucket_indices = bucket_indices_;
   d.initial_bucket_sizes = bucket_sizes_in_bytes(initial_bucket_indices_);

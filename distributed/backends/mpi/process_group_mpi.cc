@@ -14,6 +14,7 @@
 #include "distributed/backends/mpi/mpi_types.h"
 #include "distributed/fault_injection.h"
 #include "distributed/poll_backoff.h"
+#include "distributed/trace.h"
 #include "distributed/utils.h"
 #include "tensor/factories.h"
 
@@ -244,6 +245,7 @@ WorkPtr ProcessGroupMPI::enqueue(OpType op, const std::vector<Tensor>& inputs,
                                  std::function<void()> finish) {
   auto entry = std::make_unique<Entry>();
   entry->payload_bytes = count_payload(inputs);
+  if (Trace::get().enabled()) entry->trace_label = TraceLabel::current();
   entry->timeout = effective_timeout(timeout);
   entry->start = std::move(start);
   entry->finish = std::move(finish);
@@ -375,6 +377,21 @@ void ProcessGroupMPI::wait_requests(std::vector<MPI_Request>& requests, Entry& e
   }
 }
 
+// Note [Queued, waiting, moving]: a DDP bucket's span (Reducer, lane 1) runs from its launch to its
+// reduction; this span (lane 3) from the moment the worker started the collective to its end. On
+// one clock (scripts/merge_traces.py), launch -> start is time queued behind earlier collectives,
+// start -> the last rank's start is waiting for the peers (a blocking allreduce cannot finish
+// before every rank has joined it), and the rest is moving and reducing the data.
+void ProcessGroupMPI::trace_run(const Entry& entry, double started_us) const {
+  const auto op = static_cast<OpType>(entry.fingerprint.op);
+  const uint64_t seq = entry.fingerprint.sequence_number;
+  Trace::get().span(
+      detail::str_cat(op_type_name(op), " #", seq, entry.trace_label.empty() ? "" : " ", entry.trace_label, " (MPI)"),
+      "mpi", started_us, Trace::now_us() - started_us, 3,
+      detail::str_cat("{\"sequence_number\":", seq, ",\"label\":\"", entry.trace_label,
+                      "\",\"bytes\":", entry.payload_bytes, "}"));
+}
+
 void ProcessGroupMPI::run_entry(std::unique_ptr<Entry> entry) {
   // Execution order, the same on every rank (Note [Collectives issued from callbacks run inline]).
   const uint64_t seq = next_sequence_number_++;
@@ -407,12 +424,14 @@ void ProcessGroupMPI::run_entry(std::unique_ptr<Entry> entry) {
     }
     std::vector<MPI_Request> requests;
     if (entry->inputs_ready) entry->inputs_ready->synchronize();
+    const double started_us = Trace::now_us();
     {
       EMBER_MPI_PROGRESS_GUARD;  // Note [Open MPI's progress under ThreadSanitizer]
       entry->start(requests);
     }
     wait_requests(requests, *entry, op_type_name(static_cast<OpType>(entry->fingerprint.op)));
     if (entry->finish) entry->finish();
+    if (Trace::get().enabled()) trace_run(*entry, started_us);
   } catch (const TimeoutError& e) {
     timed_out = true;
     error = std::make_exception_ptr(Error(describe(*entry) + ": " + e.what()));

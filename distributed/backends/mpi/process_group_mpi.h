@@ -75,6 +75,7 @@ class ProcessGroupMPI : public ProcessGroup {
     bool check_fingerprint = true;
     std::chrono::milliseconds timeout{0};
     uint64_t payload_bytes = 0;  // the inputs' bytes (how long wait_requests polls before sleeping)
+    std::string trace_label;     // TraceLabel::current() at enqueue, while tracing ("bucket 3")
     std::function<void(std::vector<MPI_Request>&)> start;
     std::function<void()> finish;
     // With CUDA tensors: recorded on the caller's current stream at enqueue; the worker waits for
@@ -90,6 +91,8 @@ class ProcessGroupMPI : public ProcessGroup {
                   std::function<void()> finish = nullptr);
   void run_loop();
   void run_entry(std::unique_ptr<Entry> entry);
+  // The collective's run on the worker, as a trace span (Note [Queued, waiting, moving]).
+  void trace_run(const Entry& entry, double started_us) const;
   // Polls until every request completes; throws on an MPI error or when the deadline passes.
   void wait_requests(std::vector<MPI_Request>& requests, Entry& entry, const char* phase);
   // "allreduce #3 (SUM, float32 [4], ...) on rank 1 of 2 in group default_pg"
