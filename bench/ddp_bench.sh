@@ -8,8 +8,7 @@
 #              FIRST_BUCKET=cap|default (first-bucket size in the sweep, see below);
 #              BIND=none|core: mpirun's --bind-to for ember's ranks (none, as scripts/train.sh; with
 #              core each rank and its comm thread stay on one core, Open MPI's own default for 2 ranks;
-#              no difference shown here: paired efficiency over 72 rounds of 5-step blocks, median
-#              0.954 bound and 0.952 not, 3 runs each alternated).
+#              the paired efficiency shows no difference: docs/measurements.md, "DDP benchmarks").
 #
 # Scaling table, per implementation (every figure is the slowest rank's median step time):
 #   single x1  one process alone (mpirun -np 1 / world 1), no DDP
@@ -27,13 +26,12 @@
 # paired: the same four ember runs as blocks inside one mpirun (ddp_bench --mode=paired), short
 #          blocks of PAIRED_STEPS steps (5) for PAIRED_ROUNDS rounds (24), in an order reversed every
 #          round; a slow phase of a shared host then hits all four alike. Per-round ratios and their
-#          medians. On this project's 2-vCPU VM, whose speed changes within seconds, 20-step blocks x 6
-#          rounds gave per-run efficiencies of 0.78-0.98 and 5 x 24 gave 0.88-0.975 (the same binary,
-#          8 and 6 runs alternated).
+#          medians. Short blocks over many rounds spread less from run to run on a host whose speed
+#          changes within seconds (docs/measurements.md, "DDP benchmarks").
 # other_threads_cpu_ms: CPU time per step of the threads besides the training one (the comm thread):
 #              time a rank on a saturated machine loses to communication even when it overlaps.
-# This machine has 2 cores: 2 ranks of 1 thread saturate it, and anything else running (a training
-# job, a build) lands on the same cores. The script prints `uptime` before and after.
+# With as many cores as ranks, 2 ranks of 1 thread saturate the machine, and anything else running
+# (a training job, a build) lands on the same cores. The script prints `uptime` before and after.
 #
 # Bucket sweep (the paper's experiment): per-iteration time of 2-rank DDP vs bucket_cap_mb for an
 # MLP of 200 Linear(64,64) layers (400 small parameters, 3.2 MiB) and for ResNet-20 (65 parameters,
