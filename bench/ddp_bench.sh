@@ -96,7 +96,7 @@ scaling() {  # scaling IMPL
     echo "ember  paired blocks of $paired_steps steps in one mpirun, $paired_rounds rounds (ms/step, slowest rank's median per block):"
     steps="$paired_steps" launch 2 --model=resnet20 --mode=paired --rounds="$paired_rounds" |
       sed -n 's/^PAIRED /ember    /p; s/^RESULT.* single_x1_ms/ember  paired medians: single_x1_ms/p' || echo "ember  paired: failed"
-    echo "ember  ddp: buckets=$(field buckets "$dd") comm_wait_ms=$(field comm_wait_ms "$dd") overlap=$(field overlap "$dd") peak_rss_mb=$(field peak_rss_mb "$dd") other_threads_cpu_ms=$(field other_threads_cpu_ms "$dd") (nosync $(field other_threads_cpu_ms "$ns"))"
+    echo "ember  ddp: buckets=$(field buckets "$dd") comm_wall_ms=$(field comm_wall_ms "$dd") exposed_comm_ms=$(field exposed_comm_ms "$dd") overlap=$(field overlap "$dd") peak_rss_mb=$(field peak_rss_mb "$dd") other_threads_cpu_ms=$(field other_threads_cpu_ms "$dd") (nosync $(field other_threads_cpu_ms "$ns"))"
   else
     echo "torch  ddp: buckets=$(field buckets "$dd") peak_rss_mb=$(field peak_rss_mb "$dd")"
   fi

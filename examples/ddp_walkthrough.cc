@@ -61,20 +61,22 @@ void print_per_rank(const char* what, const std::vector<double>& values) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  distributed::DDPOptions options;
-  options.bucket_cap_mb = 0.2;      // small buckets so a small model still has several
-  options.first_bucket_mb = 0.05;
+  double bucket_cap_mb = 0.2;      // small buckets so a small model still has several
+  double first_bucket_mb = 0.05;
   flags::CommandLine cli("A narrated DDP iteration (docs/how-ddp-works.md). Run under mpirun.", "ddp_walkthrough");
-  cli.add_option("--bucket_cap_mb", options.bucket_cap_mb, "DDPOptions::bucket_cap_mb after the rebuild")
-      ->check(flags::number_in(1e-6, 1e6, "a size in MB"));
-  cli.add_option("--first_bucket_mb", options.first_bucket_mb, "DDPOptions::first_bucket_mb")
-      ->check(flags::number_in(1e-6, 1e6, "a size in MB"));
+  cli.add_option("--bucket_cap_mb", bucket_cap_mb, "DDPOptions::bucket_cap_mb after the rebuild (MiB)")
+      ->check(flags::number_in(1e-6, 1e6, "a size in MiB"));
+  cli.add_option("--first_bucket_mb", first_bucket_mb, "DDPOptions::first_bucket_mb (MiB)")
+      ->check(flags::number_in(1e-6, 1e6, "a size in MiB"));
   try {
     if (cli.parse(argc, argv, flags::launcher_rank() == 0) == flags::Parsed::kHelp) return 0;
   } catch (const std::exception& e) {
     if (flags::launcher_rank() == 0) std::fprintf(stderr, "ddp_walkthrough: %s\n", e.what());
     return 1;
   }
+  distributed::DDPOptions options;
+  options.bucket_cap_mb = bucket_cap_mb;
+  options.first_bucket_mb = first_bucket_mb;
   auto pg = distributed::init_process_group("mpi");
   const int rank = pg->rank(), world = pg->size();
   // Every rank builds the same model (the constructor's broadcast would make it so anyway) and
@@ -154,7 +156,7 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     auto d = ddp->get_ddp_logging_data();
     std::printf("\n== Buckets rebuilt before the second forward (step 13), in the gradient order observed,\n"
-                "   first bucket cap %.2f MB, then %.2f MB:\n", options.first_bucket_mb, options.bucket_cap_mb);
+                "   first bucket cap %.2f MiB, then %.2f MiB:\n", first_bucket_mb, bucket_cap_mb);
     print_buckets(d.bucket_indices, d.bucket_sizes);
     std::printf("\n== One iteration (steps 6-12), rank 0's view; times from the start of forward\n");
     std::printf("  (autograd_hook = step 8; 'allreduce bucket i' spans run on the communication\n");

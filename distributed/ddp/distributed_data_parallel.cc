@@ -40,10 +40,11 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   // the backward, or a rank whose unused parameters made a bucket ready sooner) on another. The
   // rebuild after the first iteration then uses [first_bucket_mb, bucket_cap_mb] in the order
   // gradients were observed.
-  const size_t cap = static_cast<size_t>(options_.bucket_cap_mb * 1024 * 1024);
-  const size_t first = static_cast<size_t>(options_.first_bucket_mb * 1024 * 1024);
-  EMBER_CHECK(cap > 0 && first > 0, "DistributedDataParallel: bucket_cap_mb (", options_.bucket_cap_mb,
-              ") and first_bucket_mb (", options_.first_bucket_mb, ") must be positive");
+  const double cap_mb = options_.effective_bucket_cap_mb(), first_mb = options_.effective_first_bucket_mb();
+  const size_t cap = static_cast<size_t>(cap_mb * 1024 * 1024);
+  const size_t first = static_cast<size_t>(first_mb * 1024 * 1024);
+  EMBER_CHECK(cap > 0 && first > 0, "DistributedDataParallel: bucket_cap_mb (", cap_mb, ") and first_bucket_mb (",
+              first_mb, ") must be positive");
   const bool one_bucket_first = options_.static_graph || !options_.find_unused_parameters;
   const std::vector<size_t> limits =
       one_bucket_first ? std::vector<size_t>{std::numeric_limits<size_t>::max()} : std::vector<size_t>{first, cap};

@@ -26,10 +26,19 @@ namespace ember::distributed {
 
 struct DDPOptions {
   ProcessGroupPtr process_group;       // default: the default group
-  double bucket_cap_mb = 25;
-  // ember extension: PyTorch fixes the first bucket at 1 MiB (_DEFAULT_FIRST_BUCKET_BYTES); tests
-  // and the bucket-size experiment lower it to see one-parameter buckets on small models.
-  double first_bucket_mb = 1.0;
+  // Bucket caps in MiB (1 MiB = 1024 * 1024 bytes), as PyTorch's. Unset: 25 (its default).
+  std::optional<double> bucket_cap_mb;
+  // The first bucket's cap once buckets are rebuilt (Note [First-iteration buckets]). Unset, it
+  // is what PyTorch uses: 1 MiB (_DEFAULT_FIRST_BUCKET_BYTES) when bucket_cap_mb is left unset,
+  // bucket_cap_mb itself when it is set. PyTorch has no such option; tests and the bucket-size
+  // experiments set it to see small first buckets on small models.
+  std::optional<double> first_bucket_mb;
+  double effective_bucket_cap_mb() const { return bucket_cap_mb.value_or(kDefaultBucketCapMb); }
+  double effective_first_bucket_mb() const {
+    return first_bucket_mb.value_or(bucket_cap_mb ? *bucket_cap_mb : kDefaultFirstBucketMb);
+  }
+  static constexpr double kDefaultBucketCapMb = 25;    // PyTorch's bucket_cap_mb default
+  static constexpr double kDefaultFirstBucketMb = 1;   // PyTorch's _DEFAULT_FIRST_BUCKET_BYTES
   bool broadcast_buffers = true;
   bool find_unused_parameters = false;
   bool gradient_as_bucket_view = false;

@@ -234,9 +234,9 @@ void ProcessGroupMPI::check_root(int64_t root, const char* op) const {
 // on something incomplete -- a collective queued behind it -- gets an error instead of a deadlock.
 // An inline collective is complete when it is returned, so waiting on it is fine. Only the group's
 // own worker runs inline: a callback issuing on another group queues there like any caller.
-// Measured on bench/comm_hooks_bench.sh (2 ranks on 2 shared cores): step time unchanged within
-// noise -- the Q round's work moves from the hook to the worker, and with one core per rank there
-// is no idle core for it to use; the gain is on a rank that reaches a bucket before its peers.
+// Running the Q round on the worker frees the hook, not a core: with one core per rank the step
+// time stays the same; the gain is on a rank that reaches a bucket before its peers
+// (bench/comm_hooks_bench.sh measures it).
 
 WorkPtr ProcessGroupMPI::enqueue(OpType op, const std::vector<Tensor>& inputs,
                                  std::vector<Tensor> outputs, std::chrono::milliseconds timeout,
@@ -279,8 +279,8 @@ WorkPtr ProcessGroupMPI::enqueue(OpType op, const std::vector<Tensor>& inputs,
 namespace {
 // Note [Polling without spinning] (distributed/poll_backoff.h): the defaults (32 spins, 25 us sleeps,
 // 1 ms ones past a second), with a yield phase of 200 us plus as long as the collective's bytes take
-// at 1 GB/s (shared memory moves 2-2.5 GB/s here); the comm thread's timer slack is 1 us, so that
-// its sleeps last what they ask for.
+// at 1 GB/s, below what shared memory moves (bench/allreduce_bench.sh); the comm thread's timer
+// slack is 1 us, so that its sleeps last what they ask for.
 constexpr double kPollYieldNanosecondsPerByte = 1.0;
 constexpr unsigned long kPollTimerSlackNanoseconds = 1000;
 

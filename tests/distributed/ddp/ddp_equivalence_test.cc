@@ -240,5 +240,32 @@ TEST_F(DdpEquivalence, LoggingDataReportsBucketsAndRebuildOnce) {
   EXPECT_GT(d.last.comm_wall_ms, 0.0);
 }
 
+// PyTorch's first bucket: 1 MiB (_DEFAULT_FIRST_BUCKET_BYTES) only while bucket_cap_mb is left at
+// its default; a bucket_cap_mb the user sets caps the first bucket too.
+TEST_F(DdpEquivalence, FirstBucketCapFollowsPyTorch) {
+  auto caps = [&](const DDPOptions& o) {
+    DistributedDataParallel ddp(mlp(1), o);
+    const DDPLoggingData d = ddp.get_ddp_logging_data();
+    return std::make_pair(d.first_bucket_bytes, d.bucket_cap_bytes);
+  };
+  constexpr int64_t kMiB = 1024 * 1024;
+  DDPOptions o;
+  EXPECT_EQ(caps(o), std::make_pair(1 * kMiB, 25 * kMiB));
+  o.bucket_cap_mb = 5;
+  EXPECT_EQ(caps(o), std::make_pair(5 * kMiB, 5 * kMiB));
+  o.first_bucket_mb = 0.5;  // ember's extension, when set, wins
+  EXPECT_EQ(caps(o), std::make_pair(kMiB / 2, 5 * kMiB));
+
+  // After the rebuild: a 300-byte cap closes the first bucket too (1 MiB would hold all 6 gradients).
+  Scenario sc = mlp_scenario();
+  sc.options.bucket_cap_mb = 300.0 / kMiB;
+  sc.steps = 2;
+  auto ddp = train_ddp(sc, rank_, world_);
+  const DDPLoggingData d = ddp->get_ddp_logging_data();
+  ASSERT_TRUE(d.has_rebuilt_buckets);
+  EXPECT_GT(d.num_buckets, 1);
+  EXPECT_TRUE(parameters_match(ddp->parameters(), reference_parameters(sc, world_), 1e-5));
+}
+
 }  // namespace
 }  // namespace ember::distributed::testing
