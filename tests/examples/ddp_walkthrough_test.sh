@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# examples/ddp_walkthrough under mpirun at 2 and 3 ranks: each rank trains on its own rows, so the
+# local gradient norms differ between ranks while the averaged ones agree and equal the mean of
+# the local gradients; after 3 steps the parameters match one process trained on the whole global
+# batch to 1e-6; the communication it reports (Note [Communication time]) is within backward.
+# usage: ddp_walkthrough_test.sh DDP_WALKTHROUGH
+source "$(dirname "$0")/lib.sh"
+walkthrough="$(realpath "$1")"
+
+for np in 2 3; do
+  run "walk$np" 120 "${MPIRUN[@]}" -np "$np" "$walkthrough"
+  expect_success "walk$np"
+  out="$work/walk$np.out"
+  python3 - "$out" "$np" <<'PY'
+import re, sys
+text, np = open(sys.argv[1]).read(), int(sys.argv[2])
+def norms(kind):
+    line = next(l for l in text.splitlines() if "|grad" in l and kind in l)
+    return [float(v) for v in re.findall(r"rank \d+: ([0-9.]+)", line)]
+local, averaged = norms("local"), norms("averaged")
+assert len(local) == np and len(averaged) == np, (local, averaged)
+assert len(set(local)) == np, f"local gradient norms should differ between ranks: {local}"
+assert max(averaged) - min(averaged) == 0, f"averaged norms differ: {averaged}"
+m = re.search(r"RESULT max_abs_diff_vs_single=(\S+) averaging_error=(\S+)", text)
+assert m, "no RESULT line"
+diff, avg_err = float(m.group(1)), float(m.group(2))
+assert diff <= 1e-6, f"max |difference| from one process {diff} > 1e-6"
+assert avg_err <= 1e-6, f"averaged gradient != mean of the local ones: {avg_err}"
+b = re.search(r"backward ([0-9.]+) ms; communication ([0-9.]+) ms of wall time .*, ([0-9.]+) ms of it after", text)
+assert b, "no communication line"
+backward, wall, exposed = map(float, b.groups())
+assert wall <= backward and exposed <= backward, (backward, wall, exposed)
+print(f"np={np}: local {local}, averaged {averaged[0]}, max diff {diff:.2e}, backward {backward} ms, "
+      f"communication {wall} ms wall, {exposed} ms exposed")
+PY
+  check "walkthrough at $np ranks: local gradients differ, averaged agree, parameters match one process" $?
+done
+finish
