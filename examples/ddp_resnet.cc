@@ -171,7 +171,10 @@ int main(int argc, char** argv) {
     // --metrics: rank 0 writes a row per step with DDP's overlap and the bytes it sent in the step.
     uint64_t bytes_at_last_step = 0;
     const auto step_extras = [&](examples::StepMetrics& m) {
-      m.overlap = ddp->get_ddp_logging_data().last.overlap;
+      const distributed::IterationStats& last = ddp->reducer().last_iteration_stats();
+      m.overlap = last.overlap;
+      m.comm_wall_ms = last.comm_wall_ms;
+      m.exposed_comm_ms = last.exposed_comm_ms;
       const uint64_t now = pg->payload_bytes();
       m.bytes_sent = static_cast<int64_t>(now - bytes_at_last_step);
       bytes_at_last_step = now;

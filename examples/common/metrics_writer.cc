@@ -40,7 +40,7 @@ MetricsWriter::MetricsWriter(const std::string& path, bool append) : path_(path)
   EMBER_CHECK(file_ != nullptr, "metrics: cannot open '", path, "': ", std::strerror(errno));
   std::fseek(file_, 0, SEEK_END);  // appending: is the file empty, so the CSV needs its header?
   if (format_ == MetricsFormat::kCsv && std::ftell(file_) == 0) {
-    std::fputs("step,epoch,loss,lr,img_per_s,ms_per_step,overlap,bytes_sent\n", file_);
+    std::fputs("step,epoch,loss,lr,img_per_s,ms_per_step,overlap,comm_wall_ms,exposed_comm_ms,bytes_sent\n", file_);
     std::fflush(file_);
   }
 }
@@ -52,15 +52,18 @@ MetricsWriter::~MetricsWriter() {
 void MetricsWriter::write(const StepMetrics& m) {
   int n = 0;
   if (format_ == MetricsFormat::kCsv) {
-    n = std::fprintf(file_, "%lld,%lld,%.6g,%.6g,%.1f,%.3f,%.4f,%lld\n", (long long)m.step, (long long)m.epoch, m.loss,
-                     m.lr, m.img_per_s, m.ms_per_step, m.overlap, (long long)m.bytes_sent);
+    n = std::fprintf(file_, "%lld,%lld,%.6g,%.6g,%.1f,%.3f,%.4f,%.3f,%.3f,%lld\n", (long long)m.step, (long long)m.epoch,
+                     m.loss, m.lr, m.img_per_s, m.ms_per_step, m.overlap, m.comm_wall_ms, m.exposed_comm_ms,
+                     (long long)m.bytes_sent);
   } else {
     n = std::fprintf(file_,
                      "{\"step\": %lld, \"epoch\": %lld, \"loss\": %s, \"lr\": %s, \"img_per_s\": %s, "
-                     "\"ms_per_step\": %s, \"overlap\": %s, \"bytes_sent\": %lld}\n",
+                     "\"ms_per_step\": %s, \"overlap\": %s, \"comm_wall_ms\": %s, \"exposed_comm_ms\": %s, "
+                     "\"bytes_sent\": %lld}\n",
                      (long long)m.step, (long long)m.epoch, json_number(m.loss, "%.6g").c_str(),
                      json_number(m.lr, "%.6g").c_str(), json_number(m.img_per_s, "%.1f").c_str(),
                      json_number(m.ms_per_step, "%.3f").c_str(), json_number(m.overlap, "%.4f").c_str(),
+                     json_number(m.comm_wall_ms, "%.3f").c_str(), json_number(m.exposed_comm_ms, "%.3f").c_str(),
                      (long long)m.bytes_sent);
   }
   EMBER_CHECK(n > 0 && std::fflush(file_) == 0, "metrics: cannot write to '", path_, "': ", std::strerror(errno));

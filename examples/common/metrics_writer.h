@@ -10,10 +10,13 @@
 //   lr           the learning rate this step used
 //   img_per_s    images of the whole job (the global batch under DDP) / this step's wall time
 //   ms_per_step  this step's wall time: data loading, forward, backward, optimizer
-//   overlap      DDP: the fraction of gradient communication hidden behind backward; 0 in one process
-//   bytes_sent   DDP: payload this rank handed to collectives during the step; 0 in one process
-// One process writes overlap and bytes_sent as 0 rather than leaving them out, so one reader reads
-// every file.
+//   overlap          DDP: 1 - exposed_comm_ms / comm_wall_ms, the share of gradient communication
+//                    hidden behind backward (Note [Communication time] in distributed/ddp/logging.h)
+//   comm_wall_ms     DDP: wall-clock time some bucket was being reduced (never more than the step)
+//   exposed_comm_ms  DDP: how long the step waited for buckets after the last gradient was ready
+//   bytes_sent       DDP: payload this rank handed to collectives during the step
+// One process writes the DDP columns as 0 rather than leaving them out, so one reader reads every
+// file.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +38,8 @@ struct StepMetrics {
   double img_per_s = 0;
   double ms_per_step = 0;
   double overlap = 0;
+  double comm_wall_ms = 0;
+  double exposed_comm_ms = 0;
   int64_t bytes_sent = 0;
 };
 

@@ -13,12 +13,14 @@ small=(--depth=8 --width=4 --train_limit=256 --epochs=2 --max_steps=3 --batch=32
 
 # check_rows FILE STEPS DDP: FILE holds exactly STEPS rows, steps 1..STEPS, epochs 1 then 2, with a
 # finite positive loss, 0 < lr <= 0.2, img_per_s and ms_per_step > 0, and overlap/bytes_sent 0 for
-# one process (DDP=0) or overlap in [0, 1] and bytes_sent > 0 for DDP (DDP=1). Prints what it read.
+# one process (DDP=0) or overlap in [0, 1], communication times within the step and bytes_sent > 0
+# for DDP (DDP=1). Prints what it read.
 check_rows() {
   "$py" - "$work/$1" "$2" "$3" <<'PY'
 import csv, json, math, sys
 path, steps, ddp = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
-keys = ["step", "epoch", "loss", "lr", "img_per_s", "ms_per_step", "overlap", "bytes_sent"]
+keys = ["step", "epoch", "loss", "lr", "img_per_s", "ms_per_step", "overlap", "comm_wall_ms", "exposed_comm_ms",
+        "bytes_sent"]
 with open(path) as f:
     if path.endswith(".csv"):
         reader = csv.DictReader(f)
@@ -36,8 +38,10 @@ for i, r in enumerate(rows):
     assert 0 < r["lr"] <= 0.2 and r["img_per_s"] > 0 and r["ms_per_step"] > 0, r
     if ddp:
         assert 0 <= r["overlap"] <= 1 and r["bytes_sent"] > 0, r
+        # Note [Communication time]: never more than the step it was part of.
+        assert 0 < r["comm_wall_ms"] <= r["ms_per_step"] and 0 <= r["exposed_comm_ms"] <= r["ms_per_step"], r
     else:
-        assert r["overlap"] == 0 and r["bytes_sent"] == 0, r
+        assert r["overlap"] == 0 and r["comm_wall_ms"] == 0 and r["exposed_comm_ms"] == 0 and r["bytes_sent"] == 0, r
 # The cosine schedule: the lr never rises.
 assert all(a["lr"] >= b["lr"] for a, b in zip(rows, rows[1:])), [r["lr"] for r in rows]
 PY

@@ -35,6 +35,8 @@ StepMetrics row(int64_t step) {
   m.img_per_s = 1234.5;
   m.ms_per_step = 51.25;
   m.overlap = 0.75;
+  m.comm_wall_ms = 8;
+  m.exposed_comm_ms = 2;
   m.bytes_sent = 1 << 20;
   return m;
 }
@@ -52,8 +54,8 @@ TEST(MetricsWriter, CsvHeaderThenOneLinePerStepOnDiskAtOnce) {
   w.write(row(1));
   // Still open: the row is in the file already, as a run killed now would leave it.
   EXPECT_EQ(read_all(path),
-            "step,epoch,loss,lr,img_per_s,ms_per_step,overlap,bytes_sent\n"
-            "1,1,2.5,0.1,1234.5,51.250,0.7500,1048576\n");
+            "step,epoch,loss,lr,img_per_s,ms_per_step,overlap,comm_wall_ms,exposed_comm_ms,bytes_sent\n"
+            "1,1,2.5,0.1,1234.5,51.250,0.7500,8.000,2.000,1048576\n");
   w.write(row(2));
   EXPECT_NE(read_all(path).find("\n2,1,2.5,"), std::string::npos);
 }
@@ -68,7 +70,8 @@ TEST(MetricsWriter, JsonLinesWithNullForADivergedLoss) {
   }
   EXPECT_EQ(read_all(path),
             "{\"step\": 3, \"epoch\": 1, \"loss\": null, \"lr\": 0.1, \"img_per_s\": 1234.5, "
-            "\"ms_per_step\": 51.250, \"overlap\": 0.7500, \"bytes_sent\": 1048576}\n");
+            "\"ms_per_step\": 51.250, \"overlap\": 0.7500, \"comm_wall_ms\": 8.000, \"exposed_comm_ms\": 2.000, "
+            "\"bytes_sent\": 1048576}\n");
 }
 
 TEST(MetricsWriter, ResumeAppendsWithoutASecondHeaderAndAFreshRunTruncates) {
