@@ -13,13 +13,14 @@ namespace ember::distributed {
 // the metrics file, the INFO report, the walkthrough, the pictures). A bucket's span runs from its
 // launch to its reduction; spans of different buckets overlap each other, so their sum can exceed
 // the iteration. comm_wall_ms is the wall-clock union of the spans, never longer than backward;
-// exposed_comm_ms is how long finalize_backward waited after the last gradient was ready, the part
-// overlap failed to hide; overlap = 1 - exposed / wall.
+// exposed_comm_ms is the part of it after the last gradient was ready (finalize_backward began),
+// what overlap failed to hide: finalize's wait for the buckets, less its wake-up after the last
+// one; overlap = 1 - exposed / wall.
 struct IterationStats {
   double forward_ms = 0;        // DDP forward (module forward + buffer broadcast + graph walk)
   double backward_ms = 0;       // first autograd hook to the end of finalize_backward
   double comm_wall_ms = 0;      // wall-clock union of the bucket spans (launch -> reduced)
-  double exposed_comm_ms = 0;   // finalize_backward began -> every bucket reduced
+  double exposed_comm_ms = 0;   // the part of comm_wall_ms after finalize_backward began
   double overlap = 0;           // 1 - exposed_comm_ms / comm_wall_ms; 0 without communication
   // Trace-clock timestamps (µs): the first bucket's launch and the last autograd hook. Overlap
   // means first_launch_us < last_hook_us: communication started while gradients were still coming.

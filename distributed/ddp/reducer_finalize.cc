@@ -288,7 +288,13 @@ void Reducer::record_iteration_stats(double compute_end_us, double comm_end_us) 
   const double backward_start_us = backward_start_us_ > 0 ? backward_start_us_ : compute_end_us;
   last_stats_.backward_ms = (end_us - backward_start_us) / 1000.0;
   last_stats_.comm_wall_ms = union_length(spans) / 1000.0;
-  last_stats_.exposed_comm_ms = spans.empty() ? 0.0 : (comm_end_us - compute_end_us) / 1000.0;
+  // Exposed: the part of that union after the last gradient was ready. finalize_backward's wait
+  // also holds the moment between the last reduction and its wake-up, which is not communication.
+  std::vector<std::pair<double, double>> after_compute;
+  for (const auto& [begin, end] : spans) {
+    after_compute.emplace_back(std::max(begin, compute_end_us), std::max(end, compute_end_us));
+  }
+  last_stats_.exposed_comm_ms = union_length(after_compute) / 1000.0;
   last_stats_.overlap = last_stats_.comm_wall_ms > 0
                             ? std::clamp(1.0 - last_stats_.exposed_comm_ms / last_stats_.comm_wall_ms, 0.0, 1.0)
                             : 0.0;
