@@ -28,7 +28,8 @@ FONT = "DejaVu Sans, Helvetica, Arial, sans-serif"
 
 # Colour-blind friendly (Okabe-Ito), then a few muted extras for pictures with many kinds.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000",
-           "#8C564B", "#7F7F7F", "#BCBD22", "#17BECF", "#9467BD", "#AEC7E8", "#FFBB78", "#98DF8A"]
+           "#8C564B", "#7F7F7F", "#BCBD22", "#17BECF", "#9467BD", "#AEC7E8", "#FFBB78", "#98DF8A",
+           "#B07AA1", "#76B7B2", "#EDC948", "#FF9DA7"]
 
 
 class Svg:
