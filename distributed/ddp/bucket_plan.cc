@@ -18,8 +18,8 @@ std::string bucket_plan_json(const BucketPlan& plan, const std::vector<std::stri
 }
 
 std::string format_bytes(int64_t bytes) {
-  if (bytes >= 1024 * 1024) return fmt::format("{:.2f} MB", bytes / (1024.0 * 1024.0));
-  if (bytes >= 1024) return fmt::format("{:.1f} KB", bytes / 1024.0);
+  if (bytes >= 1024 * 1024) return fmt::format("{:.2f} MiB", bytes / (1024.0 * 1024.0));
+  if (bytes >= 1024) return fmt::format("{:.1f} KiB", bytes / 1024.0);
   return fmt::format("{} B", bytes);
 }
 

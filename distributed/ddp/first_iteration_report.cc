@@ -72,7 +72,7 @@ std::string advisor_lines(const FirstIterationFacts& f) {
   const BucketCapAdvice a = advise_bucket_cap(f.settled.timeline, d.first_bucket_bytes, d.bucket_cap_bytes);
   if (!a.valid) return "bucket-size advisor: nothing to learn from (no gradient or bucket was timed)\n";
   std::string out = fmt::format(
-      "bucket-size advisor: a reduction took {:.3f} ms + {:.3f} ms/MB as this rank saw it, waits for slower "
+      "bucket-size advisor: a reduction took {:.3f} ms + {:.3f} ms/MiB as this rank saw it, waits for slower "
       "ranks included ({} from {} bucket{} of iteration {}); {}\n",
       a.alpha_ms, a.beta_ms_per_mb, a.fitted ? "fitted" : "estimated", a.fitted_buckets,
       a.fitted_buckets == 1 ? "" : "s", d.num_iterations, a.summary);

@@ -93,7 +93,7 @@ TEST(BucketAdvisor, SaysTheCapCannotMatterWhenTheFirstBucketHoldsAlmostEverythin
   t.bucket_bytes = {kMB, 37 * 1024};
   const BucketCapAdvice a = advise_bucket_cap(t, kMB, 25 * kMB);
   EXPECT_THAT(a.summary, ::testing::StartsWith("bucket_cap_mb makes no difference here: after the first bucket "
-                                               "(1.00 MB) only 37.0 KB of gradients remain"));
+                                               "(1.00 MiB) only 37.0 KiB of gradients remain"));
 }
 
 TEST(BucketAdvisor, NothingToLearnFromAnEmptyIteration) {
@@ -117,9 +117,9 @@ TEST(BucketPlan, TextElidesTheMiddleOfLongBuckets) {
     all.push_back(i);
   }
   const std::string text = bucket_plan_text({{all}, {3 * kMB / 2}}, names, "  ", 4);
-  EXPECT_EQ(text, "  bucket 0      1.50 MB   10 params: p0, p1, ... 6 more ..., p8, p9\n");
+  EXPECT_EQ(text, "  bucket 0     1.50 MiB   10 params: p0, p1, ... 6 more ..., p8, p9\n");
   EXPECT_EQ(format_bytes(96), "96 B");
-  EXPECT_EQ(format_bytes(2048), "2.0 KB");
+  EXPECT_EQ(format_bytes(2048), "2.0 KiB");
 }
 
 }  // namespace
