@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
     hook.powersgd_start_iter = -1;
     int64_t timeout_s = 60;
     int64_t straggler_check_every = 0;
+    double bucket_cap_mb = 0, first_bucket_mb = 0;  // 0: PyTorch's caps (DDPOptions)
     std::string backend;  // default: nccl for --device=cuda, mpi for the CPU
     const auto ddp_flags = [&](flags::CommandLine& cli) {
       examples::add_comm_hook_flags(
@@ -81,6 +82,11 @@ int main(int argc, char** argv) {
                      "every N steps, probe the ranks' links and compare their compute times; rank 0 names a slow "
                      "host or rank when the verdict changes (0 = off)")
           ->check(flags::non_negative_integer());
+      cli.add_option("--bucket_cap_mb", bucket_cap_mb, "DDP's bucket cap in MiB (0: PyTorch's default, 25)")
+          ->check(flags::number_in(0, 1e6, "a size in MiB"));
+      cli.add_option("--first_bucket_mb", first_bucket_mb,
+                     "the first bucket's cap in MiB (0: as PyTorch, 1 with the default bucket cap, else that cap)")
+          ->check(flags::number_in(0, 1e6, "a size in MiB"));
     };
     // Linear scaling: the global batch grows with the world size, so does the default peak lr.
     examples::TrainConfig cfg = examples::parse_flags(argc, argv, "ddp_resnet", &help, ddp_flags, rank == 0);
@@ -114,6 +120,8 @@ int main(int argc, char** argv) {
     model->to(device);
     distributed::DDPOptions ddp_options;
     ddp_options.straggler_check_every = straggler_check_every;
+    if (bucket_cap_mb > 0) ddp_options.bucket_cap_mb = bucket_cap_mb;
+    if (first_bucket_mb > 0) ddp_options.first_bucket_mb = first_bucket_mb;
     auto ddp = std::make_shared<distributed::DistributedDataParallel>(model, ddp_options);
     auto sampler = std::make_shared<data::DistributedSampler>(data.train->size(), world, rank, true, cfg.seed,
                                                               /*drop_last=*/true);
