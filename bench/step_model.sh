@@ -7,7 +7,7 @@
 #      and with DDP (what the model must predict), per link and host count; on the slow link also
 #      the fp16 and PowerSGD hooks and a bucket-size sweep;
 # then the report (fits, validation within the stated error, predictions to 256 ranks and the
-# bucket-size curve) and, with gnuplot, docs/step_model/*.png.
+# bucket-size curve); scripts/make_pictures.sh draws them (docs/pictures/step_model_*.svg).
 #   bench/step_model.sh [OUT_DIR]          (default docs/step_model; measurements in OUT_DIR/data)
 # Environment: LINKS="10gbit 1gbit", HOSTS="2 4", MODELS="resnet20 mlp", STEPS=12, WARMUP=3,
 # QUICK=1 (CI: one link, 2 hosts, the MLP only, fewer steps), MAX_ERROR=0.15 (exit 1 above it),
@@ -108,9 +108,5 @@ done
 
 status=0
 python3 bench/step_model.py report "$data" --out "$out" --max_error "$max_error" || status=$?
-if command -v gnuplot >/dev/null; then
-  gnuplot -e "dir='$out'" bench/step_model.gp && echo "== plots: $(cd "$out" && ls ./*.png | tr '\n' ' ')"
-else
-  echo "== gnuplot missing (apt-get install gnuplot-nox): no plots"
-fi
+echo "== plots: scripts/make_pictures.sh --step_model $out (docs/pictures/step_model_*.svg)"
 exit "$status"
