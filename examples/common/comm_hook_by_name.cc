@@ -37,6 +37,15 @@ CommHookChoice powersgd_choice(const char* name, const char* hook_name, const ch
           }};
 }
 
+// PowerSGD as a hook that blocks: it waits on the training thread until its rounds are done, so
+// backward stops at every bucket. The same results as powerSGD_hook; what the difference in step
+// time measures is what the non-blocking form hides (docs/how-ddp-works.md).
+FuturePtr powerSGD_hook_blocking(PowerSGDState& state, GradBucket& bucket) {
+  FuturePtr reduced = distributed::powerSGD_hook(state, bucket);
+  reduced->wait();
+  return reduced;
+}
+
 // The table: "none", every row of EMBER_BUILTIN_COMM_HOOKS (Note [Built-in comm hooks]), then the
 // hooks that carry their own state. A new stateful hook is one row here.
 const std::vector<CommHookChoice>& comm_hook_choices() {
@@ -53,6 +62,8 @@ const std::vector<CommHookChoice>& comm_hook_choices() {
     }
     c.push_back(powersgd_choice<distributed::powerSGD_hook>(
         "powersgd", "powerSGD_hook", "low-rank (--powersgd_rank) per matrix from --powersgd_start_iter"));
+    c.push_back(powersgd_choice<powerSGD_hook_blocking>(
+        "powersgd_blocking", "powerSGD_hook_blocking", "powersgd, but the hook waits for its rounds (backward stops)"));
     c.push_back(powersgd_choice<distributed::batched_powerSGD_hook>(
         "batched_powersgd", "batched_powerSGD_hook", "low-rank of the whole bucket as one square matrix"));
     return c;

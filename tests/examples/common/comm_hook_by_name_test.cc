@@ -67,7 +67,13 @@ TEST_F(CommHookByName, EachNameInstallsItsHook) {
   // PowerSGD rank 1 from iteration 2 (step 4 compresses): both weights pass the compression-rate
   // test ((n + m) * 1 * 2 < n * m), so P = 64 + 4 and Q = 32 + 64 floats, plus the biases (64 + 4)
   // uncompressed.
-  EXPECT_EQ(train_counting({"powersgd", 1, 2}, rank_, world_, *pg_).last_step_bytes, 4u * (68 + 96 + 68));
+  const auto powersgd = train_counting({"powersgd", 1, 2}, rank_, world_, *pg_);
+  EXPECT_EQ(powersgd.last_step_bytes, 4u * (68 + 96 + 68));
+  // The blocking form waits in the hook: the same collectives and the same result.
+  const auto blocking = train_counting({"powersgd_blocking", 1, 2}, rank_, world_, *pg_);
+  EXPECT_EQ(blocking.last_step_bytes, powersgd.last_step_bytes);
+  ASSERT_EQ(blocking.params.size(), powersgd.params.size());
+  for (size_t i = 0; i < powersgd.params.size(); ++i) EXPECT_TRUE(equal(blocking.params[i], powersgd.params[i])) << i;
   // Batched: the whole bucket (2372 floats) as one 49 x 49 zero-padded matrix, P and Q of 49 each.
   EXPECT_EQ(train_counting({"batched_powersgd", 1, 2}, rank_, world_, *pg_).last_step_bytes, 4u * (49 + 49));
 }
@@ -87,7 +93,8 @@ TEST_F(CommHookByName, PowerSGDNamesReturnTheirState) {
 TEST_F(CommHookByName, UnknownNameListsTheKnownOnes) {
   auto ddp = std::make_shared<DistributedDataParallel>(by_name_scenario({"none"}).make_model(1));
   EXPECT_EMBER_ERROR(register_comm_hook_by_name(*ddp, pg_, {"fp8"}),
-                     "unknown comm hook 'fp8' (known: none, allreduce, fp16, bf16, noop, powersgd, batched_powersgd)");
+                     "unknown comm hook 'fp8' (known: none, allreduce, fp16, bf16, noop, powersgd, powersgd_blocking, "
+                     "batched_powersgd)");
 }
 
 // Names, help and lookup come from one table (Note [Built-in comm hooks]): same names, same order.
