@@ -1,0 +1,331 @@
+// DDP from nothing, in stages (docs/ddp-from-scratch.md): data-parallel training written with only
+// a ProcessGroup and autograd hooks, one idea at a time, then ember's DistributedDataParallel.
+//   mpirun -np 2 bazel-bin/examples/ddp_from_scratch --stage=naive|flat|overlap|buckets|ddp
+// Every rank builds the same model (same seed) and draws the same global batch each step; rank r
+// trains on its rows. Rank 0 then trains a copy on whole batches in one process and prints one
+// line "RESULT stage=S max_abs_diff_vs_single=D ms_per_step=M comm_wall_ms=C exposed_comm_ms=E
+// allreduces_per_step=N": the stages differ in how and when gradients are averaged, not in what.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autograd/accumulate_grad.h"
+#include "autograd/variable.h"
+#include "distributed/ddp/distributed_data_parallel.h"
+#include "distributed/distributed.h"
+#include "examples/common/flags.h"
+#include "nn/nn.h"
+#include "optim/optim.h"
+#include "tensor/all.h"
+#include "tensor/parallel.h"
+
+using namespace ember;
+
+namespace {
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Launches gradient allreduces and times them. Every allreduce is asynchronous and averages in
+// place (ReduceOp::AVG: the MPI backend sums, then divides by the world size on its worker).
+class Comm {
+ public:
+  explicit Comm(distributed::ProcessGroupPtr pg) : pg_(std::move(pg)) {}
+  void launch(Tensor t) {
+    std::vector<Tensor> tensors{std::move(t)};
+    const double begin = now_ms();
+    auto end = std::make_shared<double>(0);
+    auto work = pg_->allreduce(tensors, {distributed::ReduceOp::AVG});
+    // then() runs on the worker as the allreduce completes: the completion time, not when we look.
+    spans_.push_back({begin, end, work->get_future()->then([end](distributed::Future& f) {
+                        *end = now_ms();
+                        return f.const_value();
+                      })});
+  }
+  // Blocks until every launched allreduce has completed; returns when that was observed.
+  double wait_all() {
+    for (const Span& s : spans_) s.done->wait();
+    return now_ms();
+  }
+  size_t launched() const { return spans_.size(); }
+  void clear() { spans_.clear(); }
+  // The union of [launch, completion] over this step's allreduces: time with a collective in flight.
+  double wall_ms() const {
+    std::vector<std::pair<double, double>> v;
+    for (const Span& s : spans_) v.emplace_back(s.begin, *s.end);
+    std::sort(v.begin(), v.end());
+    double total = 0, covered_until = 0;
+    for (const auto& [b, e] : v) {
+      if (e > covered_until) total += e - std::max(b, covered_until), covered_until = e;
+    }
+    return total;
+  }
+ private:
+  struct Span {
+    double begin;
+    std::shared_ptr<double> end;  // written by the worker before `done` completes
+    distributed::FuturePtr done;
+  };
+  distributed::ProcessGroupPtr pg_;
+  std::vector<Span> spans_;
+};
+
+// Stage naive: after backward, one blocking allreduce per parameter. Each message pays the full
+// latency, one after the other, and nothing overlaps backward.
+void allreduce_naive(Comm& comm, const std::vector<Tensor>& params) {
+  for (const Tensor& p : params) {
+    comm.launch(p.grad());
+    comm.wait_all();
+  }
+}
+
+// Stage flat: every gradient copied into one buffer, one allreduce, copied back. One latency
+// instead of one per parameter, for two extra copies; still after backward.
+void allreduce_flat(Comm& comm, const std::vector<Tensor>& params) {
+  std::vector<Tensor> grads;
+  for (const Tensor& p : params) grads.push_back(p.grad().flatten());
+  Tensor flat = cat(grads);
+  comm.launch(flat);
+  comm.wait_all();
+  int64_t offset = 0;
+  for (const Tensor& p : params) {
+    p.grad().copy_(flat.narrow(0, offset, p.numel()).view(p.sizes()));
+    offset += p.numel();
+  }
+}
+
+// Runs on_ready(i) inside backward, right after AccumulateGrad has written parameter i's .grad:
+// where DDP's Reducer hooks in (Reducer::register_autograd_hooks). The graph holds accumulators
+// only while it exists, so we keep them alive.
+class GradReadyHooks {
+ public:
+  GradReadyHooks(const std::vector<Tensor>& params, std::function<void(size_t)> on_ready) {
+    for (size_t i = 0; i < params.size(); ++i) {
+      accumulators_.push_back(autograd::impl::grad_accumulator(params[i]));
+      handles_.push_back(accumulators_.back()->add_post_hook([on_ready, i](const Tensor&) { on_ready(i); }));
+    }
+  }
+  ~GradReadyHooks() {
+    for (size_t i = 0; i < handles_.size(); ++i) accumulators_[i]->remove_post_hook(handles_[i]);
+  }
+ private:
+  std::vector<std::shared_ptr<autograd::AccumulateGrad>> accumulators_;
+  std::vector<uint64_t> handles_;
+};
+
+// Stage overlap: each gradient's allreduce starts the moment its hook fires, while backward goes
+// on computing the gradients of earlier layers; we wait for all of them after backward.
+std::unique_ptr<GradReadyHooks> overlap_per_parameter(Comm& comm, const std::vector<Tensor>& params) {
+  return std::make_unique<GradReadyHooks>(params, [&comm, &params](size_t i) { comm.launch(params[i].grad()); });
+}
+
+// Stage buckets: gradients are copied into flat buckets, filled in reverse parameter order (about
+// the order backward produces them); a bucket's allreduce starts when its last gradient arrives.
+// Few messages (flat's win) that still overlap backward (overlap's). As in PyTorch, a bucket closes
+// once it holds at least its cap, and the first one's cap is smaller so that communication starts
+// early in backward.
+class Buckets {
+ public:
+  Buckets(Comm& comm, const std::vector<Tensor>& params, int64_t first_bucket_bytes, int64_t bucket_bytes)
+      : comm_(comm), params_(params), where_(params.size()) {
+    int64_t bytes = 0;
+    for (size_t i = params.size(); i-- > 0;) {
+      const int64_t cap = buckets_.size() == 1 ? first_bucket_bytes : bucket_bytes;
+      if (buckets_.empty() || bytes >= cap) buckets_.emplace_back(), bytes = 0;
+      Bucket& b = buckets_.back();
+      where_[i] = {buckets_.size() - 1, b.numel};
+      b.params.push_back(i);
+      b.numel += params[i].numel();
+      bytes += static_cast<int64_t>(params[i].nbytes());
+    }
+    for (Bucket& b : buckets_) b.flat = zeros({b.numel}), b.pending = b.params.size();
+    hooks_ = std::make_unique<GradReadyHooks>(params, [this](size_t i) { on_grad_ready(i); });
+  }
+  size_t size() const { return buckets_.size(); }
+  // After every bucket's allreduce completed: the averages back into .grad.
+  void copy_back() {
+    for (Bucket& b : buckets_) {
+      for (size_t i : b.params) params_[i].grad().copy_(view_of(i));
+      b.pending = b.params.size();
+    }
+  }
+
+ private:
+  struct Bucket {
+    std::vector<size_t> params;
+    int64_t numel = 0;
+    Tensor flat;
+    size_t pending = 0;
+  };
+  Tensor view_of(size_t i) const {  // parameter i's place in its bucket
+    const Tensor& p = params_[i];
+    return buckets_[where_[i].first].flat.narrow(0, where_[i].second, p.numel()).view(p.sizes());
+  }
+  // Every rank's engine runs backward in the same order, so every rank launches the buckets in
+  // the same order and the allreduces pair up. (PyTorch's Reducer also insists on index order.)
+  void on_grad_ready(size_t i) {
+    view_of(i).copy_(params_[i].grad());
+    Bucket& b = buckets_[where_[i].first];
+    if (--b.pending == 0) comm_.launch(b.flat);
+  }
+  Comm& comm_;
+  const std::vector<Tensor>& params_;
+  std::vector<std::pair<size_t, int64_t>> where_;  // parameter -> (bucket, offset in its flat buffer)
+  std::vector<Bucket> buckets_;
+  std::unique_ptr<GradReadyHooks> hooks_;
+};
+
+std::shared_ptr<nn::Module> make_model(const std::string& name, uint64_t seed) {
+  Generator gen(seed);
+  if (name == "resnet20") {
+    auto net = std::make_shared<nn::ResNet>(nn::ResNetOptions{20, 16, 1, 10}, &gen);
+    // BatchNorm in train mode normalises with the statistics of the rows it sees, so a rank's
+    // gradient would depend on how the batch is split (SyncBatchNorm's problem). Eval mode uses
+    // the running statistics: every row's gradient is its own and the comparison stays exact.
+    net->eval();
+    return net;
+  }
+  std::vector<int64_t> sizes(32, 256);  // 32 Linear layers, 784 -> 256 -> ... -> 256 -> 10
+  sizes.front() = 28 * 28;
+  sizes.push_back(10);
+  return nn::make_mlp(sizes, &gen);
+}
+
+// The global batch of a step: the same on every rank (and for the single-process reference).
+std::pair<Tensor, Tensor> global_batch(const std::string& model, int64_t batch, uint64_t seed, int64_t step) {
+  Generator gen(seed + 1000003 * static_cast<uint64_t>(step + 1));
+  Tensor x = model == "mlp" ? randn({batch, 28 * 28}, &gen) : randn({batch, 1, 28, 28}, &gen);
+  return {x, randint(0, 10, {batch}, &gen)};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string stage = "naive", model_name = "mlp";
+  int64_t steps = 3, warmup = 1, batch = 24, threads = 1;
+  uint64_t seed = 0;
+  double bucket_mb = 25, first_bucket_mb = 1;
+  const double lr = 0.05;
+  flags::CommandLine cli("DDP built in stages from a ProcessGroup and autograd hooks "
+                         "(docs/ddp-from-scratch.md). Run under mpirun.", "ddp_from_scratch");
+  cli.add_option("--stage", stage, "how gradients are averaged")
+      ->check(flags::one_of({"naive", "flat", "overlap", "buckets", "ddp"}));
+  cli.add_option("--model", model_name, "mlp: 32 Linear layers of width 256; resnet20: ResNet-20 on 1x28x28")
+      ->check(flags::one_of({"mlp", "resnet20"}));
+  cli.add_option("--steps", steps, "training steps, warmup included")->check(flags::positive_integer());
+  cli.add_option("--warmup", warmup, "first steps left out of the timings")->check(flags::non_negative_integer());
+  flags::add_batch(cli, &batch, "global batch, split evenly over the ranks");
+  cli.add_option("--bucket_mb", bucket_mb, "bucket cap for --stage=buckets and ddp (MiB)")
+      ->check(flags::number_in(1e-6, 1e6, "a size in MiB"));
+  cli.add_option("--first_bucket_mb", first_bucket_mb, "the first bucket's cap (MiB)")
+      ->check(flags::number_in(1e-6, 1e6, "a size in MiB"));
+  flags::add_seed(cli, &seed);
+  flags::add_threads(cli, &threads);
+  const int launcher_rank = flags::launcher_rank();
+  try {
+    if (cli.parse(argc, argv, launcher_rank == 0) == flags::Parsed::kHelp) return 0;
+    EMBER_CHECK(warmup < steps, "--warmup: ", warmup, " leaves no timed step of --steps=", steps, " (see --help)");
+  } catch (const std::exception& e) {
+    if (launcher_rank == 0) std::fprintf(stderr, "ddp_from_scratch: %s\n", e.what());
+    return 1;
+  }
+  set_num_threads(static_cast<int>(threads));
+  auto pg = distributed::init_process_group("mpi");
+  const int rank = pg->rank(), world = pg->size();
+  if (batch % world != 0) {
+    if (rank == 0) std::fprintf(stderr, "ddp_from_scratch: --batch: %lld rows do not split evenly over %d ranks\n",
+                                (long long)batch, world);
+    distributed::destroy_process_group();
+    return 1;
+  }
+  const int64_t rows = batch / world;
+
+  auto model = make_model(model_name, seed);
+  const std::vector<Tensor> params = model->parameters();
+  Comm comm(pg);
+  std::unique_ptr<GradReadyHooks> overlap;
+  std::unique_ptr<Buckets> buckets;
+  std::shared_ptr<distributed::DistributedDataParallel> ddp;
+  const auto mib = [](double mb) { return static_cast<int64_t>(mb * 1024 * 1024); };
+  if (stage == "overlap") overlap = overlap_per_parameter(comm, params);
+  if (stage == "buckets") buckets = std::make_unique<Buckets>(comm, params, mib(first_bucket_mb), mib(bucket_mb));
+  if (stage == "ddp") {
+    distributed::DDPOptions options;
+    options.bucket_cap_mb = bucket_mb;
+    options.first_bucket_mb = first_bucket_mb;
+    ddp = std::make_shared<distributed::DistributedDataParallel>(model, options);
+  }
+  nn::Module& net = ddp ? static_cast<nn::Module&>(*ddp) : *model;
+  optim::SGD opt(params, optim::SGDOptions(lr));
+
+  double step_ms = 0, comm_wall_ms = 0, exposed_ms = 0, allreduces = 0;
+  for (int64_t step = 0; step < steps; ++step) {
+    auto [x, y] = global_batch(model_name, batch, seed, step);
+    comm.clear();
+    const double start = now_ms();
+    opt.zero_grad();
+    Tensor loss = nn::functional::cross_entropy(net.forward(x.narrow(0, rank * rows, rows)),
+                                                y.narrow(0, rank * rows, rows));
+    loss.backward();
+    const double backward_end = now_ms();  // overlap, buckets: some allreduces already ran
+    double comm_end = backward_end;        // ddp: its Reducer waited inside backward
+    if (stage == "naive") allreduce_naive(comm, params), comm_end = now_ms();
+    if (stage == "flat") allreduce_flat(comm, params), comm_end = now_ms();
+    if (stage == "overlap") comm_end = comm.wait_all();
+    if (stage == "buckets") comm_end = comm.wait_all(), buckets->copy_back();
+    opt.step();
+    const double end = now_ms();
+    if (step < warmup) continue;
+    // ms_per_step: the step's wall time, zero_grad to the optimizer step.
+    // comm_wall_ms: the union of [launch, completion] over the step's allreduces.
+    // exposed_comm_ms: from backward's return until every gradient allreduce had completed.
+    // allreduces_per_step: the collectives the step launched.
+    step_ms += end - start;
+    if (ddp) {
+      // DDP's Reducer times itself (distributed/ddp/logging.h): comm_ms sums its buckets' launch
+      // to reduced spans (clipped to the step here), comm_wait_ms is finalize_backward's wait.
+      const distributed::DDPLoggingData d = ddp->get_ddp_logging_data();
+      comm_wall_ms += std::min(d.last.comm_ms, end - start);
+      exposed_ms += d.last.comm_wait_ms;
+      allreduces += static_cast<double>(d.num_buckets);
+    } else {
+      comm_wall_ms += comm.wall_ms();
+      exposed_ms += comm_end - backward_end;
+      allreduces += static_cast<double>(comm.launched());
+    }
+  }
+
+  if (rank == 0) {
+    // The single-process reference: the same model and batches, whole batches, plain SGD.
+    auto reference = make_model(model_name, seed);
+    optim::SGD ref_opt(reference->parameters(), optim::SGDOptions(lr));
+    for (int64_t step = 0; step < steps; ++step) {
+      auto [x, y] = global_batch(model_name, batch, seed, step);
+      ref_opt.zero_grad();
+      nn::functional::cross_entropy(reference->forward(x), y).backward();
+      ref_opt.step();
+    }
+    double max_diff = 0;
+    const std::vector<Tensor> ref_params = reference->parameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+      max_diff = std::max(max_diff, max(abs(sub(params[i], ref_params[i]))).item<double>());
+    }
+    const double timed = static_cast<double>(steps - warmup);
+    std::printf("%s, %d ranks, global batch %lld, %zu parameters", model_name.c_str(), world, (long long)batch,
+                params.size());
+    if (buckets) std::printf(", %zu buckets (%g MiB first, then %g MiB)", buckets->size(), first_bucket_mb, bucket_mb);
+    std::printf("\n");
+    std::printf("RESULT stage=%s max_abs_diff_vs_single=%.3g ms_per_step=%.3f comm_wall_ms=%.3f "
+                "exposed_comm_ms=%.3f allreduces_per_step=%g\n",
+                stage.c_str(), max_diff, step_ms / timed, comm_wall_ms / timed, exposed_ms / timed,
+                allreduces / timed);
+  }
+  buckets.reset(), overlap.reset(), ddp.reset();  // their hooks and Reducer go before the group
+  distributed::destroy_process_group();
+  return 0;
+}
