@@ -47,19 +47,19 @@ class Comm {
                         return f.const_value();
                       })});
   }
-  // Blocks until every launched allreduce has completed; returns when that was observed.
-  double wait_all() {
+  // Blocks until every launched allreduce has completed.
+  void wait_all() {
     for (const Span& s : spans_) s.done->wait();
-    return now_ms();
   }
   size_t launched() const { return spans_.size(); }
   void clear() { spans_.clear(); }
-  // The union of [launch, completion] over this step's allreduces: time with a collective in flight.
-  double wall_ms() const {
+  // The union of [launch, completion] over this step's allreduces, counted from `from` on: time
+  // with a collective in flight (Note [Communication time] in distributed/ddp/logging.h).
+  double wall_ms(double from = 0) const {
     std::vector<std::pair<double, double>> v;
-    for (const Span& s : spans_) v.emplace_back(s.begin, *s.end);
+    for (const Span& s : spans_) v.emplace_back(std::max(s.begin, from), std::max(*s.end, from));
     std::sort(v.begin(), v.end());
-    double total = 0, covered_until = 0;
+    double total = 0, covered_until = from;
     for (const auto& [b, e] : v) {
       if (e > covered_until) total += e - std::max(b, covered_until), covered_until = e;
     }
@@ -273,29 +273,27 @@ int main(int argc, char** argv) {
                                                 y.narrow(0, rank * rows, rows));
     loss.backward();
     const double backward_end = now_ms();  // overlap, buckets: some allreduces already ran
-    double comm_end = backward_end;        // ddp: its Reducer waited inside backward
-    if (stage == "naive") allreduce_naive(comm, params), comm_end = now_ms();
-    if (stage == "flat") allreduce_flat(comm, params), comm_end = now_ms();
-    if (stage == "overlap") comm_end = comm.wait_all();
-    if (stage == "buckets") comm_end = comm.wait_all(), buckets->copy_back();
+    if (stage == "naive") allreduce_naive(comm, params);
+    if (stage == "flat") allreduce_flat(comm, params);
+    if (stage == "overlap") comm.wait_all();
+    if (stage == "buckets") comm.wait_all(), buckets->copy_back();
     opt.step();
     const double end = now_ms();
     if (step < warmup) continue;
     // ms_per_step: the step's wall time, zero_grad to the optimizer step.
     // comm_wall_ms: the union of [launch, completion] over the step's allreduces.
-    // exposed_comm_ms: from backward's return until every gradient allreduce had completed.
+    // exposed_comm_ms: the part of that union after backward returned, what overlap did not hide.
     // allreduces_per_step: the collectives the step launched.
     step_ms += end - start;
     if (ddp) {
-      // DDP's Reducer times itself (distributed/ddp/logging.h): comm_ms sums its buckets' launch
-      // to reduced spans (clipped to the step here), comm_wait_ms is finalize_backward's wait.
+      // DDP's Reducer times itself the same way, from its buckets' spans (logging.h).
       const distributed::DDPLoggingData d = ddp->get_ddp_logging_data();
-      comm_wall_ms += std::min(d.last.comm_ms, end - start);
-      exposed_ms += d.last.comm_wait_ms;
+      comm_wall_ms += d.last.comm_wall_ms;
+      exposed_ms += d.last.exposed_comm_ms;
       allreduces += static_cast<double>(d.num_buckets);
     } else {
       comm_wall_ms += comm.wall_ms();
-      exposed_ms += comm_end - backward_end;
+      exposed_ms += comm.wall_ms(backward_end);
       allreduces += static_cast<double>(comm.launched());
     }
   }
