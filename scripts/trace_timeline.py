@@ -22,9 +22,9 @@ and says "(backend did not report its start)".
 
 Note [Communication figures]: what the picture prints per rank, as DDPLoggingData defines them
 (Note [Communication time] in distributed/ddp/logging.h): comm_wall = the wall-clock union of the
-iteration's bucket spans (never longer than the iteration); exposed_comm = from the start of
-finalize_backward (the last hook's time if there is none) to the last bucket's reduction, the part
-overlap failed to hide; overlap = 1 - exposed_comm / comm_wall. The picture keeps them, as printed,
+iteration's bucket spans (never longer than the iteration); exposed_comm = the part of that union
+after finalize_backward began (the last hook's time if there is none), what overlap failed to
+hide; overlap = 1 - exposed_comm / comm_wall. The picture keeps them, as printed,
 in its figures (Note [Quoted figures] in scripts/svg.py).
 
 The iteration: the K-th (default: the last) that every rank completed, from its "DDP forward" span
@@ -195,8 +195,8 @@ def comm_figures(events, start, end):
     finals = sorted((e for e in mine if e["name"] == "finalize_backward"), key=lambda e: e["ts"])
     hooks = [e["ts"] for e in events if is_hook(e) and in_window(e, start, end)]
     compute_end = finals[0]["ts"] if finals else max(hooks, default=end)
-    reduced = max((min(e["ts"] + e["dur"], end) for e in buckets), default=compute_end)
-    exposed = max(0.0, reduced - compute_end)
+    exposed = union_length([(max(e["ts"], compute_end), max(min(e["ts"] + e["dur"], end), compute_end))
+                            for e in buckets])
     return dict(comm_wall_us=wall, exposed_us=exposed, overlap=1 - exposed / wall if wall > 0 else None)
 
 
@@ -376,8 +376,8 @@ def draw(ranks, out_path, title, which=None, width=1200, flows="last_hook"):
              f"finalize_backward; all ranks on one clock, 0 ms = rank {first}'s forward", size=11, anchor="middle",
              fill="#444")
     svg.text(width / 2, 53, "ranks aligned by " + (how or "the merged trace's timestamps") +
-             " (scripts/merge_traces.py); comm_wall = union of the bucket spans, exposed_comm = finalize_backward's "
-             "start to the last reduction, overlap = 1 - exposed/wall", size=10, anchor="middle", fill="#666")
+             " (scripts/merge_traces.py); comm_wall = union of the bucket spans, exposed_comm = its part after "
+             "finalize_backward began, overlap = 1 - exposed/wall", size=10, anchor="middle", fill="#666")
     svg.open("g", cls="timeline", data_iteration=k)
 
     # Time axis in ms from the earliest rank's forward, with grid lines through every rank.
