@@ -9,7 +9,7 @@
 #     process alone, no DDP).
 #   buckets (LINKS=1gbit, HOSTS=2, MODEL=mlp: 200 layers of 64x64, many small gradients; CAPS="0.05
 #     0.25 1 5 25" MB, the first bucket the same): the paper's bucket-size sweep on the slow link.
-#   hooks (LINKS=1gbit, HOSTS=2, the wide MLP 784-4096-4096-10, 80 MB of gradients; HOOKS="none
+#   hooks (LINKS=1gbit, HOSTS=2, the wide MLP 784-4096-4096-10, 80 MB of gradients; HOOKS="none noop
 #     fp16 bf16 powersgd"): where compression pays; bytes per step and step time per hook.
 # All hosts share this machine's cores: with more ranks than cores they are oversubscribed, and
 # the table says so -- such a row measures the cores, not the link.
@@ -107,7 +107,7 @@ else
     for link in $links; do
       for h in $hosts_list; do
         none=""
-        for hook in ${HOOKS:-none fp16 bf16 powersgd}; do
+        for hook in ${HOOKS:-none noop fp16 bf16 powersgd}; do
           line=$($run "$h" "$link" ddp --comm_hook "$hook")
           ms=$(field ms_per_step "$line")
           [[ "$hook" == none ]] && none="$ms"

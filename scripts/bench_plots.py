@@ -293,11 +293,11 @@ def hooks_plot(rows, out, width=760, height=440):
     def fy(v):
         return top + plot_h * (1 - (v - ticks[0]) / span)
 
-    what = "communication overhead: step - the same framework's noop-hook step" if overhead else "ember's step time"
+    what = "overhead over the same framework's noop hook" if overhead else "ember's step time"
     svg = Svg(width, height, "comm hooks")
     svg.figures({f"{r['impl']}.{r['hook']}.{'overhead_ms' if overhead else 'ms'}": round(r["value"], 1) for r in rows} |
                 {f"{r['impl']}.{r['hook']}.mib": round(r["bytes/step"] / (1 << 20), 1) for r in rows})
-    svg.text(width / 2, 22, f"DDP comm hooks across namespace hosts: {what} (measured)", size=13,
+    svg.text(width / 2, 22, f"DDP comm hooks, 2 namespace hosts: {what} (measured)", size=13,
              anchor="middle", font_weight="bold")
     for t in ticks:
         svg.line(left, fy(t), left + plot_w, fy(t), stroke="#e4e4e4")
