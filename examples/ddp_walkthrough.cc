@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 #include <iostream>
+#include <mutex>
 
 #include "distributed/ddp/distributed_data_parallel.h"
 #include "distributed/distributed.h"
@@ -126,12 +127,17 @@ int main(int argc, char** argv) {
     int lane;
     std::string what;
   };
+  // The listener runs on the training thread and on the MPI worker (bucket completions, the
+  // worker's own spans): the list is shared, so it is locked.
+  std::mutex events_mutex;
   std::vector<Event> events;
   auto iteration = [&](bool narrate) {
     const double t0 = distributed::Trace::now_us();
     if (narrate && rank == 0) {
       // Spans arrive when they end; collect everything and print in start order afterwards.
-      distributed::Trace::get().set_listener([&events, t0](const std::string& what, double ts, int lane) {
+      distributed::Trace::get().set_listener([&events, &events_mutex, t0](const std::string& what, double ts,
+                                                                           int lane) {
+        std::lock_guard<std::mutex> lock(events_mutex);
         if (ts >= t0) events.push_back(Event{ts - t0, lane, what});
       });
     }
@@ -189,6 +195,7 @@ int main(int argc, char** argv) {
   }
   const std::vector<double> diffs = from_every_rank(*pg, max_diff);
   if (rank == 0) {
+    std::lock_guard<std::mutex> lock(events_mutex);
     std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.ts < b.ts; });
     for (const Event& e : events) {
       const char* lane = e.lane == 0 ? "[compute]" : e.lane == 3 ? "[mpi]" : "[comm]";

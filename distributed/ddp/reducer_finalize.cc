@@ -284,8 +284,10 @@ void Reducer::record_iteration_stats(double compute_end_us, double comm_end_us) 
     spans.emplace_back(b.launch_us, std::max(b.launch_us, done));
     comm_start_us = comm_start_us > 0 ? std::min(comm_start_us, b.launch_us) : b.launch_us;
   }
-  // static_graph's first iteration fires no counted hook: its backward starts at finalize.
-  const double backward_start_us = backward_start_us_ > 0 ? backward_start_us_ : compute_end_us;
+  // static_graph's first iteration fires no counted hook: its backward starts with the buckets'
+  // launch (delay_all_reduce), or at finalize.
+  double backward_start_us = backward_start_us_ > 0 ? backward_start_us_ : compute_end_us;
+  if (comm_start_us > 0) backward_start_us = std::min(backward_start_us, comm_start_us);
   last_stats_.backward_ms = (end_us - backward_start_us) / 1000.0;
   last_stats_.comm_wall_ms = union_length(spans) / 1000.0;
   // Exposed: the part of that union after the last gradient was ready. finalize_backward's wait
