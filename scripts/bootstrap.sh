@@ -6,6 +6,7 @@ set -euo pipefail
 PACKAGES=(
   bazel-bootstrap bazel-rules-java bazel-platforms
   g++ libeigen3-dev libfmt-dev zlib1g-dev nlohmann-json3-dev libboost-context-dev libcli11-dev
+  cmake pkg-config  # scripts/install.sh users build with them; tests/scripts:install_test does
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
   dataset-fashion-mnist
