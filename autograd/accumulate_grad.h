@@ -12,6 +12,8 @@
 
 namespace ember::autograd {
 
+// The backward node at a leaf tensor that requires grad (PyTorch's AccumulateGrad): owns the leaf,
+// adds each incoming gradient into its .grad, then runs the post hooks in registration order.
 class AccumulateGrad final : public Node {
  public:
   explicit AccumulateGrad(Tensor variable);

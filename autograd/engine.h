@@ -13,6 +13,8 @@
 
 namespace ember::autograd {
 
+// Runs backward graphs (PyTorch's torch::autograd::Engine): one instance, get_default_engine(),
+// used by Tensor::backward and run_backward. queue_callback throws ember::Error outside a backward.
 class Engine {
  public:
   static Engine& get_default_engine();

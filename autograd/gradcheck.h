@@ -10,12 +10,16 @@
 
 namespace ember::autograd {
 
+// gradcheck()'s verdict, true when every analytic gradient entry matched the numeric one; otherwise
+// `message` names the first entry that did not.
 struct GradcheckResult {
   bool ok = true;
   std::string message;  // the first mismatching entry, when !ok
   explicit operator bool() const { return ok; }
 };
 
+// gradcheck()'s step and tolerances (torch.autograd.gradcheck's defaults): an entry matches when
+// |analytic - numeric| <= atol + rtol * |numeric|, numeric from central differences of step eps.
 struct GradcheckOptions {
   double eps = 1e-6;
   double atol = 1e-5;

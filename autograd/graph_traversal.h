@@ -10,6 +10,8 @@
 
 namespace ember::autograd {
 
+// What collect_reachable() found from some outputs: the nodes reached, the AccumulateGrad nodes
+// among them, and their leaves (the tensors a backward from those outputs gives a gradient).
 struct ReachableGraph {
   std::unordered_set<const Node*> nodes;      // every Node reached through next_edges
   std::vector<const Node*> accumulators;      // the AccumulateGrad nodes among them

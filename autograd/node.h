@@ -20,6 +20,8 @@ namespace ember::autograd {
 class Node;
 using variable_list = std::vector<Tensor>;
 
+// Where a gradient goes (PyTorch's torch::autograd::Edge): input `input_nr` of Node `function`.
+// Invalid (null function) where no gradient flows, e.g. into a tensor that does not require grad.
 struct Edge {
   std::shared_ptr<Node> function;
   uint32_t input_nr = 0;
@@ -39,6 +41,9 @@ constexpr uint64_t kAccumulateGradSequenceNr = std::numeric_limits<uint64_t>::ma
 
 using GradHook = std::function<Tensor(const Tensor&)>;
 
+// One backward function of the graph (PyTorch's torch::autograd::Node): apply() turns the gradients
+// of its forward's outputs into those of its inputs, sent along next_edges(). Edges own the nodes
+// they point at, so a tensor's grad_fn keeps its whole history alive.
 class Node : public std::enable_shared_from_this<Node> {
  public:
   explicit Node(uint64_t sequence_nr = next_sequence_nr()) : sequence_nr_(sequence_nr) {}

@@ -16,6 +16,8 @@ namespace ember::autograd {
 
 class AccumulateGrad;
 
+// autograd's state of one tensor (PyTorch's torch::autograd::AutogradMeta), made by impl::meta():
+// requires_grad, .grad, grad_fn, a leaf's accumulator (held weakly), view and retain_grad flags.
 struct AutogradMeta final : public AutogradMetaInterface {
   bool requires_grad() const override { return requires_grad_ || grad_fn_ != nullptr; }
   void set_requires_grad(bool requires_grad, TensorImpl* self) override;

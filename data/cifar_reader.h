@@ -13,6 +13,7 @@ constexpr int64_t kCifarImageBytes = 3 * 32 * 32;
 constexpr int64_t kCifarRecordBytes = 1 + kCifarImageBytes;
 constexpr int64_t kCifarNumClasses = 10;
 
+// A CIFAR-10 split as read: images [N, 3, 32, 32] (uint8, or float32 in [0, 1]), int64 labels [N].
 struct CifarSplit {
   Tensor images;  // [N, 3, 32, 32]
   Tensor labels;  // int64 [N]

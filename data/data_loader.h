@@ -20,11 +20,14 @@
 
 namespace ember::data {
 
+// One batch of a DataLoader: B samples, B = batch_size except perhaps in an epoch's last batch.
 struct Batch {
   Tensor data;    // float32 [B, C, H, W]: uint8 pixels scaled to [0, 1], then the transforms
   Tensor target;  // int64 [B]
 };
 
+// How a DataLoader batches (PyTorch's DataLoader arguments, with a seed for the generator) and
+// prefetches. DataLoader's constructor throws unless batch_size and prefetch_depth are positive.
 struct DataLoaderOptions {
   int64_t batch_size = 1;
   // Without an explicit sampler: shuffle = true uses RandomSampler(seed), false SequentialSampler.

@@ -17,6 +17,8 @@ Tensor read_idx_images(const std::string& path, ScalarType dtype = kUInt8);
 // An idx1 label file as int64 [N].
 Tensor read_idx_labels(const std::string& path);
 
+// An MNIST or Fashion-MNIST split as read_mnist returns it: images (uint8, or float32 in [0, 1])
+// and their labels.
 struct MnistSplit {
   Tensor images;  // [N, 1, 28, 28]
   Tensor labels;  // int64 [N]

@@ -8,6 +8,8 @@
 
 namespace ember::data {
 
+// The base of the samplers (PyTorch's torch.utils.data.Sampler): the dataset indices of an epoch,
+// in order. DataLoader calls indices() once per epoch and passes its own set_epoch on.
 class Sampler {
  public:
   virtual ~Sampler() = default;
@@ -19,6 +21,7 @@ class Sampler {
   virtual void set_epoch(int64_t epoch) {}
 };
 
+// PyTorch's SequentialSampler: 0, 1, ..., size - 1 every epoch. Throws on a negative size.
 class SequentialSampler : public Sampler {
  public:
   explicit SequentialSampler(int64_t size);

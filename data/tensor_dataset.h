@@ -11,6 +11,8 @@
 
 namespace ember::data {
 
+// PyTorch's TensorDataset over (data, targets): sample i is (data[i], targets[i]). The constructor
+// and lookups throw ember::Error on bad tensors or an index out of range.
 class TensorDataset : public Dataset {
  public:
   // Both on the CPU with the same first dimension; targets int64. Non-contiguous data is copied

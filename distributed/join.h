@@ -49,6 +49,8 @@ struct JoinConfig {
   bool is_first_joinable = false;
 };
 
+// What a joinable does on a rank that joined (PyTorch's JoinHook): main_hook() shadows one
+// iteration of the ranks still training; post_hook() runs once after every rank joined.
 class JoinHook {
  public:
   virtual ~JoinHook() = default;
@@ -59,6 +61,8 @@ class JoinHook {
   virtual void post_hook(bool is_last_joiner) {}
 };
 
+// Something whose collectives a joined rank must shadow (PyTorch's Joinable): it makes a JoinHook
+// and names the process group Join runs on (DistributedDataParallel, SyncBatchNormJoinable).
 class Joinable {
  public:
   virtual ~Joinable() = default;
@@ -77,6 +81,8 @@ class Joinable {
   JoinConfig join_config_;
 };
 
+// PyTorch's torch.distributed.algorithms.Join (Note [Join protocol]): construct it around the
+// training loop and call finish() once this rank is out of data, or use Join::run.
 class Join {
  public:
   // PyTorch's __init__ + __enter__: builds the hooks and enables the joinables. Throws when the

@@ -27,44 +27,56 @@ constexpr std::chrono::milliseconds kUnsetTimeout{-1};
 // PyTorch's default for CPU backends.
 constexpr std::chrono::milliseconds kDefaultTimeout = std::chrono::minutes(10);
 
+// broadcast's options (PyTorch's c10d::BroadcastOptions): the root rank and its tensor's index; a
+// timeout of kUnsetTimeout, here and below, means the group's.
 struct BroadcastOptions {
   int64_t root_rank = 0;
   int64_t root_tensor = 0;
   std::chrono::milliseconds timeout = kUnsetTimeout;
 };
+// allreduce's options (c10d::AllreduceOptions): the reduction, SUM by default, and the timeout.
 struct AllreduceOptions {
   ReduceOp reduce_op = ReduceOp::SUM;
   std::chrono::milliseconds timeout = kUnsetTimeout;
 };
 struct AllreduceCoalescedOptions : AllreduceOptions {};
+// reduce's options (c10d::ReduceOptions): the reduction, the rank getting the result, the timeout.
 struct ReduceOptions {
   ReduceOp reduce_op = ReduceOp::SUM;
   int64_t root_rank = 0;
   int64_t root_tensor = 0;
   std::chrono::milliseconds timeout = kUnsetTimeout;
 };
+// The options of the allgathers (c10d::AllgatherOptions): the timeout.
 struct AllgatherOptions {
   std::chrono::milliseconds timeout = kUnsetTimeout;
 };
+// gather's options (c10d::GatherOptions): the rank that receives every input, and the timeout.
 struct GatherOptions {
   int64_t root_rank = 0;
   std::chrono::milliseconds timeout = kUnsetTimeout;
 };
+// scatter's options (c10d::ScatterOptions): the rank whose inputs are scattered, and the timeout.
 struct ScatterOptions {
   int64_t root_rank = 0;
   std::chrono::milliseconds timeout = kUnsetTimeout;
 };
+// reduce_scatter's options (c10d::ReduceScatterOptions): the reduction and the timeout.
 struct ReduceScatterOptions {
   ReduceOp reduce_op = ReduceOp::SUM;
   std::chrono::milliseconds timeout = kUnsetTimeout;
 };
+// The options of alltoall and alltoall_base (c10d::AllToAllOptions): the timeout.
 struct AllToAllOptions {
   std::chrono::milliseconds timeout = kUnsetTimeout;
 };
+// barrier's options (c10d::BarrierOptions): the timeout.
 struct BarrierOptions {
   std::chrono::milliseconds timeout = kUnsetTimeout;
 };
 
+// A group of ranks and its collectives (PyTorch's c10d::ProcessGroup), implemented by a backend;
+// each collective returns a Work to wait on. One the backend lacks throws ember::Error naming it.
 class ProcessGroup {
  public:
   struct Options {

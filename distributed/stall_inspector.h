@@ -97,6 +97,8 @@ struct LinkMeasurement {
 // "rank 1" / "ranks 1, 3"
 std::string rank_list(const std::vector<int>& ranks);
 
+// One rank's side channel for one process group, made by its backend: a responder thread answers
+// the peers' progress queries, and query_peers() asks them when a collective times out.
 class StallInspector {
  public:
   static constexpr std::chrono::milliseconds kDefaultBudget{2000};

@@ -16,6 +16,7 @@
 
 namespace ember::nn {
 
+// SyncBatchNorm's arguments besides num_features, with torch.nn.SyncBatchNorm's defaults.
 struct SyncBatchNormOptions {
   double eps = 1e-5;
   double momentum = 0.1;

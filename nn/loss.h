@@ -6,6 +6,8 @@
 
 namespace ember::nn {
 
+// PyTorch's torch.nn.CrossEntropyLoss: loss(logits [N, C], int64 target [N]) = nll_loss of
+// log_softmax, with optional label smoothing; targets equal to ignore_index contribute nothing.
 class CrossEntropyLoss {
  public:
   explicit CrossEntropyLoss(Reduction reduction = Reduction::Mean, double label_smoothing = 0.0,
@@ -21,6 +23,8 @@ class CrossEntropyLoss {
   int64_t ignore_index_;
 };
 
+// PyTorch's torch.nn.NLLLoss: loss(log_probs [N, C], int64 target [N]); targets equal to
+// ignore_index contribute nothing.
 class NLLLoss {
  public:
   explicit NLLLoss(Reduction reduction = Reduction::Mean, int64_t ignore_index = -100)
@@ -34,6 +38,8 @@ class NLLLoss {
   int64_t ignore_index_;
 };
 
+// PyTorch's torch.nn.MSELoss: (input - target)^2 elementwise, then mean, sum or nothing by
+// `reduction`; throws unless input and target have the same shape.
 class MSELoss {
  public:
   explicit MSELoss(Reduction reduction = Reduction::Mean) : reduction_(reduction) {}

@@ -13,6 +13,9 @@
 
 namespace ember::nn {
 
+// The base of every layer and model (PyTorch's torch.nn.Module): derive, register parameters,
+// buffers and children in the constructor, override forward(). Held by shared_ptr, not copyable;
+// registering a name twice, or one containing '.', throws ember::Error.
 class Module : public std::enable_shared_from_this<Module> {
  public:
   explicit Module(std::string type_name = "Module") : type_name_(std::move(type_name)) {}

@@ -17,6 +17,8 @@ namespace ember::optim {
 
 using Betas = std::pair<double, double>;
 
+// Adam's hyper-parameters with torch.optim.Adam's defaults (lr 1e-3, betas (0.9, 0.999), eps 1e-8,
+// no weight decay, no amsgrad), chainable: AdamOptions(3e-4).weight_decay(1e-4).amsgrad(true).
 class AdamOptions : public OptimizerOptions {
  public:
   explicit AdamOptions(double lr = 1e-3) : lr_(lr) {}
@@ -43,6 +45,8 @@ class AdamWOptions : public AdamOptions {
   std::unique_ptr<OptimizerOptions> clone() const override { return std::make_unique<AdamWOptions>(*this); }
 };
 
+// PyTorch's torch.optim.Adam, the rule above; per-parameter state: step, exp_avg, exp_avg_sq and,
+// with amsgrad, max_exp_avg_sq. Throws ember::Error on out-of-range lr, eps, betas or weight decay.
 class Adam : public Optimizer {
  public:
   Adam(std::vector<Tensor> params, const AdamOptions& defaults = AdamOptions());
@@ -62,6 +66,7 @@ class Adam : public Optimizer {
   bool decoupled_ = false;
 };
 
+// PyTorch's torch.optim.AdamW: Adam with decoupled weight decay, 1e-2 by default (AdamWOptions).
 class AdamW : public Adam {
  public:
   AdamW(std::vector<Tensor> params, const AdamOptions& defaults = AdamWOptions());

@@ -18,6 +18,9 @@
 
 namespace ember::optim {
 
+// The base of the schedulers (PyTorch's torch.optim.lr_scheduler.LRScheduler): keeps each group's
+// base lr and the epoch and writes lr_at(base lr, epoch) into the groups. It keeps a reference to
+// the optimizer, which must outlive it.
 class LRScheduler {
  public:
   explicit LRScheduler(Optimizer& optimizer);
@@ -50,6 +53,7 @@ class LRScheduler {
   int64_t last_epoch_ = -1;
 };
 
+// PyTorch's StepLR: the lr times gamma every step_size epochs. Throws unless step_size > 0.
 class StepLR : public LRScheduler {
  public:
   StepLR(Optimizer& optimizer, int64_t step_size, double gamma = 0.1);
@@ -62,6 +66,8 @@ class StepLR : public LRScheduler {
   double gamma_;
 };
 
+// PyTorch's MultiStepLR: the lr times gamma at each milestone epoch. Throws unless the milestones
+// are sorted.
 class MultiStepLR : public LRScheduler {
  public:
   // Milestones must be increasing.
@@ -75,6 +81,8 @@ class MultiStepLR : public LRScheduler {
   double gamma_;
 };
 
+// PyTorch's CosineAnnealingLR (its closed form): the lr falls from the base lr to eta_min along
+// half a cosine over T_max epochs. Throws unless T_max > 0.
 class CosineAnnealingLR : public LRScheduler {
  public:
   CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min = 0.0);

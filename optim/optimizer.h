@@ -88,6 +88,8 @@ class OptimizerParamGroup {
 // One parameter's named buffers, in creation order.
 using ParamState = nn::StateDict;
 
+// The base every optimizer derives from, as described above. add_param_group (so each constructor
+// too) throws ember::Error on a parameter that is not a dense floating leaf or already in a group.
 class Optimizer {
  public:
   Optimizer(const Optimizer&) = delete;

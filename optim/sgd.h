@@ -16,6 +16,8 @@
 
 namespace ember::optim {
 
+// SGD's hyper-parameters with torch.optim.SGD's defaults (lr has none), chainable:
+// SGDOptions(0.1).momentum(0.9).nesterov(true).
 class SGDOptions : public OptimizerOptions {
  public:
   explicit SGDOptions(double lr) : lr_(lr) {}
@@ -34,6 +36,9 @@ class SGDOptions : public OptimizerOptions {
   std::vector<std::string> option_names() const override;
 };
 
+// PyTorch's torch.optim.SGD, the rule above; per-parameter state: momentum_buffer, with momentum.
+// Throws ember::Error on a negative lr, momentum or weight decay, or on Nesterov without momentum
+// or with dampening.
 class SGD : public Optimizer {
  public:
   SGD(std::vector<Tensor> params, const SGDOptions& defaults);

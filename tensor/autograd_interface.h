@@ -21,6 +21,8 @@ struct GradMode {
   static void set_enabled(bool enabled);
 };
 
+// Sets GradMode for a scope and restores the previous mode when it ends (PyTorch's AutoGradMode):
+// AutoGradMode(false) stops recording; AutoGradMode(true) records again inside a no-grad scope.
 class AutoGradMode {
  public:
   explicit AutoGradMode(bool enabled) : prev_(GradMode::is_enabled()) { GradMode::set_enabled(enabled); }
@@ -52,6 +54,8 @@ class AutoDispatchBelowAutograd {
   bool prev_;
 };
 
+// A tensor's autograd state as tensor/ sees it (c10::AutogradMetaInterface): requires_grad and
+// .grad. autograd/ implements it (autograd::AutogradMeta) and creates it when a tensor needs one.
 class AutogradMetaInterface {
  public:
   virtual ~AutogradMetaInterface() = default;

@@ -10,6 +10,8 @@ namespace ember {
 
 class CudaEvent;
 
+// A CUDA stream (PyTorch's torch.cuda.Stream), a shared handle: copies refer to the same stream,
+// and a created stream is destroyed with its last copy. Throws without a CUDA backend.
 class CudaStream {
  public:
   // A new stream on `device`, destroyed with its last copy.
@@ -50,6 +52,8 @@ class CudaStreamGuard {
   void* previous_;
 };
 
+// A CUDA event (PyTorch's torch.cuda.Event), a shared handle destroyed with its last copy: record()
+// marks a point in a stream that other streams wait for (CudaStream::wait) and timings measure.
 class CudaEvent {
  public:
   explicit CudaEvent(bool enable_timing = false);

@@ -9,6 +9,8 @@ namespace ember {
 
 enum class DeviceType : int8_t { CPU = 0, CUDA = 1 };
 
+// A device type and index (PyTorch's torch.device): kCPU, {DeviceType::CUDA, 1}, Device("cuda:1").
+// Parsing throws ember::Error unless "cpu", "cuda" or "cuda:N"; every CPU device compares equal.
 struct Device {
   DeviceType type = DeviceType::CPU;
   int index = 0;

@@ -25,6 +25,9 @@ struct DeviceMemoryStats {
   int64_t num_ooms = 0;            // requests that failed even after emptying the cache
 };
 
+// What a device backend implements (CUDA's, under --config=cuda): copies, synchronisation,
+// allocator counters and caches, pinned host memory, streams and events. One per DeviceType; users
+// reach it through the cuda_* functions below and tensor/cuda_stream.h.
 class DeviceBackend {
  public:
   virtual ~DeviceBackend() = default;

@@ -10,6 +10,8 @@
 
 namespace ember {
 
+// The exception every ember error is (a std::exception; what() is the message). User errors name
+// the op and its operands; failed EMBER_INTERNAL_ASSERTs start "internal error at <file>:<line>".
 class Error : public std::exception {
  public:
   explicit Error(std::string msg) : msg_(std::move(msg)) {}

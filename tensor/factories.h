@@ -11,6 +11,8 @@
 
 namespace ember {
 
+// The dtype and device of a new tensor (PyTorch's TensorOptions): float32 on the CPU unless given.
+// Converts implicitly from a ScalarType or a Device, so zeros({2, 3}, kInt64) works.
 struct TensorOptions {
   ScalarType dtype = kFloat32;
   Device device = kCPU;

@@ -15,6 +15,8 @@ struct SgdParameter {
   bool first_step = false;
 };
 
+// torch.optim.SGD's settings for one fused_sgd_ call, the same for every parameter in it (one
+// parameter group's).
 struct SgdHyperparameters {
   double lr = 0, momentum = 0, dampening = 0, weight_decay = 0;
   bool nesterov = false;

@@ -9,6 +9,8 @@
 
 namespace ember {
 
+// A seedable random stream (PyTorch's torch.Generator, with its default seed). Not thread-safe by
+// itself: ops that draw from a generator lock its mutex(), and so must other code sharing one.
 class Generator {
  public:
   explicit Generator(uint64_t seed = 67280421310721ull) { manual_seed(seed); }

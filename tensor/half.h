@@ -85,6 +85,8 @@ inline uint16_t float_to_bfloat16_bits(float f) {
 inline float bfloat16_bits_to_float(uint16_t b) { return bits_float(static_cast<uint32_t>(b) << 16); }
 }  // namespace detail
 
+// IEEE binary16, the element type of float16 tensors (PyTorch's c10::Half): converts implicitly to
+// and from float, rounding to nearest even; from_bits() wraps raw bits.
 struct Half {
   uint16_t x = 0;
   struct from_bits_t {};
@@ -95,6 +97,8 @@ struct Half {
   static Half from_bits(uint16_t b) { return Half(b, from_bits_t{}); }
 };
 
+// bfloat16, the element type of bfloat16 tensors (PyTorch's c10::BFloat16): a float's top 16 bits,
+// converted from float with round-to-nearest-even; from_bits() wraps raw bits.
 struct BFloat16 {
   uint16_t x = 0;
   struct from_bits_t {};

@@ -13,6 +13,8 @@ namespace ember {
 
 using Pair = std::array<int64_t, 2>;
 
+// conv2d's stride, padding and dilation ({height, width} each) and groups, with
+// torch.nn.functional.conv2d's defaults.
 struct Conv2dParams {
   Pair stride{1, 1};
   Pair padding{0, 0};

@@ -9,6 +9,8 @@
 
 namespace ember {
 
+// PyTorch's c10::Scalar: converts implicitly from any arithmetic type, Half or BFloat16, keeping
+// floating values as double, integers as int64 and bools as bool; to<T>() converts back.
 class Scalar {
  public:
   enum class Kind : int8_t { Double, Int, Bool };

@@ -24,6 +24,8 @@ Allocator* get_allocator(DeviceType type);
 // The CUDA backend registers its allocator here at startup (tensor/cuda/); nothing else should.
 void set_allocator(DeviceType type, Allocator* allocator);
 
+// The bytes themselves, shared by every Storage handle (and so every tensor view) over them: owns
+// the pointer and runs its deleter when the last handle goes. Not copyable.
 class StorageImpl {
  public:
   using Deleter = std::function<void(void*)>;
@@ -46,6 +48,8 @@ class StorageImpl {
   Deleter deleter_;
 };
 
+// A shared handle to a StorageImpl (PyTorch's c10::Storage): copies share the bytes. A
+// default-constructed Storage is undefined: no data, 0 bytes, on the CPU.
 class Storage {
  public:
   Storage() = default;

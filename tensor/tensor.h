@@ -19,6 +19,8 @@
 
 namespace ember {
 
+// PyTorch's torch::Tensor: a shared handle to a TensorImpl, so copies share data and autograd
+// state. A default-constructed Tensor is undefined (defined() is false): most methods throw on it.
 class Tensor {
  public:
   Tensor() = default;

@@ -25,6 +25,8 @@ struct VersionCounter {
 // indices tensor and a values tensor instead and have no storage of their own.
 enum class Layout : int8_t { Strided, Sparse };
 
+// What a Tensor handle points at (PyTorch's c10::TensorImpl): a Storage viewed with sizes, strides,
+// an element offset and a dtype, plus its autograd meta and the version counter its views share.
 class TensorImpl {
  public:
   TensorImpl(Storage storage, Shape sizes, Shape strides, int64_t storage_offset, ScalarType dtype,

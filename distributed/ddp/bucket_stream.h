@@ -22,6 +22,8 @@
 
 namespace ember::distributed {
 
+// The stream a CUDA Reducer's bucket work runs on (the Note above), taken from the device's pool,
+// and the event that orders it against the current stream. Needs a CUDA backend.
 class BucketStream {
  public:
   // A stream from the device's pool (CudaStream::from_pool: allocations of comm hooks on it may

@@ -13,6 +13,8 @@
 
 namespace ember::distributed {
 
+// compute_bucket_assignment_with_limits's result: each bucket's parameter indices, and the size
+// limit in bytes it was filled against.
 struct BucketAssignment {
   std::vector<std::vector<size_t>> bucket_indices;
   std::vector<size_t> per_bucket_size_limits;  // 0 for sparse buckets (no limit)

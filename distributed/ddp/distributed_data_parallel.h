@@ -24,6 +24,9 @@
 
 namespace ember::distributed {
 
+// DistributedDataParallel's arguments, named and defaulted as PyTorch's (bucket_cap_mb 25,
+// broadcast_buffers, find_unused_parameters, ...); first_bucket_mb, trace_dir and the straggler
+// check are ember extensions.
 struct DDPOptions {
   ProcessGroupPtr process_group;       // default: the default group
   // Bucket caps in MiB (1 MiB = 1024 * 1024 bytes), as PyTorch's. Unset: 25 (its default).

@@ -18,6 +18,8 @@ struct IterationSnapshot {
   IterationTimeline timeline;
 };
 
+// What format_first_iteration_report() reads: the first iteration, the first with the final
+// buckets, and every parameter's name and module.
 struct FirstIterationFacts {
   IterationSnapshot first;    // iteration 1, with the constructor's buckets
   IterationSnapshot settled;  // the first iteration with the final buckets (== first when no rebuild follows)

@@ -84,6 +84,8 @@ struct StragglerReport {
   bool found() const { return !slow_link_ranks.empty() || !slow_compute_ranks.empty(); }
 };
 
+// What DistributedDataParallel::get_ddp_logging_data() returns (PyTorch's DDPLoggingData, as
+// fields): configuration, bucket layouts, unused parameters, the last iteration's timings.
 struct DDPLoggingData {
   int rank = 0;
   int world_size = 1;

@@ -22,6 +22,8 @@
 
 namespace ember::distributed {
 
+// The Reducer's part of DDPOptions: the mode flags, and in bytes the first-bucket size and bucket
+// cap that the bucket rebuild uses.
 struct ReducerOptions {
   bool find_unused_parameters = false;
   bool gradient_as_bucket_view = false;
@@ -31,6 +33,9 @@ struct ReducerOptions {
   size_t bucket_bytes_cap = 25 * 1024 * 1024;
 };
 
+// DDP's gradient synchroniser (PyTorch's c10d::Reducer), built by DistributedDataParallel (its
+// reducer()): owns the buckets and hooks each parameter's AccumulateGrad. Misuse (a gradient ready
+// twice in one backward, an unfinished reduction) throws ember::Error naming the parameters.
 class Reducer {
  public:
   // `bucket_indices`: the assignment in launch order (already reversed by DDP).

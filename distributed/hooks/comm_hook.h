@@ -27,6 +27,8 @@ namespace ember::distributed {
 // joined in this iteration (Reducer::divide_factor, reducer_join.cc); hooks keep dividing by the
 // group size, as PyTorch's do.
 
+// A DDP communication hook (PyTorch's comm hooks, as a class): run_hook() starts reducing one
+// bucket and returns a Future of the result. DistributedDataParallel::register_comm_hook takes one.
 class CommHookInterface {
  public:
   virtual ~CommHookInterface() = default;

@@ -1,6 +1,6 @@
 // GradBucket: what a communication hook sees of one DDP bucket (PyTorch's dist.GradBucket): the
-// flat buffer of (already scaled) gradients, per-parameter views, offsets/lengths/sizes, and the
-// parameters. A hook may replace the buffer (set_buffer) and returns a Future of the reduced buffer.
+// flat buffer of gradients, per-parameter views, offsets/lengths/sizes, and the parameters. A hook
+// may replace the buffer (set_buffer) and returns a Future of the reduced buffer.
 #pragma once
 
 #include <cstddef>
@@ -10,6 +10,8 @@
 
 namespace ember::distributed {
 
+// One DDP bucket as a comm hook sees it (PyTorch's dist.GradBucket). The buffer arrives divided by
+// the world size only for the default hook: Note [Who divides gradients by the world size].
 class GradBucket {
  public:
   GradBucket(size_t index, size_t bucket_count, Tensor buffer, std::vector<size_t> offsets,

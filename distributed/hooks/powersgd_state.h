@@ -41,6 +41,8 @@ class PowerSGDOptions {
 };
 #undef EMBER_POWERSGD_ARG
 
+// The state PowerSGD's hooks share (PyTorch's PowerSGDState): hyper-parameters, per-bucket error
+// feedback and P/Q memory, the iteration counter and RNG. state_dict() checkpoints it.
 class PowerSGDState {
  public:
   // Throws when start_powerSGD_iter <= 1 while error feedback or warm start is on: DDP rebuilds

@@ -6,6 +6,9 @@
 
 namespace ember::nn {
 
+// PyTorch's torch.nn.BatchNorm2d over input [N, C, H, W] (forward throws on other shapes): training
+// normalises with the batch's statistics and updates the running ones; eval uses the running ones
+// (the batch's when track_running_stats is false).
 class BatchNorm2d : public Module {
  public:
   explicit BatchNorm2d(int64_t num_features, double eps = 1e-5, double momentum = 0.1,

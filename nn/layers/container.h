@@ -8,6 +8,8 @@
 
 namespace ember::nn {
 
+// PyTorch's torch.nn.Sequential: forward() passes the input through the modules in order. They are
+// registered as children "0", "1", ...
 class Sequential : public Module {
  public:
   Sequential() : Module("Sequential") {}
@@ -22,6 +24,8 @@ class Sequential : public Module {
   std::vector<ModulePtr> modules_;
 };
 
+// PyTorch's torch.nn.ModuleList: registers its modules as children "0", "1", ... (so their
+// parameters count) and iterates over them; it has no forward() of its own (calling it throws).
 class ModuleList : public Module {
  public:
   ModuleList() : Module("ModuleList") {}

@@ -7,6 +7,8 @@
 
 namespace ember::nn {
 
+// Conv2d's arguments, named as torch.nn.Conv2d's and with its defaults (in_channels, out_channels
+// and kernel_size have none).
 struct Conv2dOptions {
   int64_t in_channels, out_channels;
   Pair kernel_size;
@@ -17,6 +19,8 @@ struct Conv2dOptions {
   bool bias = true;
 };
 
+// PyTorch's torch.nn.Conv2d: weight [out, in / groups, kH, kW] and optional bias [out], initialised
+// as PyTorch's. The constructor throws unless the channel counts are positive and divide by groups.
 class Conv2d : public Module {
  public:
   explicit Conv2d(const Conv2dOptions& options, Generator* gen = nullptr);

@@ -6,6 +6,8 @@
 
 namespace ember::nn {
 
+// PyTorch's torch.nn.Linear: y = x W^T + b over the last dim of x [..., in_features], with weight
+// [out_features, in_features] and an optional bias [out_features]. forward throws on other shapes.
 class Linear : public Module {
  public:
   Linear(int64_t in_features, int64_t out_features, bool bias = true, Generator* gen = nullptr);

@@ -19,6 +19,8 @@ class ReLU : public Module {
   bool inplace_;
 };
 
+// PyTorch's torch.nn.MaxPool2d over [N, C, H, W] or [C, H, W]; stride {0, 0} (the default) means
+// the kernel size.
 class MaxPool2d : public Module {
  public:
   MaxPool2d(Pair kernel, Pair stride = {0, 0}, Pair padding = {0, 0})
@@ -29,6 +31,8 @@ class MaxPool2d : public Module {
   Pair kernel_, stride_, padding_;
 };
 
+// PyTorch's torch.nn.AvgPool2d (count_include_pad=true) over [N, C, H, W] or [C, H, W]; stride
+// {0, 0} (the default) means the kernel size.
 class AvgPool2d : public Module {
  public:
   AvgPool2d(Pair kernel, Pair stride = {0, 0}, Pair padding = {0, 0})
@@ -39,6 +43,8 @@ class AvgPool2d : public Module {
   Pair kernel_, stride_, padding_;
 };
 
+// PyTorch's torch.nn.AdaptiveAvgPool2d: averages each plane into output_size cells whatever its
+// size ({1, 1}: global average pooling).
 class AdaptiveAvgPool2d : public Module {
  public:
   explicit AdaptiveAvgPool2d(Pair output_size) : Module("AdaptiveAvgPool2d"), output_size_(output_size) {}
@@ -48,6 +54,8 @@ class AdaptiveAvgPool2d : public Module {
   Pair output_size_;
 };
 
+// PyTorch's torch.nn.Dropout: in training mode zeroes each element with probability p and scales
+// the rest by 1 / (1 - p); the identity in eval mode. The constructor throws unless 0 <= p <= 1.
 class Dropout : public Module {
  public:
   // gen: the stream masks are drawn from (default generator when null); seed it for reproducibility.
@@ -60,6 +68,7 @@ class Dropout : public Module {
   Generator* gen_;
 };
 
+// PyTorch's torch.nn.Flatten: input.flatten(start_dim, end_dim); by default all dims but the first.
 class Flatten : public Module {
  public:
   explicit Flatten(int64_t start_dim = 1, int64_t end_dim = -1)
@@ -70,6 +79,8 @@ class Flatten : public Module {
   int64_t start_, end_;
 };
 
+// PyTorch's torch.nn.LayerNorm: normalises over the trailing dims normalized_shape (forward throws
+// if the input does not end with them), then applies weight (ones) and bias (zeros) when affine.
 class LayerNorm : public Module {
  public:
   explicit LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
@@ -81,6 +92,8 @@ class LayerNorm : public Module {
   bool affine_;
 };
 
+// PyTorch's torch.nn.Embedding: weight [num_embeddings, embedding_dim], initialised N(0, 1), whose
+// rows forward picks by int64 indices of any shape; sparse = true makes its gradient sparse COO.
 class Embedding : public Module {
  public:
   Embedding(int64_t num_embeddings, int64_t embedding_dim, bool sparse = false,

@@ -13,6 +13,8 @@
 
 namespace ember::nn {
 
+// torchvision's BasicBlock: relu(bn1(conv1(x))), then relu(bn2(conv2(.)) + shortcut(x)), 3x3
+// convolutions; the shortcut is a 1x1 convolution and batch norm where stride or width changes.
 class BasicBlock : public Module {
  public:
   BasicBlock(int64_t in_planes, int64_t planes, int64_t stride, Generator* gen);
@@ -24,6 +26,7 @@ class BasicBlock : public Module {
   std::shared_ptr<Sequential> shortcut_;  // empty when the identity fits
 };
 
+// ResNet's shape: depth (6n + 2; ResNet-20 by default), first-stage width, input channels, classes.
 struct ResNetOptions {
   int64_t depth = 20;        // 6n + 2
   int64_t width = 16;        // channels of the first stage
@@ -31,6 +34,8 @@ struct ResNetOptions {
   int64_t num_classes = 10;
 };
 
+// The ResNet described above: input [N, in_channels, H, W] -> logits [N, num_classes]. The
+// constructor throws unless depth is 6n + 2 with n >= 1; forward throws on other input shapes.
 class ResNet : public Module {
  public:
   explicit ResNet(const ResNetOptions& options = {}, Generator* gen = nullptr);
