@@ -26,7 +26,9 @@ foreign=$(grep -v -e '^_ZN5ember' -e '^_ZNK5ember' -e '^_ZT[ISVT]N5ember' -e '^_
   -e '^EMBER_0$' "$work/exports.txt" | head -5)
 [[ "$exported" -gt 0 && -z "$foreign" ]]
 check "no other symbol is exported (found: ${foreign:-none})" $?
-objdump -p "$work/prefix/lib/libember.so" | grep -q 'SONAME *libember.so.0'
+# Read whole first: grep -q would stop reading early, and objdump's SIGPIPE fail the pipeline.
+dynamic=$(objdump -p "$work/prefix/lib/libember.so")
+grep -q 'SONAME *libember.so.0' <<<"$dynamic"
 check "its soname is libember.so.0" $?
 
 # The out-of-tree project with CMake, exactly as the README says (but against this prefix).
