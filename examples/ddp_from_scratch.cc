@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/accumulate_grad.h"
@@ -54,16 +55,11 @@ class Comm {
   size_t launched() const { return spans_.size(); }
   void clear() { spans_.clear(); }
   // The union of [launch, completion] over this step's allreduces, counted from `from` on: time
-  // with a collective in flight (Note [Communication time] in distributed/ddp/logging.h).
+  // with a collective in flight, measured as DDP measures its buckets (Note [Communication time]).
   double wall_ms(double from = 0) const {
-    std::vector<std::pair<double, double>> v;
-    for (const Span& s : spans_) v.emplace_back(std::max(s.begin, from), std::max(*s.end, from));
-    std::sort(v.begin(), v.end());
-    double total = 0, covered_until = from;
-    for (const auto& [b, e] : v) {
-      if (e > covered_until) total += e - std::max(b, covered_until), covered_until = e;
-    }
-    return total;
+    std::vector<std::pair<double, double>> spans;
+    for (const Span& s : spans_) spans.emplace_back(s.begin, *s.end);
+    return distributed::covered_length(std::move(spans), from);
   }
  private:
   struct Span {

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ember::distributed {
@@ -29,6 +31,11 @@ struct IterationStats {
   // find_unused_parameters: the graph traversal from the outputs in this iteration's forward.
   double unused_search_ms = 0;
 };
+
+// The wall-clock length `spans` ([begin, end) pairs) cover, counting only time from `from` on: with
+// the bucket spans, comm_wall_ms from the start and exposed_comm_ms from finalize_backward's.
+double covered_length(std::vector<std::pair<double, double>> spans,
+                      double from = -std::numeric_limits<double>::infinity());
 
 // PyTorch's runtime statistics under its names (DDPLoggingData's ints_map), in nanoseconds, from
 // the same five events its Reducer's Timer records: forward start (prepare_for_forward), backward

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <limits>
 #include <utility>
 #include <vector>
 
@@ -254,18 +253,6 @@ void Reducer::reset_after_iteration() {
 
 namespace {
 
-// The length of the union of [begin, end) intervals.
-double union_length(std::vector<std::pair<double, double>> spans) {
-  std::sort(spans.begin(), spans.end());
-  double total = 0, covered_to = -std::numeric_limits<double>::infinity();
-  for (const auto& [begin, end] : spans) {
-    const double from = std::max(begin, covered_to);
-    if (end > from) total += end - from;
-    covered_to = std::max(covered_to, end);
-  }
-  return total;
-}
-
 int64_t ns(double us) { return static_cast<int64_t>(std::llround(std::max(0.0, us) * 1000.0)); }
 
 // PyTorch's calculate_avg_time: the running mean after the n-th sample.
@@ -289,14 +276,10 @@ void Reducer::record_iteration_stats(double compute_end_us, double comm_end_us) 
   double backward_start_us = backward_start_us_ > 0 ? backward_start_us_ : compute_end_us;
   if (comm_start_us > 0) backward_start_us = std::min(backward_start_us, comm_start_us);
   last_stats_.backward_ms = (end_us - backward_start_us) / 1000.0;
-  last_stats_.comm_wall_ms = union_length(spans) / 1000.0;
+  last_stats_.comm_wall_ms = covered_length(spans) / 1000.0;
   // Exposed: the part of that union after the last gradient was ready. finalize_backward's wait
   // also holds the moment between the last reduction and its wake-up, which is not communication.
-  std::vector<std::pair<double, double>> after_compute;
-  for (const auto& [begin, end] : spans) {
-    after_compute.emplace_back(std::max(begin, compute_end_us), std::max(end, compute_end_us));
-  }
-  last_stats_.exposed_comm_ms = union_length(after_compute) / 1000.0;
+  last_stats_.exposed_comm_ms = covered_length(spans, compute_end_us) / 1000.0;
   last_stats_.overlap = last_stats_.comm_wall_ms > 0
                             ? std::clamp(1.0 - last_stats_.exposed_comm_ms / last_stats_.comm_wall_ms, 0.0, 1.0)
                             : 0.0;
