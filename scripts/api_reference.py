@@ -92,6 +92,11 @@ def statement(lines, i):
     return text, trailing, min(j + 1, len(lines))
 
 
+def brace_depth(lines, begin, end):
+    """How many more braces lines [begin, end) open than close, comments left out."""
+    return sum(code_of(lines[k])[0].count("{") - code_of(lines[k])[0].count("}") for k in range(begin, end))
+
+
 def skip_block(lines, i, depth_change):
     """Index after the block whose opening brace is on line i (depth counted by braces)."""
     depth = depth_change
@@ -113,7 +118,7 @@ def parse_class(lines, start, kind):
     """(public members [(declaration, comment)], index after the class)."""
     public = kind == "struct"
     members = []
-    depth = code_of(lines[start])[0].count("{") - code_of(lines[start])[0].count("}")
+    depth = brace_depth(lines, start, start + 1)
     j = start + 1
     while j < len(lines) and depth > 0:
         raw = lines[j]
@@ -125,7 +130,7 @@ def parse_class(lines, start, kind):
                 continue
             if public and is_declaration(s) and not s.startswith(("class ", "struct ", "enum ", "using ")):
                 text, trailing, nxt = statement(lines, j)
-                body_depth = sum(code_of(lines[k])[0].count("{") - code_of(lines[k])[0].count("}") for k in range(j, nxt))
+                body_depth = brace_depth(lines, j, nxt)
                 members.append((text, comment_above(lines, j) or trailing))
                 if body_depth > 0:  # an inline body: skip it
                     nxt = skip_block(lines, nxt - 1, body_depth)
@@ -174,7 +179,7 @@ def parse_header(path):
             em = ENUM.match(s)
             am = ALIAS.match(s)
             text, trailing, nxt = statement(lines, i)
-            body_depth = sum(code_of(lines[k])[0].count("{") - code_of(lines[k])[0].count("}") for k in range(i, nxt))
+            body_depth = brace_depth(lines, i, nxt)
             if em:
                 kind, name = "enum", em.group(1)
             elif am:
@@ -185,11 +190,7 @@ def parse_header(path):
                 kind, name = "function", re.sub(r".*?(\w+)\s*\(.*", r"\1", text)
             else:
                 kind, name = "", ""
-            if kind and not (kind == "enum" and text.endswith(";") and "{" not in raw and body_depth == 0 and
-                             not text.endswith("}")):
-                entries.append(dict(kind=kind, name=name, namespace=ns, declaration=text,
-                                    comment=comment_above(lines, i) or trailing, members=[]))
-            elif kind == "enum":
+            if kind:
                 entries.append(dict(kind=kind, name=name, namespace=ns, declaration=text,
                                     comment=comment_above(lines, i) or trailing, members=[]))
             i = nxt
