@@ -22,8 +22,9 @@ class Trace {
   void enable(const std::string& path, int rank);
   // Read on the communication thread too (bucket completion spans): atomic, as is the rank.
   bool enabled() const { return enabled_.load(std::memory_order_acquire) || has_listener_.load(std::memory_order_acquire); }
-  // Also (or instead) hand every event to `listener` as it happens: (name, start µs, lane).
-  // The teaching example (examples/ddp_walkthrough) narrates an iteration this way.
+  // Also (or instead) hand every event to `listener` as it happens: (name, start µs, lane), on the
+  // thread that records it (training, communication, the MPI worker), so a listener that keeps
+  // state locks it. The teaching example (examples/ddp_walkthrough) narrates an iteration this way.
   // Thread-safe: events in flight on another thread finish with the listener they started with.
   void set_listener(std::function<void(const std::string&, double, int)> listener);
   // Microseconds since the recorder was created (steady clock).
