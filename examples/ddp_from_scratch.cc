@@ -14,15 +14,10 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/accumulate_grad.h"
-#include "autograd/variable.h"
-#include "distributed/ddp/distributed_data_parallel.h"
-#include "distributed/distributed.h"
+#include <ember/distributed.h>
+#include <ember/optim.h>
+
 #include "examples/common/flags.h"
-#include "nn/nn.h"
-#include "optim/optim.h"
-#include "tensor/all.h"
-#include "tensor/parallel.h"
 
 using namespace ember;
 

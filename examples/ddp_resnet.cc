@@ -15,13 +15,11 @@
 #include <cstdlib>
 #include <memory>
 
-#include "distributed/ddp/distributed_data_parallel.h"
-#include "distributed/distributed.h"
+#include <ember/distributed.h>
+
 #include "examples/common/comm_hook_by_name.h"
 #include "examples/common/flags.h"
 #include "examples/common/training.h"
-#include "nn/checkpoint.h"
-#include "tensor/all.h"
 
 using namespace ember;
 namespace flags = ember::flags;

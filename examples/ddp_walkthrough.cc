@@ -15,13 +15,10 @@
 #include <iostream>
 #include <mutex>
 
-#include "distributed/ddp/distributed_data_parallel.h"
-#include "distributed/distributed.h"
-#include "distributed/trace.h"
+#include <ember/distributed.h>
+#include <ember/optim.h>
+
 #include "examples/common/flags.h"
-#include "nn/nn.h"
-#include "optim/optim.h"
-#include "tensor/all.h"
 
 using namespace ember;
 

@@ -1,7 +1,7 @@
 // A tour of the tensor library: factories, views, broadcasting, reductions, matmul, dtypes.
 #include <iostream>
 
-#include "tensor/all.h"
+#include <ember/tensor.h>
 
 using namespace ember;
 

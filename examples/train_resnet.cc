@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "examples/common/training.h"
-#include "tensor/all.h"
+#include <ember/tensor.h>
 
 using namespace ember;
 

@@ -5,7 +5,7 @@ the header comments: what <ember/ember.h> brings, followed header by header.
     python3 scripts/api_reference.py [--out docs/api]     write the pages
     python3 scripts/api_reference.py --check              exit 1 if the committed pages are stale
 
-Each layer's page (tensor, autograd, nn, optim, data, distributed: the ember/<layer>.h headers, in
+Each layer's page (tensor, autograd, nn, optim, data, distributed: the include/ember/<layer>.h headers, in
 that order) covers the headers its umbrella reaches that no earlier layer did. For each header:
 its opening comment, then every class, struct, enum, alias and function declared at namespace
 scope with the comment block right above it, and for classes their public members the same way.
@@ -28,16 +28,22 @@ ALIAS = re.compile(r"^(?:template\s*<.*>\s*)?using\s+(\w+)\s*=")
 HIDDEN_NAMESPACES = ("detail", "internal")
 
 
+def source_file(header):
+    """Where an included header is in the repository: <ember/X.h> are include/ember/X.h."""
+    return os.path.join(REPO, "include", header) if header.startswith("ember/") else os.path.join(REPO, header)
+
+
 def reachable(header, seen):
-    """Repository headers `header` includes, transitively, in first-seen order (itself first)."""
+    """Repository headers `header` includes (as include paths), transitively, in first-seen order
+    (itself first)."""
     order = []
 
     def visit(path):
-        if path in seen or not os.path.exists(os.path.join(REPO, path)):
+        if path in seen or not os.path.exists(source_file(path)):
             return
         seen.add(path)
         order.append(path)
-        with open(os.path.join(REPO, path)) as f:
+        with open(source_file(path)) as f:
             for line in f:
                 m = INCLUDE.match(line)
                 if m:
@@ -144,7 +150,7 @@ def parse_class(lines, start, kind):
 
 def parse_header(path):
     """(file comment, entries): entries are dicts kind/name/namespace/declaration/comment/members."""
-    with open(os.path.join(REPO, path)) as f:
+    with open(source_file(path)) as f:
         lines = f.read().splitlines()
     entries = []
     namespaces = []  # (name, depth at which it closes)

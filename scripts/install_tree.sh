@@ -3,7 +3,7 @@
 #   scripts/install_tree.sh --prefix PREFIX --built DIR --sources SRC
 # DIR holds libember.so.<version>, libember.a and ember_headers.txt; SRC is the source tree the
 # listed headers are read from (the repository, or a test's runfiles). Writes
-#   PREFIX/include/ember/<header path>       ember/ember.h among them: <ember/ember.h> to a user
+#   PREFIX/include/ember/<header path>       include/ember/X.h as ember/X.h: <ember/X.h> to a user
 #   PREFIX/lib/libember.so.<v>, .so.<major>, .so and libember.a
 #   PREFIX/lib/cmake/ember/emberConfig.cmake, emberConfigVersion.cmake   (imported target ember::ember)
 #   PREFIX/lib/pkgconfig/ember.pc
@@ -31,7 +31,8 @@ prefix="$(cd "$prefix" && pwd)"
 
 while read -r header; do
   [[ -n "$header" ]] || continue
-  install -D -m 644 "$sources/$header" "$prefix/include/ember/$header"
+  # The public headers' include path drops include/ (//:ember's strip_include_prefix).
+  install -D -m 644 "$sources/$header" "$prefix/include/ember/${header#include/}"
 done <"$built/ember_headers.txt"
 install -m 755 "$built/$so" "$prefix/lib/$so"
 ln -sf "$so" "$prefix/lib/libember.so.$major"

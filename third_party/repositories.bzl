@@ -1,7 +1,34 @@
 """Bazel glue for the Debian-installed libraries, so the build works offline.
 
-Each library is a local repository over the files apt installed; nothing is downloaded.
+Each library is a local repository over the files apt installed; nothing is downloaded. A workspace
+of one's own that depends on ember (examples/out_of_tree/WORKSPACE) calls the same two functions
+after its local_repository(name = "ember"): ember_bazel_repositories() for the rules Bazel itself
+wants, ember_dependencies() for the libraries.
 """
+
+def _third_party_copy_impl(ctx):
+    # third_party/<folder> of this repository, wherever it is checked out, linked entry by entry: a
+    # local_repository's relative path would be relative to the main workspace, not to ember.
+    folder = ctx.path(Label("//third_party:BUILD")).dirname.get_child(ctx.attr.folder)
+    for entry in folder.readdir():
+        ctx.symlink(entry, entry.basename)
+
+_third_party_copy = repository_rule(
+    implementation = _third_party_copy_impl,
+    attrs = {"folder": attr.string(mandatory = True)},
+    local = True,
+)
+
+def ember_bazel_repositories():
+    """The repositories Bazel 4.2 would otherwise download, from Debian's packages and this repository."""
+    native.local_repository(name = "rules_java", path = "/usr/share/bazel/rules/java")
+    native.local_repository(name = "platforms", path = "/usr/share/bazel/tools/platforms")
+
+    # Debian's bazel-rules-cc does not load under Bazel 4.2.3; ours re-exports the native rules.
+    _third_party_copy(name = "rules_cc", folder = "rules_cc")
+
+    # Bazel wants this repository for `bazel test`; offline it only needs two empty filegroups.
+    _third_party_copy(name = "remote_coverage_tools", folder = "remote_coverage_tools")
 
 def _system_headers_repository(name, path, prefix, linkopts, hdrs_glob = ["**/*.h"]):
     # Headers under /usr/include/<prefix> are exposed as <prefix>/... so Bazel's inclusion check sees them.

@@ -3,8 +3,7 @@
 #include <functional>
 #include <vector>
 
-#include "distributed/hooks/default_hooks.h"
-#include "distributed/hooks/powersgd_hook.h"
+#include <ember/distributed.h>
 
 namespace ember::examples {
 namespace {

@@ -9,8 +9,8 @@
 #include <memory>
 #include <string>
 
-#include "distributed/ddp/distributed_data_parallel.h"
-#include "distributed/hooks/powersgd_state.h"
+#include <ember/distributed.h>
+
 #include "examples/common/flags.h"
 
 namespace ember::examples {

@@ -11,7 +11,7 @@
 
 #include <unistd.h>
 
-#include "tensor/error.h"
+#include <ember/tensor.h>
 
 namespace ember::flags {
 

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "tensor/error.h"
+#include <ember/tensor.h>
 
 namespace ember::examples {
 namespace {

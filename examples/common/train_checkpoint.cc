@@ -6,8 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "tensor/all.h"
-#include "tensor/generator.h"
+#include <ember/tensor.h>
 
 namespace ember::examples {
 

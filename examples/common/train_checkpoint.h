@@ -17,10 +17,7 @@
 #include <optional>
 #include <string>
 
-#include "nn/checkpoint.h"
-#include "nn/module.h"
-#include "optim/lr_scheduler.h"
-#include "optim/optimizer.h"
+#include <ember/optim.h>
 
 namespace ember::examples {
 

@@ -4,7 +4,7 @@
 #include "examples/common/flags.h"
 #include "examples/common/metrics_writer.h"
 #include "examples/common/training.h"
-#include "tensor/error.h"
+#include <ember/tensor.h>
 
 namespace ember::examples {
 namespace {

@@ -8,11 +8,7 @@
 #include <iostream>
 
 #include "examples/common/whole_number.h"
-#include "nn/checkpoint.h"
-#include "tensor/all.h"
-#include "tensor/cpu/capability.h"
-#include "tensor/device_backend.h"
-#include "tensor/parallel.h"
+#include <ember/nn.h>
 
 namespace ember::examples {
 

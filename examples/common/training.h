@@ -9,12 +9,12 @@
 #include <optional>
 #include <string>
 
-#include "data/data.h"
+#include <ember/data.h>
+#include <ember/optim.h>
+
 #include "examples/common/flags.h"
 #include "examples/common/metrics_writer.h"
 #include "examples/common/train_checkpoint.h"
-#include "nn/nn.h"
-#include "optim/optim.h"
 
 namespace ember::examples {
 

@@ -4,7 +4,7 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "tensor/error.h"
+#include <ember/tensor.h>
 
 namespace ember::flags {
 

@@ -8,12 +8,10 @@
 #include <cstdio>
 #include <memory>
 
-#include "distributed/ddp/distributed_data_parallel.h"
+#include <ember/distributed.h>
+#include <ember/optim.h>
+
 #include "examples/debugging/program_flags.h"
-#include "distributed/distributed.h"
-#include "nn/nn.h"
-#include "optim/optim.h"
-#include "tensor/all.h"
 
 using namespace ember;
 

@@ -1,6 +1,6 @@
 // ember's data parallelism: process groups (init_process_group("mpi"), collectives, Work and
 // Future), DistributedDataParallel, its communication hooks (fp16/bf16, PowerSGD), Join and
-// SyncBatchNorm. Part of <ember/ember.h>.
+// SyncBatchNorm, and the trace of DDP's steps (distributed::Trace). Part of <ember/ember.h>.
 #pragma once
 
 #include "distributed/ddp/distributed_data_parallel.h"
@@ -8,4 +8,5 @@
 #include "distributed/hooks/default_hooks.h"
 #include "distributed/hooks/powersgd_hook.h"
 #include "distributed/sync_batch_norm.h"
+#include "distributed/trace.h"
 #include "ember/nn.h"
