@@ -8,9 +8,14 @@
 #   scripts/test.sh --changed[=REV]   only the tests whose dependencies changed since REV (default
 #                                     HEAD, i.e. the uncommitted change; untracked files count)
 #
-# The tiers, in the order of scripts/test_budgets.txt (--all runs them all; without it, plain alone):
+# The tiers, in the order of scripts/test_budgets.txt (--all runs them all; without it, plain and
+# workspace):
 #   plain       bazel test //...: every GoogleTest and mpirun suite (sh_test wrappers); the op
 #               suites at each CPU capability level, levels this CPU lacks skipping
+#   workspace   examples/out_of_tree built as a Bazel workspace of its own on this checkout's ember
+#               and run at 2 ranks, and ember's visibility seen from there
+#               (tests/scripts/external_workspace_test.sh; each of its checks counts as a test); only
+#               when no PATTERN or --changed narrows the run
 #   cuda_build  bazel build --config=cuda //...: the CUDA backend compiles and links (no GPU needed;
 #               skipped without /usr/local/cuda/bin/nvcc); counts as one test
 #   cudasim     the CUDA suites (tag "cuda") with the CUDA backend's kernels running on the CUDA
@@ -174,6 +179,27 @@ run_tier() {
 
 tier_plain() { run_suite plain "${targets[@]}"; }
 
+# Bazel inside `bazel test` would need its own server and the whole source tree in the sandbox, so
+# this test runs beside the suites; its "ok:" and "FAILED:" lines are its cases.
+tier_workspace() {
+  if [[ ${#patterns[@]} -gt 0 ]]; then
+    echo "== workspace: skipped (the run is narrowed to ${patterns[*]})" >&2
+    return
+  fi
+  local log
+  log=$(mktemp)
+  echo "== workspace: tests/scripts/external_workspace_test.sh" >&2
+  tests/scripts/external_workspace_test.sh ${cache_flags[@]+"${cache_flags[@]}"} 2>&1 | tee "$log" >&2
+  local rc=${PIPESTATUS[0]} p f
+  p=$(grep -c '^  ok: ' "$log") f=$(grep -c '^  FAILED: ' "$log")
+  if [[ "$rc" -ne 0 && "$f" -eq 0 ]]; then f=1; fi
+  if [[ "$f" -gt 0 ]]; then
+    failures+=("workspace: $(grep '^  FAILED: ' "$log" | sed 's/^  FAILED: //' | paste -sd ';' -)")
+  fi
+  passed=$((passed + p)) failed=$((failed + f))
+  rm -f "$log"
+}
+
 tier_cuda_build() {
   if [[ ! -x /usr/local/cuda/bin/nvcc ]]; then
     echo "== cuda_build: no CUDA toolkit at /usr/local/cuda: skipped" >&2
@@ -221,10 +247,10 @@ tier_tsan() {
     --test_tag_filters=tsan,mpi,-mpi_extra_ranks,-sanitizer_slow,-benchmark,-cluster"$no_levels_tag" "${test_targets[@]}"
 }
 
-# The tiers, their order and budgets are scripts/test_budgets.txt's rows ("name seconds"), the
-# first being the plain tier; each is a function tier_<name> here.
-mapfile -t tiers < <(awk '!/^#/ && NF { print $1, $2 }' scripts/test_budgets.txt)
-if [[ "$all" != 1 ]]; then tiers=("${tiers[0]}"); fi
+# The tiers, their order and budgets are scripts/test_budgets.txt's rows ("name seconds runs"):
+# without --all, those whose runs is "always"; each is a function tier_<name> here.
+mapfile -t tiers < <(awk -v all="$all" '!/^#/ && NF && (all == 1 || $3 == "always") { print $1, $2 }' \
+  scripts/test_budgets.txt)
 for row in "${tiers[@]}"; do
   read -r name budget <<<"$row"
   if ! declare -F "tier_${name}" >/dev/null; then

@@ -39,18 +39,23 @@ CUDA_RUNTIME_DEPS = select({
 def cuda_object(name, src, hdrs = [], copts = []):
     """Compiles `src` into `<name>.pic.o` with nvcc; `hdrs` are the headers it includes."""
     out = name + ".pic.o"
+
+    # This repository's root in the execroot: "." here, external/<name> in a workspace that
+    # depends on ember (examples/out_of_tree/WORKSPACE).
+    repo = native.repository_name().lstrip("@")
+    root = "external/" + repo if repo else "."
     native.genrule(
         name = name,
         srcs = [src] + hdrs,
         outs = [out],
         tools = ["@cuda//:nvcc_bin"],
         # nvcc locates cicc, ptxas and its headers relative to its real path, hence readlink -f.
-        # -I. lets the .cu include "tensor/cuda/launch.h" like every other ember file.
+        # -I<root> lets the .cu include "tensor/cuda/launch.h" like every other ember file.
         cmd = " ".join([
             "$$(readlink -f $(execpath @cuda//:nvcc_bin))",
             "-c $(location {})".format(src),
             "-o $@",
-            "-std=c++17 -O3 -I. -I$(GENDIR)",
+            "-std=c++17 -O3 -I{root} -I$(GENDIR)/{root}".format(root = root),
             "-Xcompiler -fPIC -Xcompiler -march=x86-64-v3",
             "-Xcompiler -Wall -Werror=all-warnings",
         ] + CUDA_GENCODE + copts),
