@@ -63,7 +63,12 @@ void NcclWork::release_tensors() {
 bool NcclWork::is_completed() const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (error_) return true;
-  return enqueued_ && cudaEventQuery(static_cast<cudaEvent_t>(end_.get())) == cudaSuccess;
+  if (!enqueued_) return false;
+  const cudaError_t rc = cudaEventQuery(static_cast<cudaEvent_t>(end_.get()));
+  // "Not yet" is also left as this thread's last error, which the next kernel launch's check would
+  // take for its own failure (PyTorch's fix of the same, pytorch/pytorch#18584): clear it.
+  if (rc == cudaErrorNotReady) cudaGetLastError();
+  return rc == cudaSuccess;
 }
 
 bool NcclWork::wait(std::chrono::milliseconds timeout) {

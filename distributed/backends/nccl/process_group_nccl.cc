@@ -224,8 +224,10 @@ WorkPtr ProcessGroupNCCL::collective(OpType op, const std::vector<Tensor>& input
     EMBER_CUDA_OK(cudaEventRecord(as_event(work->start_event()), as_stream(stream_)), "cudaEventRecord");
     rc = steps.launch(stream_);
     if (rc == ncclSuccess) {
-      EMBER_CUDA_OK(cudaEventRecord(as_event(work->end_event()), as_stream(stream_)), "cudaEventRecord");
+      // The end event follows the completion step (copies out of a flat buffer, also on this
+      // stream): a stream that waits for the work reads what those copies wrote.
       if (steps.complete) steps.complete();
+      EMBER_CUDA_OK(cudaEventRecord(as_event(work->end_event()), as_stream(stream_)), "cudaEventRecord");
       work->mark_enqueued();
     } else {
       failure = detail::str_cat(ncclGetErrorString(static_cast<ncclResult_t>(rc)), " (",

@@ -94,29 +94,35 @@ cublasStatus_t gemm(const GemmArgs& g, const T* alpha, const T* A, const T* B, c
       return reject(CUBLAS_STATUS_EXECUTION_FAILED, name + ": illegal address in " + op.what);
     }
   }
-  ember::cudasim::DeviceAccess access;
-  for (int b = 0; b < g.batch; ++b) {
-    const T* a = A + b * g.stride_a;
-    const T* bm = B + b * g.stride_b;
-    T* c = C + b * g.stride_c;
-    for (int j = 0; j < g.n; ++j) {
-      for (int i = 0; i < g.m; ++i) {
-        double sum = 0;
-        if (reads_ab) {
-          for (int l = 0; l < g.k; ++l) {
-            const double av = ta ? a[l + static_cast<long long>(i) * g.lda]
-                                 : a[i + static_cast<long long>(l) * g.lda];
-            const double bv = tb ? bm[j + static_cast<long long>(l) * g.ldb]
-                                 : bm[l + static_cast<long long>(j) * g.ldb];
-            sum += av * bv;
+  // The product runs when the handle's stream reaches it; alpha and beta are read now (host
+  // pointer mode), as cuBLAS does.
+  const T alpha_value = *alpha, beta_value = *beta;
+  ember::cudasim::enqueue(g.handle->stream, [g, alpha_value, beta_value, A, B, C, ta, tb, reads_ab] {
+    ember::cudasim::DeviceAccess access;
+    for (int b = 0; b < g.batch; ++b) {
+      const T* a = A + b * g.stride_a;
+      const T* bm = B + b * g.stride_b;
+      T* c = C + b * g.stride_c;
+      for (int j = 0; j < g.n; ++j) {
+        for (int i = 0; i < g.m; ++i) {
+          double sum = 0;
+          if (reads_ab) {
+            for (int l = 0; l < g.k; ++l) {
+              const double av = ta ? a[l + static_cast<long long>(i) * g.lda]
+                                   : a[i + static_cast<long long>(l) * g.lda];
+              const double bv = tb ? bm[j + static_cast<long long>(l) * g.ldb]
+                                   : bm[l + static_cast<long long>(j) * g.ldb];
+              sum += av * bv;
+            }
           }
+          T& out = c[i + static_cast<long long>(j) * g.ldc];
+          const double scaled = static_cast<double>(alpha_value) * sum;
+          out = static_cast<T>(beta_value == T(0) ? scaled : scaled + static_cast<double>(beta_value) * out);
         }
-        T& out = c[i + static_cast<long long>(j) * g.ldc];
-        const double scaled = static_cast<double>(*alpha) * sum;
-        out = static_cast<T>(*beta == T(0) ? scaled : scaled + static_cast<double>(*beta) * out);
       }
     }
-  }
+    return std::string();
+  });
   return CUBLAS_STATUS_SUCCESS;
 }
 

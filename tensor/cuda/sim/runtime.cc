@@ -1,25 +1,31 @@
 // The CUDA simulator's runtime API: errors, devices, "device" memory (host memory the simulator
 // tracks, so a copy in the wrong direction or past an allocation's end fails as it would on a GPU,
-// and that host code cannot touch: device_memory.cc),
-// and streams and events, which are synchronous: every call has finished when it returns.
+// and that host code cannot touch: device_memory.cc), and streams and events, whose work runs on
+// the streams' own threads (streams.cc, Note [Simulated streams]).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 
 #include "tensor/cuda/sim/state.h"
 
-struct CUstream_st {
-  unsigned flags;
+// An event's latest record: the stream and ticket it completes at, and when the stream reached
+// it. Shared with the record's work, which may run after the event is destroyed.
+struct EventRecord {
+  std::mutex mutex;
+  ember::cudasim::StreamWorker* worker = nullptr;  // null until recorded
+  uint64_t ticket = 0;
+  std::chrono::steady_clock::time_point when;
 };
 struct CUevent_st {
   unsigned flags;
-  bool recorded = false;
-  std::chrono::steady_clock::time_point when;
+  std::shared_ptr<EventRecord> record = std::make_shared<EventRecord>();
 };
 
 namespace ember::cudasim {
@@ -35,7 +41,7 @@ thread_local int g_current_device = 0;
 struct Registry {
   std::mutex mutex;
   std::map<uintptr_t, size_t> device;  // start -> bytes, live cudaMalloc allocations
-  std::set<const void*> pinned;        // live cudaMallocHost allocations
+  std::map<uintptr_t, size_t> pinned;  // start -> bytes, live cudaMallocHost allocations
   std::set<cudaStream_t> streams;
   std::set<cudaEvent_t> events;
   size_t device_bytes = 0;
@@ -66,6 +72,16 @@ bool in_device_range_locked(Registry& r, const void* ptr, size_t bytes) {
   if (it == r.device.begin()) return false;
   --it;
   return p >= it->first && p + bytes <= it->first + it->second;
+}
+
+bool is_pinned_pointer(const void* ptr) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  const auto p = reinterpret_cast<uintptr_t>(ptr);
+  auto it = r.pinned.upper_bound(p);
+  if (it == r.pinned.begin()) return false;
+  --it;
+  return p < it->first + it->second;
 }
 
 bool is_device_pointer(const void* ptr) {
@@ -99,6 +115,11 @@ cudaError_t fail(cudaError_t error, const std::string& detail) {
   g_last_error = error;
   g_last_detail = detail;
   std::fprintf(stderr, "cudasim: %s: %s\n", cudaGetErrorName(error), detail.c_str());
+  return error;
+}
+
+cudaError_t set_last_error(cudaError_t error) {
+  g_last_error = error;
   return error;
 }
 
@@ -189,7 +210,7 @@ cudaError_t cudaSetDevice(int device) {
   return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize() { return ember::cudasim::synchronize_device("cudaDeviceSynchronize"); }
 
 cudaError_t cudaDeviceCanAccessPeer(int* can_access, int, int) {
   if (can_access == nullptr) return fail(cudaErrorInvalidValue, "cudaDeviceCanAccessPeer: null");
@@ -223,6 +244,7 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
 cudaError_t cudaFree(void* ptr) {
   using namespace ember::cudasim;
   if (ptr == nullptr) return cudaSuccess;
+  synchronize_device("cudaFree");  // as on a GPU: no stream may still use what is freed
   Registry& r = registry();
   {
     std::lock_guard<std::mutex> lock(r.mutex);
@@ -245,7 +267,7 @@ cudaError_t cudaMallocHost(void** ptr, size_t size) {
   if (size != 0 && *ptr == nullptr) return fail(cudaErrorMemoryAllocation, "cudaMallocHost");
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  if (*ptr) r.pinned.insert(*ptr);
+  if (*ptr) r.pinned[reinterpret_cast<uintptr_t>(*ptr)] = size;
   return cudaSuccess;
 }
 
@@ -254,10 +276,11 @@ cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned) { return cudaMalloc
 cudaError_t cudaFreeHost(void* ptr) {
   using namespace ember::cudasim;
   if (ptr == nullptr) return cudaSuccess;
+  synchronize_device("cudaFreeHost");
   Registry& r = registry();
   {
     std::lock_guard<std::mutex> lock(r.mutex);
-    if (r.pinned.erase(ptr) == 0) {
+    if (r.pinned.erase(reinterpret_cast<uintptr_t>(ptr)) == 0) {
       return fail(cudaErrorInvalidValue,
                   "cudaFreeHost(" + pointer_str(ptr) + "): not a live pinned allocation");
     }
@@ -275,37 +298,67 @@ cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
   return cudaSuccess;
 }
 
-cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
+namespace {
+
+// The checks every copy makes; resolves cudaMemcpyDefault into `kind`.
+cudaError_t check_copy(const char* call, void* dst, const void* src, size_t count, cudaMemcpyKind& kind) {
   using namespace ember::cudasim;
-  if (count == 0) return cudaSuccess;
   if (kind == cudaMemcpyDefault) {
     kind = is_device_pointer(src) ? (is_device_pointer(dst) ? cudaMemcpyDeviceToDevice
                                                             : cudaMemcpyDeviceToHost)
                                   : (is_device_pointer(dst) ? cudaMemcpyHostToDevice
                                                             : cudaMemcpyHostToHost);
   }
+  if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault) {
+    return fail(cudaErrorInvalidMemcpyDirection, std::string(call) + ": kind " + std::to_string(kind));
+  }
   const bool dst_device = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
   const bool src_device = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
-  if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault) {
-    return fail(cudaErrorInvalidMemcpyDirection, "cudaMemcpy: kind " + std::to_string(kind));
-  }
-  cudaError_t e = dst_device ? check_device_range("cudaMemcpy", "destination", dst, count)
-                             : check_host_pointer("cudaMemcpy", "destination", dst);
+  cudaError_t e = dst_device ? check_device_range(call, "destination", dst, count)
+                             : check_host_pointer(call, "destination", dst);
   if (e != cudaSuccess) return e;
-  e = src_device ? check_device_range("cudaMemcpy", "source", src, count)
-                 : check_host_pointer("cudaMemcpy", "source", src);
-  if (e != cudaSuccess) return e;
-  DeviceAccess access;
-  std::memmove(dst, src, count);
-  return cudaSuccess;
+  return src_device ? check_device_range(call, "source", src, count)
+                    : check_host_pointer(call, "source", src);
+}
+
+ember::cudasim::StreamWork copy_work(void* dst, const void* src, size_t count) {
+  return [dst, src, count] {
+    ember::cudasim::DeviceAccess access;
+    std::memmove(dst, src, count);
+    return std::string();
+  };
+}
+
+}  // namespace
+
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
+  using namespace ember::cudasim;
+  if (count == 0) return cudaSuccess;
+  if (cudaError_t e = check_copy("cudaMemcpy", dst, src, count, kind)) return e;
+  // On stream 0, so after every blocking stream's earlier work; the host waits for it.
+  wait_for_ticket(stream_worker(nullptr), enqueue(nullptr, copy_work(dst, src, count)));
+  return report_stream_error("cudaMemcpy", nullptr);
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
                             cudaStream_t stream) {
-  if (!ember::cudasim::is_live_stream(stream)) {
+  using namespace ember::cudasim;
+  if (!is_live_stream(stream)) {
     return fail(cudaErrorInvalidResourceHandle, "cudaMemcpyAsync: stream is not live");
   }
-  return cudaMemcpy(dst, src, count, kind);
+  if (count == 0) return cudaSuccess;
+  if (cudaError_t e = check_copy("cudaMemcpyAsync", dst, src, count, kind)) return e;
+  const bool pageable = (kind == cudaMemcpyHostToDevice && !is_pinned_pointer(src)) ||
+                        (kind == cudaMemcpyDeviceToHost && !is_pinned_pointer(dst)) ||
+                        kind == cudaMemcpyHostToHost;
+  if (!pageable) {
+    enqueue(stream, copy_work(dst, src, count));
+    return cudaSuccess;
+  }
+  // Pageable host memory: synchronous, after the stream's earlier work (CUDA may do either).
+  if (cudaError_t e = synchronize_stream("cudaMemcpyAsync", stream)) return e;
+  copy_work(dst, src, count)();
+  return cudaSuccess;
 }
 
 cudaError_t cudaMemcpyPeer(void* dst, int dst_device, const void* src, int src_device,
@@ -316,21 +369,24 @@ cudaError_t cudaMemcpyPeer(void* dst, int dst_device, const void* src, int src_d
   return cudaMemcpy(dst, src, count, cudaMemcpyDeviceToDevice);
 }
 
-cudaError_t cudaMemset(void* ptr, int value, size_t count) {
-  const cudaError_t e = ember::cudasim::check_device_range("cudaMemset", "pointer", ptr, count);
+cudaError_t cudaMemsetAsync(void* ptr, int value, size_t count, cudaStream_t stream) {
+  using namespace ember::cudasim;
+  if (!is_live_stream(stream)) {
+    return fail(cudaErrorInvalidResourceHandle, "cudaMemsetAsync: stream is not live");
+  }
+  const cudaError_t e = check_device_range("cudaMemset", "pointer", ptr, count);
   if (e != cudaSuccess) return e;
   if (count == 0) return cudaSuccess;
-  ember::cudasim::DeviceAccess access;
-  std::memset(ptr, value, count);
+  enqueue(stream, [ptr, value, count] {
+    DeviceAccess access;
+    std::memset(ptr, value, count);
+    return std::string();
+  });
   return cudaSuccess;
 }
 
-cudaError_t cudaMemsetAsync(void* ptr, int value, size_t count, cudaStream_t stream) {
-  if (!ember::cudasim::is_live_stream(stream)) {
-    return fail(cudaErrorInvalidResourceHandle, "cudaMemsetAsync: stream is not live");
-  }
-  return cudaMemset(ptr, value, count);
-}
+// Asynchronous with respect to the host for device memory, as on a GPU: on stream 0.
+cudaError_t cudaMemset(void* ptr, int value, size_t count) { return cudaMemsetAsync(ptr, value, count, nullptr); }
 
 cudaError_t cudaStreamCreate(cudaStream_t* stream) {
   return cudaStreamCreateWithFlags(stream, cudaStreamDefault);
@@ -339,7 +395,7 @@ cudaError_t cudaStreamCreate(cudaStream_t* stream) {
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags) {
   using namespace ember::cudasim;
   if (stream == nullptr) return fail(cudaErrorInvalidValue, "cudaStreamCreate: null stream");
-  *stream = new CUstream_st{flags};
+  *stream = new CUstream_st{flags, create_stream_worker((flags & cudaStreamNonBlocking) == 0)};
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   r.streams.insert(*stream);
@@ -355,6 +411,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
       return fail(cudaErrorInvalidResourceHandle, "cudaStreamDestroy: stream is not live");
     }
   }
+  destroy_stream_worker(stream->worker);
   delete stream;
   return cudaSuccess;
 }
@@ -363,10 +420,18 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   if (!ember::cudasim::is_live_stream(stream)) {
     return fail(cudaErrorInvalidResourceHandle, "cudaStreamSynchronize: stream is not live");
   }
-  return cudaSuccess;
+  return ember::cudasim::synchronize_stream("cudaStreamSynchronize", stream);
 }
 
-cudaError_t cudaStreamQuery(cudaStream_t stream) { return cudaStreamSynchronize(stream); }
+// cudaErrorNotReady while work is pending, left as the thread's last error as a GPU leaves it.
+cudaError_t cudaStreamQuery(cudaStream_t stream) {
+  using namespace ember::cudasim;
+  if (!is_live_stream(stream)) {
+    return fail(cudaErrorInvalidResourceHandle, "cudaStreamQuery: stream is not live");
+  }
+  if (!stream_idle(stream)) return set_last_error(cudaErrorNotReady);
+  return report_stream_error("cudaStreamQuery", stream);
+}
 
 namespace {
 bool is_live_event(cudaEvent_t event) {
@@ -376,9 +441,26 @@ bool is_live_event(cudaEvent_t event) {
 }
 }  // namespace
 
+namespace {
+// The event's latest record, as (stream worker, ticket); worker null when never recorded.
+std::pair<ember::cudasim::StreamWorker*, uint64_t> latest_record(cudaEvent_t event) {
+  std::lock_guard<std::mutex> lock(event->record->mutex);
+  return {event->record->worker, event->record->ticket};
+}
+}  // namespace
+
+// The stream waits for the record that is the event's latest now; a later record does not count.
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned) {
-  if (!ember::cudasim::is_live_stream(stream) || !is_live_event(event)) {
+  using namespace ember::cudasim;
+  if (!is_live_stream(stream) || !is_live_event(event)) {
     return fail(cudaErrorInvalidResourceHandle, "cudaStreamWaitEvent: stream or event is not live");
+  }
+  const auto [worker, ticket] = latest_record(event);
+  if (worker != nullptr) {
+    enqueue(stream, [worker = worker, ticket = ticket] {
+      wait_for_ticket(worker, ticket);
+      return std::string();
+    });
   }
   return cudaSuccess;
 }
@@ -409,11 +491,18 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
 }
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
-  if (!is_live_event(event) || !ember::cudasim::is_live_stream(stream)) {
+  using namespace ember::cudasim;
+  if (!is_live_event(event) || !is_live_stream(stream)) {
     return fail(cudaErrorInvalidResourceHandle, "cudaEventRecord: event or stream is not live");
   }
-  event->recorded = true;
-  event->when = std::chrono::steady_clock::now();
+  std::shared_ptr<EventRecord> record = event->record;
+  std::lock_guard<std::mutex> lock(record->mutex);  // held across enqueue: the work takes it too
+  record->worker = stream_worker(stream);
+  record->ticket = enqueue(stream, [record] {
+    std::lock_guard<std::mutex> work_lock(record->mutex);
+    record->when = std::chrono::steady_clock::now();
+    return std::string();
+  });
   return cudaSuccess;
 }
 
@@ -421,10 +510,21 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   if (!is_live_event(event)) {
     return fail(cudaErrorInvalidResourceHandle, "cudaEventSynchronize: event is not live");
   }
+  const auto [worker, ticket] = latest_record(event);
+  if (worker != nullptr) ember::cudasim::wait_for_ticket(worker, ticket);
   return cudaSuccess;
 }
 
-cudaError_t cudaEventQuery(cudaEvent_t event) { return cudaEventSynchronize(event); }
+// cudaErrorNotReady until the stream reached the latest record (cudaSuccess if never recorded),
+// left as the thread's last error as a GPU leaves it (the next launch check would see it).
+cudaError_t cudaEventQuery(cudaEvent_t event) {
+  if (!is_live_event(event)) return fail(cudaErrorInvalidResourceHandle, "cudaEventQuery: event is not live");
+  const auto [worker, ticket] = latest_record(event);
+  if (worker != nullptr && !ember::cudasim::ticket_reached(worker, ticket)) {
+    return ember::cudasim::set_last_error(cudaErrorNotReady);
+  }
+  return cudaSuccess;
+}
 
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
   if (ms == nullptr || !is_live_event(start) || !is_live_event(end)) {
@@ -434,9 +534,14 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
     return fail(cudaErrorInvalidResourceHandle,
                 "cudaEventElapsedTime: an event was created with cudaEventDisableTiming");
   }
-  if (!start->recorded || !end->recorded) {
-    return fail(cudaErrorNotReady, "cudaEventElapsedTime: an event was never recorded");
+  for (cudaEvent_t e : {start, end}) {
+    const auto [worker, ticket] = latest_record(e);
+    if (worker == nullptr) return fail(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime: an event was never recorded");
+    if (!ember::cudasim::ticket_reached(worker, ticket)) return ember::cudasim::set_last_error(cudaErrorNotReady);
   }
-  *ms = std::chrono::duration<float, std::milli>(end->when - start->when).count();
+  std::lock_guard<std::mutex> lock_start(start->record->mutex);
+  std::unique_lock<std::mutex> lock_end(end->record->mutex, std::defer_lock);
+  if (end->record != start->record) lock_end.lock();
+  *ms = std::chrono::duration<float, std::milli>(end->record->when - start->record->when).count();
   return cudaSuccess;
 }

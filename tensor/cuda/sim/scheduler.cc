@@ -1,6 +1,6 @@
-// The CUDA simulator's kernel launches: every block of the grid in turn, on the calling host
-// thread, with the threads of a block as fibers (Boost.Context) that switch at __syncthreads and
-// warp intrinsics.
+// The CUDA simulator's kernel launches: every block of the grid in turn, on the worker thread of
+// the launch's stream (streams.cc), with the threads of a block as fibers (Boost.Context) that
+// switch at __syncthreads and warp intrinsics.
 #include <boost/context/fiber.hpp>
 
 #include <algorithm>
@@ -324,25 +324,11 @@ std::string config_error(const LaunchConfig& c) {
 
 }  // namespace
 
-void run_kernel(const char* kernel_name, const LaunchConfig& config,
-                const std::function<void()>& thread_body) {
-  const std::string bad = config_error(config);
-  if (!bad.empty()) {
-    fail(cudaErrorInvalidConfiguration,
-         std::string("launching ") + kernel_name + ": invalid configuration: " + bad);
-    return;
-  }
-  if (!is_live_stream(config.stream)) {
-    fail(cudaErrorInvalidResourceHandle,
-         std::string("launching ") + kernel_name + " on a stream that is not live");
-    return;
-  }
-  if (g_block != nullptr) {
-    fail(cudaErrorLaunchFailure,
-         std::string("launching ") + kernel_name +
-             " from inside a kernel (dynamic parallelism) is not simulated");
-    return;
-  }
+namespace {
+
+// Every block of the grid in turn, on the stream's worker thread; "" or why the launch failed.
+std::string run_grid(const char* kernel_name, const LaunchConfig& config,
+                     const std::function<void()>& thread_body) {
   DeviceAccess access;
   BlockRun run;
   run.kernel_name = kernel_name;
@@ -350,8 +336,6 @@ void run_kernel(const char* kernel_name, const LaunchConfig& config,
   run.size = static_cast<int>(config.block.x * config.block.y * config.block.z);
   run.threads.resize(run.size);
   run.dynamic_shared.resize(config.dynamic_shared_bytes);
-  const dim3 saved_grid = gridDim, saved_block = blockDim;
-  const uint3 saved_thread = threadIdx, saved_block_idx = blockIdx;
   gridDim = config.grid;
   blockDim = config.block;
   g_block = &run;
@@ -372,11 +356,36 @@ void run_kernel(const char* kernel_name, const LaunchConfig& config,
     }
   }
   g_block = nullptr;
-  gridDim = saved_grid;
-  blockDim = saved_block;
-  threadIdx = saved_thread;
-  blockIdx = saved_block_idx;
-  if (!failure.empty()) fail(cudaErrorLaunchFailure, failure);
+  if (!failure.empty()) std::fprintf(stderr, "cudasim: cudaErrorLaunchFailure: %s\n", failure.c_str());
+  return failure;
+}
+
+}  // namespace
+
+void run_kernel(const char* kernel_name, const LaunchConfig& config, std::function<void()> thread_body) {
+  const std::string bad = config_error(config);
+  if (!bad.empty()) {
+    fail(cudaErrorInvalidConfiguration,
+         std::string("launching ") + kernel_name + ": invalid configuration: " + bad);
+    return;
+  }
+  if (!is_live_stream(config.stream)) {
+    fail(cudaErrorInvalidResourceHandle,
+         std::string("launching ") + kernel_name + " on a stream that is not live");
+    return;
+  }
+  if (g_block != nullptr) {
+    fail(cudaErrorLaunchFailure,
+         std::string("launching ") + kernel_name +
+             " from inside a kernel (dynamic parallelism) is not simulated");
+    return;
+  }
+  // An earlier launch on this stream that failed is this launch's error, as on a GPU.
+  const std::string call = std::string("launching ") + kernel_name;
+  if (report_stream_error(call.c_str(), config.stream) != cudaSuccess) return;
+  enqueue(config.stream, [kernel_name, config, body = std::move(thread_body)] {
+    return run_grid(kernel_name, config, body);
+  });
 }
 
 void sync_threads() {

@@ -187,6 +187,8 @@ TEST_F(DdpNccl, HooksRunOnTheBucketStreamWhileBackwardRunsOnTheUsers) {
     CudaStreamGuard on_compute(compute);
     ddp = train_ddp(sc, rank_, world_);
   }
+  // The optimizer's last updates ran on `compute`, which the default stream does not wait for.
+  compute.synchronize();
   ASSERT_FALSE(seen->streams.empty());
   for (void* stream : seen->streams) {
     EXPECT_NE(stream, compute.handle()) << "a hook ran on the compute stream";

@@ -69,10 +69,14 @@ __global__ void early_exit_kernel(float* out) {
   out[threadIdx.x] = 1.0f;
 }
 
+// The launch's error, else what running it reported; either way this thread's last error is
+// cleared again, as the next launch's check would otherwise see it.
 cudaError_t finish() {
   const cudaError_t launch = cudaGetLastError();
   if (launch != cudaSuccess) return launch;
-  return cudaDeviceSynchronize();
+  const cudaError_t ran = cudaDeviceSynchronize();
+  cudaGetLastError();
+  return ran;
 }
 
 }  // namespace

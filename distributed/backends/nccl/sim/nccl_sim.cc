@@ -2,7 +2,10 @@
 // processes, found by a rendezvous on MPI_COMM_WORLD keyed by the unique id, and every collective is
 // the matching nonblocking MPI collective, polled until it completes or the communicator is
 // aborted. float16 and bfloat16 are reduced in float32 and rounded once, as NCCL's two-rank ring
-// does. Buffers must be (simulated) device memory, as NCCL requires.
+// does. Buffers must be (simulated) device memory, as NCCL requires. A call returns once it is
+// checked; the collective itself runs when its stream reaches it, on the stream's thread (Note
+// [Simulated streams], tensor/cuda/sim/streams.cc), and a failure there is the communicator's
+// asynchronous error (ncclCommGetAsyncError), as on a GPU.
 #include <mpi.h>
 #include <nccl.h>
 
@@ -147,6 +150,7 @@ struct Op {
 
 thread_local int t_group_depth = 0;
 thread_local std::vector<Op> t_group_ops;
+thread_local cudaStream_t t_group_stream = nullptr;  // the first grouped call's
 
 // Posts every op, polls until all completed or one communicator was aborted, then finishes them.
 ncclResult_t run(std::vector<Op> ops) {
@@ -203,14 +207,36 @@ ncclResult_t run(std::vector<Op> ops) {
   return ncclSuccess;
 }
 
-ncclResult_t submit(Op op) {
+// Runs `ops` when `stream` reaches them; a failure becomes each communicator's asynchronous error.
+ncclResult_t enqueue_on(cudaStream_t stream, std::vector<Op> ops) {
+  for (const Op& op : ops) {
+    if (op.comm->aborted.load()) {
+      return fail(op.comm, ncclInvalidUsage, std::string(op.name) + ": the communicator was aborted");
+    }
+  }
+  ember::cudasim::enqueue_host_work(stream, [ops = std::move(ops)]() mutable {
+    std::vector<ncclComm*> comms;
+    for (const Op& op : ops) comms.push_back(op.comm);
+    const ncclResult_t result = run(std::move(ops));
+    if (result == ncclSuccess) return std::string();
+    for (ncclComm* comm : comms) {
+      int expected = ncclSuccess;
+      comm->async_error.compare_exchange_strong(expected, result);
+    }
+    return std::string(ncclGetErrorString(result)) + ": " + t_last_error;
+  });
+  return ncclSuccess;
+}
+
+ncclResult_t submit(Op op, cudaStream_t stream) {
   if (t_group_depth > 0) {
+    if (t_group_ops.empty()) t_group_stream = stream;
     t_group_ops.push_back(std::move(op));
     return ncclSuccess;
   }
   std::vector<Op> ops;
   ops.push_back(std::move(op));
-  return run(std::move(ops));
+  return enqueue_on(stream, std::move(ops));
 }
 
 // The checks every call makes; `bytes` of each buffer must be device memory.
@@ -363,7 +389,7 @@ ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
 }
 
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                           ncclRedOp_t op, ncclComm_t comm, cudaStream_t) {
+                           ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   const size_t bytes = count * element_size(datatype);
   if (auto r = check_call("ncclAllReduce", comm, datatype, {{sendbuff, bytes}, {recvbuff, bytes}})) return r;
   if (mpi_op(op) == MPI_OP_NULL) return fail(comm, ncclInvalidArgument, "ncclAllReduce: invalid op");
@@ -386,11 +412,11 @@ ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, n
                    void* data = is_16bit_float(datatype) ? static_cast<void*>(staging->in.data()) : recvbuff;
                    if (op == ncclAvg) divide(data, count, type, comm->nranks);
                    if (is_16bit_float(datatype)) narrow(staging->in.data(), recvbuff, count, datatype);
-                 }});
+                 }}, stream);
 }
 
 ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                        ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t) {
+                        ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   const size_t bytes = count * element_size(datatype);
   if (comm != nullptr && (root < 0 || root >= comm->nranks)) {
     return fail(comm, ncclInvalidArgument, "ncclReduce: root " + std::to_string(root) + " out of range");
@@ -422,11 +448,11 @@ ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, nccl
                    void* data = wide ? static_cast<void*>(staging->out.data()) : recvbuff;
                    if (op == ncclAvg) divide(data, count, type, comm->nranks);
                    if (wide) narrow(staging->out.data(), recvbuff, count, datatype);
-                 }});
+                 }}, stream);
 }
 
 ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                           int root, ncclComm_t comm, cudaStream_t) {
+                           int root, ncclComm_t comm, cudaStream_t stream) {
   const size_t bytes = count * element_size(datatype);
   if (comm != nullptr && (root < 0 || root >= comm->nranks)) {
     return fail(comm, ncclInvalidArgument, "ncclBroadcast: root " + std::to_string(root) + " out of range");
@@ -438,11 +464,11 @@ ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, n
                    requests.emplace_back();
                    return MPI_Ibcast(recvbuff, static_cast<int>(bytes), MPI_BYTE, root, comm->comm,
                                      &requests.back());
-                 }, nullptr});
+                 }, nullptr}, stream);
 }
 
 ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
-                           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t) {
+                           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   const size_t bytes = sendcount * element_size(datatype);
   const size_t total = comm != nullptr ? bytes * comm->nranks : 0;
   if (auto r = check_call("ncclAllGather", comm, datatype, {{sendbuff, bytes}, {recvbuff, total}})) return r;
@@ -453,11 +479,11 @@ ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
                    requests.emplace_back();
                    return MPI_Iallgather(in, static_cast<int>(bytes), MPI_BYTE, recvbuff,
                                          static_cast<int>(bytes), MPI_BYTE, comm->comm, &requests.back());
-                 }, nullptr});
+                 }, nullptr}, stream);
 }
 
 ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
-                               ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t) {
+                               ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   const size_t bytes = recvcount * element_size(datatype);
   const size_t total = comm != nullptr ? bytes * comm->nranks : 0;
   if (auto r = check_call("ncclReduceScatter", comm, datatype, {{sendbuff, total}, {recvbuff, bytes}})) return r;
@@ -490,11 +516,11 @@ ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recv
                    void* data = wide ? static_cast<void*>(staging->out.data()) : recvbuff;
                    if (op == ncclAvg) divide(data, recvcount, type, comm->nranks);
                    if (wide) narrow(staging->out.data(), recvbuff, recvcount, datatype);
-                 }});
+                 }}, stream);
 }
 
 ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
-                      ncclComm_t comm, cudaStream_t) {
+                      ncclComm_t comm, cudaStream_t stream) {
   const size_t bytes = count * element_size(datatype);
   if (auto r = check_call("ncclSend", comm, datatype, {{sendbuff, bytes}})) return r;
   if (peer < 0 || peer >= comm->nranks) return fail(comm, ncclInvalidArgument, "ncclSend: peer out of range");
@@ -502,11 +528,11 @@ ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatyp
                    requests.emplace_back();
                    return MPI_Isend(sendbuff, static_cast<int>(bytes), MPI_BYTE, peer, 0, comm->comm,
                                     &requests.back());
-                 }, nullptr});
+                 }, nullptr}, stream);
 }
 
 ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
-                      cudaStream_t) {
+                      cudaStream_t stream) {
   const size_t bytes = count * element_size(datatype);
   if (auto r = check_call("ncclRecv", comm, datatype, {{recvbuff, bytes}})) return r;
   if (peer < 0 || peer >= comm->nranks) return fail(comm, ncclInvalidArgument, "ncclRecv: peer out of range");
@@ -514,7 +540,7 @@ ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int
                    requests.emplace_back();
                    return MPI_Irecv(recvbuff, static_cast<int>(bytes), MPI_BYTE, peer, 0, comm->comm,
                                     &requests.back());
-                 }, nullptr});
+                 }, nullptr}, stream);
 }
 
 ncclResult_t ncclGroupStart() {
@@ -528,5 +554,5 @@ ncclResult_t ncclGroupEnd() {
   std::vector<Op> ops;
   ops.swap(t_group_ops);
   if (ops.empty()) return ncclSuccess;
-  return run(std::move(ops));
+  return enqueue_on(t_group_stream, std::move(ops));
 }

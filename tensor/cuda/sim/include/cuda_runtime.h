@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -132,10 +133,11 @@ struct LaunchConfig {
   cudaStream_t stream;
 };
 
-// Runs `thread_body` once for every thread of the launch (scheduler.cc). A bad configuration or a
-// divergent barrier becomes the launch's error (cudaGetLastError), and the reason is printed.
-void run_kernel(const char* kernel_name, const LaunchConfig& config,
-                const std::function<void()>& thread_body);
+// Runs `thread_body` once for every thread of the launch when its stream reaches it (scheduler.cc,
+// Note [Simulated streams]). A bad configuration is the launch's error (cudaGetLastError); a
+// divergent barrier or a fault is printed and reported by the next call that synchronises with
+// the stream, or the next launch on it.
+void run_kernel(const char* kernel_name, const LaunchConfig& config, std::function<void()> thread_body);
 
 // The kernel-side primitives. Outside a kernel they are errors.
 void sync_threads();
@@ -159,6 +161,10 @@ class DeviceAccess {
   DeviceAccess& operator=(const DeviceAccess&) = delete;
 };
 
+// Runs `work` on `stream`'s thread when the stream reaches it (Note [Simulated streams],
+// streams.cc): how the simulated NCCL runs its collectives. `work` returns "" or what failed.
+void enqueue_host_work(cudaStream_t stream, std::function<std::string()> work);
+
 // Whether [ptr, ptr + bytes) lies inside one live cudaMalloc allocation (cuBLAS checks its operands).
 bool is_device_range(const void* ptr, size_t bytes);
 // The detail of the last failed launch or call on this host thread ("" when none).
@@ -170,8 +176,9 @@ template <typename... Params, typename... Args>
 void launch(const char* kernel_name, void (*kernel)(Params...), dim3 grid, dim3 block,
             size_t dynamic_shared_bytes, cudaStream_t stream, Args&&... args) {
   static_assert(sizeof...(Params) == sizeof...(Args), "kernel launched with the wrong argument count");
+  // Taken by value: the launch runs after this call returns, as on a GPU.
   const std::tuple<std::decay_t<Params>...> params(std::forward<Args>(args)...);
-  run_kernel(kernel_name, LaunchConfig{grid, block, dynamic_shared_bytes, stream}, [&] {
+  run_kernel(kernel_name, LaunchConfig{grid, block, dynamic_shared_bytes, stream}, [kernel, params] {
     std::tuple<std::decay_t<Params>...> own = params;
     std::apply(kernel, own);
   });
