@@ -105,7 +105,8 @@ void batched(const Tensor& out, const Tensor& a, const Tensor& b, double beta, d
       if (beta == 0) {
         zero_(oi);
       } else {
-        mul_(oi, beta);
+        // An integer out takes beta cast to its type, as the products below do.
+        mul_(oi, is_floating_point(oi.dtype()) ? Scalar(beta) : Scalar(static_cast<int64_t>(beta)));
       }
       continue;
     }

@@ -8,6 +8,8 @@ namespace {
 
 using testing::f32;
 using testing::f64;
+using testing::i32;
+using testing::i64;
 using testing::iota;
 
 // A = [[0, 1, 2], [3, 4, 5]], B = [[0, 1], [2, 3], [4, 5]]: A @ B = [[10, 13], [28, 40]].
@@ -119,6 +121,11 @@ TEST(LinalgTest, ZeroSize) {
   EXPECT_TENSOR(matmul(empty({0}), empty({0})), (Shape{}), ({0}));
   EXPECT_TENSOR(addmm(f32({1, 2}), empty({2, 0}), empty({0, 2}), 3, 1), (Shape{2, 2}),
                 ({3, 6, 3, 6}));
+  // An integer self is scaled by beta as an integer.
+  EXPECT_TENSOR(addmm(i32({1, 2}), empty({2, 0}, kInt32), empty({0, 2}, kInt32), 3, 1),
+                (Shape{2, 2}), ({3, 6, 3, 6}));
+  EXPECT_TENSOR(addmm(i64({1, 2}), empty({2, 0}, kInt64), empty({0, 2}, kInt64)), (Shape{2, 2}),
+                ({1, 2, 1, 2}));
   EXPECT_TENSOR(bmm(empty({2, 1, 0}), empty({2, 0, 1})), (Shape{2, 1, 1}), ({0, 0}));
   // Empty outer dims.
   EXPECT_EQ(mm(empty({0, 3}), iota({3, 2})).sizes(), (Shape{0, 2}));
