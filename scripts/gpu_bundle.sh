@@ -5,7 +5,8 @@
 # capability level (tests/common/cpu_capability_test.bzl: their AVX-512 copies skip on a CPU
 # without it, and the GPU machine's Xeon has it) and of the GPU and CPU benchmarks, the shared
 # libraries they load besides glibc, libstdc++ and CUDA's own (cudart, cuBLAS, NCCL: the GPU
-# machine has those), and OpenMPI with its plugins under a prefix of its own (OPAL_PREFIX).
+# machine has those), OpenMPI with its plugins under a prefix of its own (OPAL_PREFIX), and the
+# CUDA version the binaries are built with (cuda_version: gpu_check.sh refuses an older driver).
 #   scripts/gpu_bundle.sh            -> .gpu/bundle.tar.xz (about 29 MB)
 # Then, there, from the repository root: scripts/gpu_check.sh (see its header).
 set -euo pipefail
@@ -19,6 +20,10 @@ mapfile -t level_tests < <(bazel query 'attr(name, "_avx512$", tests(//...))' 2>
 benches=(//bench:gpu_bench //bench:ddp_bench //bench:nccl_allreduce_bench //bench:resnet_train_bench
   //bench:gemm_bench //bench:conv_bench)
 bazel build --config=cuda "${tests[@]}" "${level_tests[@]}" "${benches[@]}"
+# The toolkit --config=cuda builds with (the @cuda repository's: CUDA_PATH, else /usr/local/cuda).
+cuda_h="${CUDA_PATH:-/usr/local/cuda}/include/cuda.h"
+cuda_version=$(awk '$1 == "#define" && $2 == "CUDA_VERSION" { printf "%d.%d", $3 / 1000, $3 % 1000 / 10 }' "$cuda_h")
+[[ -n "$cuda_version" ]] || { echo "gpu_bundle: no CUDA_VERSION in $cuda_h" >&2; exit 1; }
 
 rm -rf "$stage"
 mkdir -p "$stage/tests" "$stage/cpu" "$stage/bench" "$stage/lib" "$stage/ompi"
@@ -43,6 +48,7 @@ for b in "${benches[@]}"; do
   built+=("$bin/bench/${b#//bench:}")
 done
 strip --strip-debug "$stage"/tests/* "$stage"/cpu/* "$stage"/bench/*
+echo "$cuda_version" >"$stage/cuda_version"
 
 # Libraries from Debian and Bazel's _solib (fastbuild links tests against per-target .so files),
 # resolved from the binaries where they were built.
@@ -65,4 +71,4 @@ rm -f "$o/pmix/lib/libpmix.a"
 
 tar -C "$stage" -cf - . | xz -T2 -6 >"$out/bundle.tar.xz"
 rm -rf "$stage"
-echo "$out/bundle.tar.xz: $(du -h "$out/bundle.tar.xz" | cut -f1), ${#built[@]} binaries"
+echo "$out/bundle.tar.xz: $(du -h "$out/bundle.tar.xz" | cut -f1), ${#built[@]} binaries, CUDA $cuda_version"
