@@ -141,7 +141,7 @@ part_begin() {  # part_begin PART
 rows=()
 bad=0 gpu_passed=0
 row() {  # row LABEL RESULT PASSED FAILED SKIPPED SECONDS
-  rows+=("$(printf '%-44s %-24s %7s %7s %7s %6s' "$@")")
+  rows+=("$(printf '%-44s %-30s %7s %7s %7s %6s' "$@")")
   [[ "$2" == ok || "$2" == skipped* || "$2" == ran ]] || bad=$((bad + 1))
 }
 counts() {  # the PASSED FAILED SKIPPED test counts of a gtest log, summed over ranks
@@ -360,7 +360,7 @@ fi
 ran_gpu=0
 [[ "$parts" =~ \ (tests|memcheck|racecheck|mpitests)\  ]] && ran_gpu=1
 echo "== summary $(elapsed)"
-printf '%-44s %-24s %7s %7s %7s %6s\n' "part/suite" result passed failed skipped s
+printf '%-44s %-30s %7s %7s %7s %6s\n' "part/suite" result passed failed skipped s
 printf '%s\n' "${rows[@]}"
 if ((bad > 0)); then
   echo "gpu_check: FAILED: $bad of ${#rows[@]} rows above did not pass $(elapsed)"
