@@ -5,8 +5,8 @@
 // multiplies are refused by both.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "tests/common/error_matchers.h"
@@ -30,7 +30,7 @@ struct Operand {
   bool transposed = false;
   int64_t pad = 0;
   Batches batches = Batches::Dense;
-  double fill = std::numeric_limits<double>::infinity();  // finite: every element is this value
+  std::optional<double> fill;  // every element this value instead of drawn ones
 };
 
 bool is_matrix(const Operand& o) { return o.shape.size() >= 2; }
@@ -121,9 +121,8 @@ class CudaGemmTest : public ::testing::TestWithParam<Param> {
     std::vector<Tensor> stored;
     for (size_t i = 0; i < operands.size(); ++i) {
       const Operand& o = operands[i];
-      stored.push_back(std::isfinite(o.fill)
-                           ? full(storage_shape(o), o.fill, TensorOptions(dtype()))
-                           : parity_input(storage_shape(o), dtype(), 1000 + 17 * i));
+      stored.push_back(o.fill ? full(storage_shape(o), *o.fill, TensorOptions(dtype()))
+                              : parity_input(storage_shape(o), dtype(), 1000 + 17 * i));
     }
     const Op on_views = [&](const std::vector<Tensor>& x) {
       std::vector<Tensor> views;
