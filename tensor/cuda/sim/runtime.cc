@@ -465,6 +465,18 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   return cudaSuccess;
 }
 
+cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* user_data) {
+  using namespace ember::cudasim;
+  if (!is_live_stream(stream) || fn == nullptr) {
+    return fail(cudaErrorInvalidValue, "cudaLaunchHostFunc: stream is not live or fn is null");
+  }
+  enqueue(stream, [fn, user_data] {
+    fn(user_data);
+    return std::string();
+  });
+  return cudaSuccess;
+}
+
 cudaError_t cudaEventCreate(cudaEvent_t* event) {
   return cudaEventCreateWithFlags(event, cudaEventDefault);
 }
