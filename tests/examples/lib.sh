@@ -64,6 +64,24 @@ same_files() {
   check "$1 and $2 are bit-identical" $?
 }
 
+# expect_my_trainer_trained NAME CHECKPOINT WHAT: examples/out_of_tree's my_trainer, run as NAME,
+# succeeded, printed RESULT with world=2 and its loss fallen tenfold, and wrote CHECKPOINT.
+expect_my_trainer_trained() {
+  local name="$1" checkpoint="$2" what="$3" result
+  expect_success "$name"
+  result=$(grep '^RESULT' "$work/$name.out" || true)
+  echo "  $result" >&2
+  python3 - "$result" <<'PY'
+import sys
+f = dict(kv.split("=", 1) for kv in sys.argv[1].split()[1:])
+assert f["world"] == "2", f
+assert float(f["final_loss"]) < 0.1 * float(f["first_loss"]), f
+PY
+  check "$what trains at 2 ranks: its loss falls tenfold" $?
+  [[ -s "$checkpoint" ]]
+  check "$what wrote its checkpoint" $?
+}
+
 finish() {
   if [[ $fail -ne 0 ]]; then echo "FAILED" >&2; exit 1; fi
   echo "PASSED" >&2

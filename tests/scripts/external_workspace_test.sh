@@ -23,18 +23,7 @@ flags=(--override_repository=ember="$repo" --jobs=2 "$@")
 run build 1800 env -C "$dir" bazel build "${flags[@]}" //:my_trainer
 expect_success build
 run trainer 120 "${MPIRUN[@]}" -np 2 "$dir/bazel-bin/my_trainer" "$work/model.safetensors"
-expect_success trainer
-result=$(grep '^RESULT' "$work/trainer.out" || true)
-echo "  $result" >&2
-python3 - "$result" <<'PY'
-import sys
-f = dict(kv.split("=", 1) for kv in sys.argv[1].split()[1:])
-assert f["world"] == "2", f
-assert float(f["final_loss"]) < 0.1 * float(f["first_loss"]), f
-PY
-check "my_trainer, built by Bazel from its own workspace, trains at 2 ranks: its loss falls tenfold" $?
-[[ -s "$work/model.safetensors" ]]
-check "my_trainer wrote its checkpoint" $?
+expect_my_trainer_trained trainer "$work/model.safetensors" "my_trainer, built by Bazel from its own workspace,"
 
 # Visibility: the public target is usable from another workspace, an internal one is not.
 mkdir -p "$dir/visibility"

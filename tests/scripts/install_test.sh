@@ -38,23 +38,12 @@ expect_success cmake
 run build 300 cmake --build "$work/build"
 expect_success build
 run trainer 120 "${MPIRUN[@]}" -np 2 "$work/build/my_trainer" "$work/model.safetensors"
-expect_success trainer
-result=$(grep '^RESULT' "$work/trainer.out" || true)
-echo "  $result"
-python3 - "$result" <<'PY'
-import re, sys
-f = dict(kv.split("=", 1) for kv in sys.argv[1].split()[1:])
-assert f["world"] == "2", f
-assert float(f["final_loss"]) < 0.1 * float(f["first_loss"]), f
-PY
-check "my_trainer trains at 2 ranks: its loss falls tenfold" $?
-[[ -s "$work/model.safetensors" ]]
-check "my_trainer wrote its checkpoint" $?
+expect_my_trainer_trained trainer "$work/model.safetensors" "my_trainer (CMake)"
 
 # The same source with pkg-config and g++ -O2 and no -march (the library dispatches on the CPU).
 run pkgconfig 300 env PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" bash -c \
   "g++ -O2 -o '$work/pc_trainer' '$work/project/main.cc' \$(pkg-config --cflags --libs ember) -Wl,-rpath,'$work/prefix/lib'"
 expect_success pkgconfig
 run pc_trainer 120 "${MPIRUN[@]}" -np 2 "$work/pc_trainer" "$work/pc.safetensors"
-expect_success pc_trainer
+expect_my_trainer_trained pc_trainer "$work/pc.safetensors" "my_trainer (pkg-config)"
 finish
