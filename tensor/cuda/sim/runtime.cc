@@ -50,22 +50,21 @@ size_t rounded_size(size_t bytes) {
   return (bytes + kDeviceAlignment - 1) / kDeviceAlignment * kDeviceAlignment;
 }
 
-bool in_device_range_locked(Registry& r, const void* ptr, size_t bytes) {
+// Whether [ptr, ptr + bytes) lies inside one of `allocations` (start -> bytes).
+bool inside_one(const std::map<uintptr_t, size_t>& allocations, const void* ptr, size_t bytes) {
   const auto p = reinterpret_cast<uintptr_t>(ptr);
-  auto it = r.device.upper_bound(p);
-  if (it == r.device.begin()) return false;
+  auto it = allocations.upper_bound(p);
+  if (it == allocations.begin()) return false;
   --it;
   return p >= it->first && p + bytes <= it->first + it->second;
 }
 
+bool in_device_range_locked(Registry& r, const void* ptr, size_t bytes) { return inside_one(r.device, ptr, bytes); }
+
 bool is_pinned_pointer(const void* ptr) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  const auto p = reinterpret_cast<uintptr_t>(ptr);
-  auto it = r.pinned.upper_bound(p);
-  if (it == r.pinned.begin()) return false;
-  --it;
-  return p < it->first + it->second;
+  return inside_one(r.pinned, ptr, 1);
 }
 
 bool is_device_pointer(const void* ptr) {
