@@ -29,6 +29,18 @@ def if_cuda_backend(if_true, if_false = []):
         "//conditions:default": if_false,
     })
 
+# Under --config=cudasim the kernels are compiled with ThreadSanitizer's instrumentation, whose
+# hooks are the simulator's checks (Note [Simulated compute-sanitizer], tensor/cuda/sim/checks.cc);
+# not under a host sanitizer, whose own instrumentation it would clash with.
+CUDA_SIMULATOR_CHECK_COPTS = select({
+    "//third_party:cuda_simulated_sanitizer_build": [],
+    _SIM: [
+        "-fsanitize=thread",
+        "--param=tsan-instrument-func-entry-exit=0",
+    ],
+    "//conditions:default": [],
+})
+
 # What code built for the CUDA backend links against: the toolkit, or the simulator's runtime.
 CUDA_RUNTIME_DEPS = select({
     _REAL: ["@cuda"],
@@ -84,7 +96,7 @@ def cuda_library(name, srcs, hdrs = [], deps = [], **kwargs):
         name = name,
         srcs = select({_REAL: objects, _SIM: simulated, "//conditions:default": []}),
         hdrs = hdrs,
-        copts = EMBER_COPTS,
+        copts = EMBER_COPTS + CUDA_SIMULATOR_CHECK_COPTS,
         deps = deps + CUDA_RUNTIME_DEPS,
         **kwargs
     )

@@ -61,7 +61,7 @@ __global__ void partial_sums_kernel(const T* x, const T* g, BatchNormDims s, int
                                     ChannelSum what, const double* center, const double* relu_scale,
                                     const double* relu_shift, double* partial_a,
                                     double* partial_b) {
-  __shared__ double scratch[2 * kChannelThreads];
+  EMBER_SHARED(double, scratch, 2 * kChannelThreads);
   const int64_t c = blockIdx.x / parts, p = blockIdx.x % parts;
   const int64_t n0 = p * s.N / parts, n1 = (p + 1) * s.N / parts;
   const Index inner = static_cast<Index>(s.inner), count = static_cast<Index>((n1 - n0) * s.inner);

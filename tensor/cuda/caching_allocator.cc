@@ -51,6 +51,7 @@ void* CachingAllocator::allocate(size_t bytes, void* stream) {
     stats_.peak_reserved_bytes = std::max(stats_.peak_reserved_bytes, stats_.reserved_bytes);
   }
   in_use_[ptr] = Block{size, stream};
+  if (raw_.handed_out) raw_.handed_out(ptr, bytes, stream);
   stats_.allocated_bytes += size;
   stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
   return ptr;
@@ -64,6 +65,7 @@ void CachingAllocator::deallocate(void* ptr) {
                         ", which it did not allocate");
   const Block block = it->second;
   in_use_.erase(it);
+  if (raw_.taken_back) raw_.taken_back(ptr, block.size, block.stream);
   stats_.allocated_bytes -= block.size;
   free_[{block.size, block.stream}].push_back(ptr);
 }

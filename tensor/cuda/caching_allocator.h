@@ -21,9 +21,13 @@
 namespace ember::cuda {
 
 // What the allocator gets device memory from: returns nullptr when the device is out of memory.
+// The optional hooks hear of each block handed out (the bytes asked for) and taken back, on the
+// block's stream: the CUDA simulator's sanitizer checks accesses against them.
 struct RawDeviceMemory {
   std::function<void*(size_t bytes)> allocate;
   std::function<void(void* ptr)> free;
+  std::function<void(void* ptr, size_t bytes, void* stream)> handed_out;
+  std::function<void(void* ptr, size_t block_bytes, void* stream)> taken_back;
 };
 
 class CachingAllocator {

@@ -51,6 +51,15 @@ CachingAllocator& caching_allocator(int device) {
       std::fprintf(stderr, "ember: cudaFree failed: %s\n", cudaGetErrorString(err));
     }
     };
+#ifdef EMBER_CUDA_SIMULATOR
+    // Each tensor's own bytes, not its block's, are what the sanitizer lets kernels touch.
+    raw.handed_out = [](void* p, size_t bytes, void* stream) {
+      cudasim::annotate_suballocation(p, bytes, static_cast<cudaStream_t>(stream));
+    };
+    raw.taken_back = [](void* p, size_t block_bytes, void* stream) {
+      cudasim::annotate_suballocation_free(p, block_bytes, static_cast<cudaStream_t>(stream));
+    };
+#endif
     slot = std::make_unique<CachingAllocator>(std::move(raw));
   }
   return *slot;

@@ -27,6 +27,17 @@
   T* name = reinterpret_cast<T*>(ember_dynamic_shared_)
 #endif
 
+// `T name[count]` in the block's shared memory (a static __shared__ array). The simulator places it
+// where it can poison it at each block's start and check every access (tensor/cuda/sim/checks.cc).
+#ifdef EMBER_CUDA_SIMULATOR
+#define EMBER_SHARED(T, name, count)                                                           \
+  static const char ember_shared_##name = 0;                                                   \
+  T* const name = static_cast<T*>(::ember::cudasim::static_shared_memory(                      \
+      &ember_shared_##name, sizeof(T) * static_cast<size_t>(count), alignof(T)))
+#else
+#define EMBER_SHARED(T, name, count) __shared__ T name[count]
+#endif
+
 namespace ember::cuda {
 
 constexpr int kThreadsPerBlock = 256;

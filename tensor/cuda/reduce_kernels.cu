@@ -21,7 +21,7 @@ unsigned threads_for(int64_t cols) {
 template <typename T, typename Acc>
 __global__ void sum_kernel(Acc* out, const T* in, Indexer kept, Indexer reduced, int64_t rows,
                            int64_t cols) {
-  __shared__ Acc partial[kReduceThreads];
+  EMBER_SHARED(Acc, partial, kReduceThreads);
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const int64_t base = offsets_of<1>(kept, row).of[0];
     Acc acc = Acc(0);
@@ -63,8 +63,8 @@ template <typename T>
 __global__ void extreme_kernel(T* values, int64_t* indices, const T* in, Indexer kept,
                                Indexer reduced, int64_t rows, int64_t cols, bool is_max) {
   using M = opmath_t<T>;
-  __shared__ M best_value[kReduceThreads];
-  __shared__ int64_t best_index[kReduceThreads];
+  EMBER_SHARED(M, best_value, kReduceThreads);
+  EMBER_SHARED(int64_t, best_index, kReduceThreads);
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const int64_t base = offsets_of<1>(kept, row).of[0];
     M b = M(0);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 
+#include "tensor/cuda/sim/checks.h"
 #include "tensor/cuda/sim/state.h"
 
 struct cublasContext {
@@ -97,8 +98,27 @@ cublasStatus_t gemm(const GemmArgs& g, const T* alpha, const T* A, const T* B, c
   // The product runs when the handle's stream reaches it; alpha and beta are read now (host
   // pointer mode), as cuBLAS does.
   const T alpha_value = *alpha, beta_value = *beta;
-  ember::cudasim::enqueue(g.handle->stream, [g, alpha_value, beta_value, A, B, C, ta, tb, reads_ab] {
+  ember::cudasim::enqueue(g.handle->stream, [g, alpha_value, beta_value, A, B, C, ta, tb, reads_ab,
+                                               a_rows, a_cols, b_rows, b_cols, name, dims] {
     ember::cudasim::DeviceAccess access;
+    // initcheck: every element the product reads was written (column by column: the gaps a
+    // leading dimension leaves are not read).
+    auto unwritten = [&](const T* m, int rows, int cols, int ld, long long stride) -> std::string {
+      for (int b = 0; b < g.batch; ++b) {
+        for (int j = 0; j < cols; ++j) {
+          const std::string bad = ember::cudasim::shadow_unwritten(
+              m + b * stride + static_cast<long long>(j) * ld, sizeof(T) * static_cast<size_t>(rows));
+          if (!bad.empty()) return bad;
+        }
+      }
+      return "";
+    };
+    for (const auto& [what, bad] : {
+             std::pair<const char*, std::string>{"A", reads_ab ? unwritten(A, a_rows, a_cols, g.lda, g.stride_a) : ""},
+             {"B", reads_ab ? unwritten(B, b_rows, b_cols, g.ldb, g.stride_b) : ""},
+             {"C", beta_value != T(0) ? unwritten(C, g.m, g.n, g.ldc, g.stride_c) : ""}}) {
+      if (!bad.empty()) return name + ": operand " + what + ": " + bad + dims;
+    }
     for (int b = 0; b < g.batch; ++b) {
       const T* a = A + b * g.stride_a;
       const T* bm = B + b * g.stride_b;
@@ -119,6 +139,8 @@ cublasStatus_t gemm(const GemmArgs& g, const T* alpha, const T* A, const T* B, c
           const double scaled = static_cast<double>(alpha_value) * sum;
           out = static_cast<T>(beta_value == T(0) ? scaled : scaled + static_cast<double>(beta_value) * out);
         }
+        ember::cudasim::shadow_on_write(c + static_cast<long long>(j) * g.ldc,
+                                        sizeof(T) * static_cast<size_t>(g.m));
       }
     }
     return std::string();

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include <map>
 #include <mutex>
 
+#include "tensor/cuda/sim/checks.h"
 #include "tensor/cuda/sim/state.h"
 
 // Note [Simulated device memory is not host memory]
@@ -24,11 +26,17 @@
 // address before the process dies. Protection is per process: while a scope is open on one host
 // thread the arena is open to all of them, so a stray access racing a launch on another thread is
 // not caught (most are: the simulator runs every launch to completion before returning).
+// With the sanitizer on (checks.cc), kGuardBytes of unallocated, accessible arena lie before the
+// first allocation and after the last, so a kernel's access just outside every allocation is
+// reported by memcheck instead of faulting.
 
 namespace ember::cudasim {
 namespace {
 
 constexpr size_t kPage = 4096;
+constexpr size_t kGuardBytes = 64 * 1024;
+
+size_t guard_bytes() { return enabled_checks() != 0 ? kGuardBytes : 0; }
 
 struct Arena {
   std::mutex mutex;
@@ -87,6 +95,8 @@ bool reserve(Arena& a, size_t capacity) {
   if (p == MAP_FAILED) return false;
   a.base = static_cast<char*>(p);
   a.reserved = bytes;
+  a.end = guard_bytes();
+  shadow_reserve(a.base, bytes);
   g_arena_begin = reinterpret_cast<uintptr_t>(p);
   g_arena_end = reinterpret_cast<uintptr_t>(p) + bytes;
   struct sigaction action {};
@@ -113,7 +123,7 @@ void* device_allocate(size_t bytes, size_t capacity) {
   if (bytes > a.reserved - a.end) return nullptr;
   const size_t offset = a.end;
   a.end += bytes;
-  const size_t managed = (a.end + kPage - 1) / kPage * kPage;
+  const size_t managed = std::min(a.reserved, (a.end + guard_bytes() + kPage - 1) / kPage * kPage);
   if (managed > a.managed) {
     // New pages start closed; opened now if a scope is open.
     set_protection(a, a.managed, managed, current_protection(a));

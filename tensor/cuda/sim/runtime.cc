@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "tensor/cuda/sim/checks.h"
 #include "tensor/cuda/sim/state.h"
 
 namespace ember::cudasim {
@@ -220,6 +221,7 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
   std::lock_guard<std::mutex> lock(r.mutex);
   r.device[reinterpret_cast<uintptr_t>(p)] = size;
   r.device_bytes += size;
+  shadow_on_malloc(p, size, rounded_size(size));
   *ptr = p;
   return cudaSuccess;
 }
@@ -237,6 +239,7 @@ cudaError_t cudaFree(void* ptr) {
                   "cudaFree(" + pointer_str(ptr) + "): not the start of a live device allocation");
     }
     r.device_bytes -= it->second;
+    shadow_on_free(ptr, rounded_size(it->second));
     device_free(ptr, rounded_size(it->second));
     r.device.erase(it);
   }
@@ -304,10 +307,15 @@ cudaError_t check_copy(const char* call, void* dst, const void* src, size_t coun
                     : check_host_pointer(call, "source", src);
 }
 
-ember::cudasim::StreamWork copy_work(void* dst, const void* src, size_t count) {
-  return [dst, src, count] {
-    ember::cudasim::DeviceAccess access;
+// The copy, and what it tells the sanitizer's shadow: a device destination is written, and a
+// device-to-device copy carries its source's written bytes.
+ember::cudasim::StreamWork copy_work(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
+  return [dst, src, count, kind] {
+    using namespace ember::cudasim;
+    DeviceAccess access;
     std::memmove(dst, src, count);
+    if (kind == cudaMemcpyHostToDevice) shadow_on_write(dst, count);
+    if (kind == cudaMemcpyDeviceToDevice) shadow_on_device_copy(dst, src, count);
     return std::string();
   };
 }
@@ -319,7 +327,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind 
   if (count == 0) return cudaSuccess;
   if (cudaError_t e = check_copy("cudaMemcpy", dst, src, count, kind)) return e;
   // On stream 0, so after every blocking stream's earlier work; the host waits for it.
-  wait_for_ticket(stream_worker(nullptr), enqueue(nullptr, copy_work(dst, src, count)));
+  wait_for_ticket(stream_worker(nullptr), enqueue(nullptr, copy_work(dst, src, count, kind)));
   return report_stream_error("cudaMemcpy", nullptr);
 }
 
@@ -335,12 +343,12 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpy
                         (kind == cudaMemcpyDeviceToHost && !is_pinned_pointer(dst)) ||
                         kind == cudaMemcpyHostToHost;
   if (!pageable) {
-    enqueue(stream, copy_work(dst, src, count));
+    enqueue(stream, copy_work(dst, src, count, kind));
     return cudaSuccess;
   }
   // Pageable host memory: synchronous, after the stream's earlier work (CUDA may do either).
   if (cudaError_t e = synchronize_stream("cudaMemcpyAsync", stream)) return e;
-  copy_work(dst, src, count)();
+  copy_work(dst, src, count, kind)();
   return cudaSuccess;
 }
 
@@ -363,6 +371,7 @@ cudaError_t cudaMemsetAsync(void* ptr, int value, size_t count, cudaStream_t str
   enqueue(stream, [ptr, value, count] {
     DeviceAccess access;
     std::memset(ptr, value, count);
+    shadow_on_write(ptr, count);
     return std::string();
   });
   return cudaSuccess;

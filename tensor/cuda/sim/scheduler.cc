@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tensor/cuda/sim/checks.h"
 #include "tensor/cuda/sim/state.h"
 
 // Note [CUDA simulator scheduling]
@@ -28,8 +29,10 @@
 // run as plain calls on the host stack ("direct" mode), where reaching a barrier or warp intrinsic
 // fails the launch as divergent. (This rejects one legal pattern: a warp-uniform
 // branch, not taken by warp 0, that contains warp intrinsics. tensor/cuda/README.md says so.)
-// Shared memory needs nothing special: `__shared__` is a thread_local static, one per host thread,
-// which all the fibers of the running block see.
+// Shared memory is one buffer per launch, which all the fibers of the running block see: the
+// dynamic shared memory first, then each static declaration (EMBER_SHARED, device_code.h) in the
+// order the block's threads first reach it. It is poisoned at every block's start, and checked
+// (checks.cc) while the sanitizer is on.
 
 namespace ember::cudasim {
 namespace {
@@ -37,7 +40,7 @@ namespace {
 constexpr int kMaxThreadsPerBlock = 1024;
 constexpr unsigned kMaxBlockDimZ = 64;
 constexpr unsigned kMaxGridDimYZ = 65535;
-constexpr size_t kMaxDynamicSharedBytes = 48 * 1024;
+constexpr size_t kMaxSharedBytes = 48 * 1024;  // static and dynamic together, as on the device
 constexpr size_t kFiberStackBytes = 128 * 1024;
 constexpr int kWarpSize = 32;
 
@@ -70,7 +73,10 @@ struct BlockRun {
   bool direct = false;
   int direct_linear = 0;
   std::string failure;
-  std::vector<unsigned char> dynamic_shared;
+  std::vector<unsigned char> shared;  // kMaxSharedBytes
+  size_t dynamic_shared_bytes = 0;
+  std::vector<std::pair<const void*, size_t>> static_shared;  // declaration -> offset
+  KernelContext checks;
 };
 
 thread_local BlockRun* g_block = nullptr;
@@ -223,6 +229,7 @@ bool release_warps(BlockRun& run) {
         }
         t.wait = Wait::None;
       }
+      checks_on_warp_sync(run.checks, warp_start / kWarpSize, group);
       released = true;
     }
     (void)existing;
@@ -262,6 +269,7 @@ void run_fibers(BlockRun& run) {
     if (live == 0) return;
     if (at_barrier == run.size) {
       for (SimThread& t : run.threads) t.wait = Wait::None;
+      checks_on_barrier(run.checks);
       continue;
     }
     if (release_warps(run)) continue;
@@ -283,11 +291,7 @@ void run_fibers(BlockRun& run) {
 }
 
 void run_block(BlockRun& run) {
-  if (!run.dynamic_shared.empty()) {
-    // Device shared memory starts undefined; 0xff bytes read as NaN in a float kernel that
-    // forgets to write before reading.
-    std::fill(run.dynamic_shared.begin(), run.dynamic_shared.end(), 0xff);
-  }
+  checks_begin_block(run.checks, blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
   run.direct = false;
   start_fiber(run, 0);
   resume(run, run.threads[0]);
@@ -298,6 +302,7 @@ void run_block(BlockRun& run) {
       run.direct_linear = i;
       threadIdx = index_of(i);
       (*run.body)();
+      if (!run.failure.empty()) return;
     }
     return;
   }
@@ -315,9 +320,9 @@ std::string config_error(const LaunchConfig& c) {
   if (b.z > kMaxBlockDimZ) return "blockDim.z > 64";
   if (g.y > kMaxGridDimYZ || g.z > kMaxGridDimYZ) return "gridDim.y or .z > 65535";
   if (g.x > 0x7fffffffu) return "gridDim.x > 2^31 - 1";
-  if (c.dynamic_shared_bytes > kMaxDynamicSharedBytes) {
+  if (c.dynamic_shared_bytes > kMaxSharedBytes) {
     return std::to_string(c.dynamic_shared_bytes) + " bytes of dynamic shared memory (at most " +
-           std::to_string(kMaxDynamicSharedBytes) + ")";
+           std::to_string(kMaxSharedBytes) + ")";
   }
   return "";
 }
@@ -335,10 +340,17 @@ std::string run_grid(const char* kernel_name, const LaunchConfig& config,
   run.body = &thread_body;
   run.size = static_cast<int>(config.block.x * config.block.y * config.block.z);
   run.threads.resize(run.size);
-  run.dynamic_shared.resize(config.dynamic_shared_bytes);
+  run.shared.resize(kMaxSharedBytes);
+  run.dynamic_shared_bytes = config.dynamic_shared_bytes;
+  run.checks.shared = run.shared.data();
+  run.checks.shared_capacity = run.shared.size();
+  run.checks.failure = &run.failure;
+  checks_begin_launch(run.checks, kernel_name, run.size);
+  checks_on_shared_layout(run.checks, 0, run.dynamic_shared_bytes);
   gridDim = config.grid;
   blockDim = config.block;
   g_block = &run;
+  if (run.checks.checks != 0) g_kernel = &run.checks;
   std::string failure;
   for (unsigned z = 0; z < config.grid.z && failure.empty(); ++z) {
     for (unsigned y = 0; y < config.grid.y && failure.empty(); ++y) {
@@ -356,6 +368,7 @@ std::string run_grid(const char* kernel_name, const LaunchConfig& config,
     }
   }
   g_block = nullptr;
+  g_kernel = nullptr;
   if (!failure.empty()) std::fprintf(stderr, "cudasim: cudaErrorLaunchFailure: %s\n", failure.c_str());
   return failure;
 }
@@ -429,7 +442,25 @@ int lane_id() {
 
 void* dynamic_shared_memory() {
   if (g_block == nullptr) throw KernelFault{"dynamic shared memory used outside a kernel"};
-  return g_block->dynamic_shared.data();
+  return g_block->shared.data();
+}
+
+void* static_shared_memory(const void* declaration, size_t bytes, size_t alignment) {
+  if (g_block == nullptr) throw KernelFault{"a __shared__ array used outside a kernel"};
+  BlockRun& run = *g_block;
+  for (const auto& [d, offset] : run.static_shared) {
+    if (d == declaration) return run.shared.data() + offset;
+  }
+  const size_t used = run.checks.shared_used;
+  const size_t offset = (used + alignment - 1) / alignment * alignment;
+  if (offset + bytes > run.shared.size()) {
+    throw KernelFault{where(run) + ": " + std::to_string(offset + bytes) +
+                      " bytes of shared memory (static and dynamic), more than the " +
+                      std::to_string(run.shared.size()) + " a block may have"};
+  }
+  run.static_shared.emplace_back(declaration, offset);
+  checks_on_shared_layout(run.checks, offset, bytes);
+  return run.shared.data() + offset;
 }
 
 }  // namespace ember::cudasim

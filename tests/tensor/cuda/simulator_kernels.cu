@@ -10,7 +10,7 @@ namespace {
 constexpr int kBlock = 256;
 
 __global__ void block_sum_kernel(const float* in, float* out) {
-  __shared__ float partial[kBlock];
+  EMBER_SHARED(float, partial, kBlock);
   const int t = threadIdx.x;
   partial[t] = in[blockIdx.x * kBlock + t];
   __syncthreads();

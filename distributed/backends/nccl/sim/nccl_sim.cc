@@ -146,6 +146,9 @@ struct Op {
   ncclComm* comm;
   std::function<int(std::vector<MPI_Request>&)> post;  // returns an MPI error code
   std::function<void()> finish;
+  // What the call writes, for the simulator's initcheck (Note [Simulated compute-sanitizer]).
+  void* written = nullptr;
+  size_t written_bytes = 0;
 };
 
 thread_local int t_group_depth = 0;
@@ -202,6 +205,7 @@ ncclResult_t run(std::vector<Op> ops) {
   }
   for (Op& op : ops) {
     if (op.finish) op.finish();
+    if (op.written != nullptr) ember::cudasim::mark_written(op.written, op.written_bytes);
   }
   leave();
   return ncclSuccess;
@@ -412,7 +416,7 @@ ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, n
                    void* data = is_16bit_float(datatype) ? static_cast<void*>(staging->in.data()) : recvbuff;
                    if (op == ncclAvg) divide(data, count, type, comm->nranks);
                    if (is_16bit_float(datatype)) narrow(staging->in.data(), recvbuff, count, datatype);
-                 }}, stream);
+                 }, recvbuff, bytes}, stream);
 }
 
 ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
@@ -448,7 +452,7 @@ ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, nccl
                    void* data = wide ? static_cast<void*>(staging->out.data()) : recvbuff;
                    if (op == ncclAvg) divide(data, count, type, comm->nranks);
                    if (wide) narrow(staging->out.data(), recvbuff, count, datatype);
-                 }}, stream);
+                 }, is_root ? recvbuff : nullptr, bytes}, stream);
 }
 
 ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
@@ -464,7 +468,7 @@ ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, n
                    requests.emplace_back();
                    return MPI_Ibcast(recvbuff, static_cast<int>(bytes), MPI_BYTE, root, comm->comm,
                                      &requests.back());
-                 }, nullptr}, stream);
+                 }, nullptr, recvbuff, bytes}, stream);
 }
 
 ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
@@ -479,7 +483,7 @@ ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
                    requests.emplace_back();
                    return MPI_Iallgather(in, static_cast<int>(bytes), MPI_BYTE, recvbuff,
                                          static_cast<int>(bytes), MPI_BYTE, comm->comm, &requests.back());
-                 }, nullptr}, stream);
+                 }, nullptr, recvbuff, total}, stream);
 }
 
 ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
@@ -516,7 +520,7 @@ ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recv
                    void* data = wide ? static_cast<void*>(staging->out.data()) : recvbuff;
                    if (op == ncclAvg) divide(data, recvcount, type, comm->nranks);
                    if (wide) narrow(staging->out.data(), recvbuff, recvcount, datatype);
-                 }}, stream);
+                 }, recvbuff, bytes}, stream);
 }
 
 ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
@@ -540,7 +544,7 @@ ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int
                    requests.emplace_back();
                    return MPI_Irecv(recvbuff, static_cast<int>(bytes), MPI_BYTE, peer, 0, comm->comm,
                                     &requests.back());
-                 }, nullptr}, stream);
+                 }, nullptr, recvbuff, bytes}, stream);
 }
 
 ncclResult_t ncclGroupStart() {

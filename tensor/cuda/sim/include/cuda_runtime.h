@@ -26,9 +26,10 @@
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __align__(n) alignas(n)
-// One copy per host thread: the threads of a block are fibers on that host thread and share it,
-// while kernels launched concurrently from two host threads (two "streams") do not.
-#define __shared__ static thread_local
+// Static shared arrays are declared with EMBER_SHARED (device_code.h), which the simulator lays
+// out in the block's shared memory where it can poison and check them; a plain __shared__ would
+// be an unchecked host variable, so it does not compile here.
+#define __shared__ static_assert(false, "declare shared arrays with EMBER_SHARED (tensor/cuda/device_code.h)");
 
 struct uint3 {
   unsigned x, y, z;
@@ -81,8 +82,8 @@ constexpr unsigned cudaEventBlockingSync = 0x1;
 constexpr unsigned cudaEventDisableTiming = 0x2;
 constexpr unsigned cudaHostAllocDefault = 0x0;
 
-// Runtime API (tensor/cuda/sim/runtime.cc). Work is done when the call returns: every stream is
-// synchronous, so stream and event calls only check their handles and record times.
+// Runtime API (tensor/cuda/sim/runtime.cc, streams.cc, events.cc): work runs on each stream's own
+// host thread, in stream order (Note [Simulated streams]).
 const char* cudaGetErrorName(cudaError_t error);
 const char* cudaGetErrorString(cudaError_t error);
 cudaError_t cudaGetLastError();
@@ -152,6 +153,18 @@ uint64_t warp_exchange(unsigned mask, uint64_t value, int source_lane);
 unsigned warp_ballot(unsigned mask, bool predicate);
 int lane_id();
 void* dynamic_shared_memory();
+// The block's copy of the static shared array `declaration` (the address of a static that stands
+// for it), laid out in the block's shared memory the first time a thread reaches it.
+void* static_shared_memory(const void* declaration, size_t bytes, size_t alignment);
+
+// What a sub-allocator tells the sanitizer (Note [Simulated compute-sanitizer], checks.cc), as
+// NVTX's memory API tells compute-sanitizer: it handed out the first `bytes` of the cudaMalloc'd
+// block at `ptr` for use on `stream`, or took back the whole `block_bytes`. Both take effect when
+// `stream` reaches them, so work queued earlier keeps the block's previous state.
+void annotate_suballocation(void* ptr, size_t bytes, cudaStream_t stream);
+void annotate_suballocation_free(void* ptr, size_t block_bytes, cudaStream_t stream);
+// Simulator-side work (a simulated NCCL collective) wrote [ptr, ptr + bytes) of device memory.
+void mark_written(void* ptr, size_t bytes);
 
 // While one is alive, host code may touch device memory: the simulator's own work on it (launches,
 // copies, cuBLAS, simulated NCCL) runs inside one; outside, a host access faults and is named

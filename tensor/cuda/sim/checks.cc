@@ -1,0 +1,501 @@
+// The CUDA simulator's sanitizer: memcheck, initcheck and racecheck over every load and store a
+// kernel makes (Note [Simulated compute-sanitizer]).
+#include "tensor/cuda/sim/checks.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "tensor/cuda/sim/state.h"
+
+// Note [Simulated compute-sanitizer]
+// The kernels' .cu sources are compiled for the simulator with GCC's ThreadSanitizer
+// instrumentation (-fsanitize=thread, as the Linux kernel's KCSAN uses it) but linked without
+// TSan's runtime: every load and store calls one of the __tsan_* hooks in access_hooks.cc, which
+// pass accesses inside the device arena or the running block's shared memory to the checks here.
+// The checks, chosen by EMBER_CUDASIM_CHECKS (default all), are compute-sanitizer's:
+// - memcheck: every arena byte has a shadow byte saying whether it lies inside a live allocation's
+//   requested extent. cudaMalloc sets it; the caching allocator narrows it to each tensor's bytes
+//   when it hands out a block and clears it when the block comes back (annotate_suballocation, in
+//   stream order), so a write one past a tensor's end, or a read of a block another stream still
+//   uses after it was freed, is an invalid access, though both land in mapped memory. Shared
+//   memory is checked against the extents its declarations took.
+// - initcheck: the shadow also says whether the byte was written since it was allocated (by a
+//   kernel, copy, memset, cuBLAS call or collective); a kernel or cuBLAS read of an unwritten
+//   byte is reported. Shared memory starts every block poisoned (0xff) and unwritten.
+// - racecheck: within one barrier interval of a block, a shared-memory byte written by one
+//   thread and read or written by another is a hazard, unless a warp sync (__syncwarp, a shuffle
+//   or vote) taking in both threads came between. Global memory is checked within one launch:
+//   two threads of different blocks, or of one block in the same barrier interval, that touch a
+//   byte, one of them writing. Atomics are never hazards.
+// The first report fails the launch (its stream's next synchronising call returns
+// cudaErrorLaunchFailure) with the kernel, block, thread, address, allocation and source line;
+// the kernel's threads still run to their end (a hook cannot stop the store it precedes, and
+// throwing through instrumented frames is not safe), and later accesses are not reported.
+
+namespace ember::cudasim {
+
+thread_local KernelContext* g_kernel = nullptr;
+uintptr_t g_shadow_arena_begin = 0;
+size_t g_shadow_arena_bytes = 0;
+
+namespace {
+
+constexpr uint8_t kAddressable = 1;
+constexpr uint8_t kWritten = 2;
+
+// One global byte's last write and read in a launch: the thread as 1 + its number in the launch
+// (0: none) and how many barriers its block had passed. kSeveralReaders marks a byte that threads
+// unordered with each other all read.
+struct GlobalRace {
+  uint32_t launch;
+  uint32_t writer;
+  uint32_t reader;
+  uint16_t writer_barriers;
+  uint16_t reader_barriers;
+};
+constexpr uint16_t kSeveralReaders = 0x8000;
+
+uint8_t* g_shadow = nullptr;
+GlobalRace* g_race = nullptr;
+std::atomic<uint32_t> g_next_launch{1};
+
+// What reports name: every allocation, its requested bytes and whether it is live.
+struct Extent {
+  size_t requested;
+  size_t block;
+  bool live;
+};
+std::mutex g_extents_mutex;
+std::map<uintptr_t, Extent>& extents() {
+  static auto* e = new std::map<uintptr_t, Extent>;
+  return *e;
+}
+
+void* reserve_shadow(size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  if (p == MAP_FAILED) {
+    std::perror("cudasim: mmap of the sanitizer's shadow");
+    std::abort();
+  }
+  return p;
+}
+
+uint8_t* shadow_of(const void* p) {
+  return g_shadow + (reinterpret_cast<uintptr_t>(p) - g_shadow_arena_begin);
+}
+
+void set_state(const void* p, size_t bytes, uint8_t state) {
+  if (g_shadow != nullptr && bytes > 0) std::memset(shadow_of(p), state, bytes);
+}
+
+std::string hex(uintptr_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%zx", static_cast<size_t>(v));
+  return buf;
+}
+
+std::string str(uint3 v) {
+  return "(" + std::to_string(v.x) + "," + std::to_string(v.y) + "," + std::to_string(v.z) + ")";
+}
+
+uint3 thread_of(int linear) {
+  return uint3{static_cast<unsigned>(linear % blockDim.x),
+               static_cast<unsigned>(linear / blockDim.x % blockDim.y),
+               static_cast<unsigned>(linear / (blockDim.x * blockDim.y))};
+}
+
+uint3 block_of(uint32_t linear) {
+  return uint3{linear % gridDim.x, linear / gridDim.x % gridDim.y, linear / (gridDim.x * gridDim.y)};
+}
+
+int current_thread() {
+  return static_cast<int>(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+}
+
+// Where `address` lies relative to the allocations: inside one (and whether it is live), past
+// the end of one, or between two.
+std::string describe_address(uintptr_t address) {
+  std::lock_guard<std::mutex> lock(g_extents_mutex);
+  auto& all = extents();
+  auto next = all.upper_bound(address);
+  std::ostringstream os;
+  if (next != all.begin()) {
+    const auto& [base, e] = *std::prev(next);
+    if (address < base + e.block) {
+      if (!e.live) {
+        os << "inside the " << e.block << "-byte block at " << hex(base)
+           << ", which is free (returned to the caching allocator, or not yet handed out again)";
+      } else if (address >= base + e.requested) {
+        os << address - (base + e.requested) << " bytes past the end of the " << e.requested
+           << "-byte allocation at " << hex(base);
+      } else {
+        os << "byte " << address - base << " of the " << e.requested << "-byte allocation at "
+           << hex(base);
+      }
+      return os.str();
+    }
+    os << address - (base + e.requested) << " bytes past the end of the " << e.requested
+       << "-byte allocation at " << hex(base);
+    if (next != all.end()) os << ", " << next->first - address << " bytes before the one at " << hex(next->first);
+    return os.str();
+  }
+  if (next != all.end()) {
+    os << next->first - address << " bytes before the allocation at " << hex(next->first);
+    return os.str();
+  }
+  return "outside every allocation";
+}
+
+void report(KernelContext& k, const std::string& what) {
+  if (!k.failure->empty()) return;
+  *k.failure = std::string("kernel ") + k.kernel_name + ": " + what;
+}
+
+std::string accessor(const KernelContext& k, int thread, const void* pc) {
+  return "thread " + str(thread_of(thread)) + " of block " + str(block_of(k.block_linear)) + " (" +
+         source_line(pc) + ")";
+}
+
+bool all_have(const uint8_t* s, size_t bytes, uint8_t bit) {
+  for (size_t i = 0; i < bytes; ++i) {
+    if (!(s[i] & bit)) return false;
+  }
+  return true;
+}
+
+// --- Races on global memory, within one launch.
+uint32_t launch_number(const KernelContext& k) {
+  return k.block_linear * static_cast<uint32_t>(k.block_size) + static_cast<uint32_t>(current_thread()) + 1;
+}
+
+// Whether the access by `who` (1 + its number) after `barriers` of its block is ordered before the
+// current thread's: the same thread, or the same block with a barrier between.
+bool ordered(const KernelContext& k, uint32_t who, uint16_t barriers, uint32_t me) {
+  if (who == me) return true;
+  const uint32_t block = (who - 1) / static_cast<uint32_t>(k.block_size);
+  return block == k.block_linear && (barriers & ~kSeveralReaders) < k.barriers;
+}
+
+std::string launch_thread(const KernelContext& k, uint32_t who) {
+  const uint32_t n = who - 1, bs = static_cast<uint32_t>(k.block_size);
+  return "thread " + str(thread_of(static_cast<int>(n % bs))) + " of block " + str(block_of(n / bs));
+}
+
+void check_global_race(KernelContext& k, uintptr_t address, size_t bytes, bool write, const void* pc) {
+  const uint32_t me = launch_number(k);
+  for (size_t i = 0; i < bytes; ++i) {
+    GlobalRace& r = g_race[address + i - g_shadow_arena_begin];
+    if (r.launch != k.launch) r = GlobalRace{k.launch, 0, 0, 0, 0};
+    const bool several = (r.reader_barriers & kSeveralReaders) != 0;
+    uint32_t other = 0;
+    const char* hazard = nullptr;
+    bool by_writer = false;
+    if (r.writer != 0 && !ordered(k, r.writer, r.writer_barriers, me)) {
+      hazard = write ? "write-after-write" : "read-after-write";
+      other = r.writer;
+      by_writer = true;
+    } else if (write && r.reader != 0 &&
+               (r.reader == me ? several : !ordered(k, r.reader, r.reader_barriers, me))) {
+      hazard = "write-after-read";
+      other = r.reader;
+    }
+    if (hazard != nullptr) {
+      const std::string by = other == me ? std::string("other threads") : launch_thread(k, other);
+      report(k, "racecheck: __global__ " + std::string(hazard) + " hazard at " + hex(address + i) +
+                    " (" + describe_address(address + i) + "): " + by +
+                    (by_writer ? " writes" : " read") + " it and " +
+                    accessor(k, current_thread(), pc) + (write ? " writes" : " reads") +
+                    " it in the same launch, with no __syncthreads between");
+      return;
+    }
+    if (write) {
+      r = GlobalRace{k.launch, me, 0, k.barriers, 0};
+    } else if (r.reader == 0 || (r.reader != me && ordered(k, r.reader, r.reader_barriers, me))) {
+      r.reader = me;
+      r.reader_barriers = k.barriers;
+    } else if (r.reader != me) {
+      r.reader_barriers |= kSeveralReaders;
+    }
+  }
+}
+
+// --- Races on shared memory, within one barrier interval.
+bool warp_synced(const KernelContext& k, const SharedAccess& earlier, int me) {
+  const int warp = me / 32;
+  if (earlier.thread / 32 != warp) return false;
+  const unsigned both = (1u << (earlier.thread % 32)) | (1u << (me % 32));
+  const auto& syncs = k.warp_syncs[warp];
+  for (size_t s = earlier.warp_syncs; s < syncs.size(); ++s) {
+    if ((syncs[s] & both) == both) return true;
+  }
+  return false;
+}
+
+bool shared_ordered(const KernelContext& k, const SharedAccess& earlier, int me) {
+  return earlier.interval != k.interval || earlier.thread == me || warp_synced(k, earlier, me);
+}
+
+}  // namespace
+
+unsigned enabled_checks() {
+  static const unsigned checks = [] {
+    const char* env = std::getenv("EMBER_CUDASIM_CHECKS");
+    const std::string spec = env == nullptr ? "all" : env;
+    if (spec == "all") return kMemcheck | kInitcheck | kRacecheck;
+    unsigned bits = 0;
+    std::stringstream list(spec);
+    std::string item;
+    while (std::getline(list, item, ',')) {
+      if (item == "memcheck") {
+        bits |= kMemcheck;
+      } else if (item == "initcheck") {
+        bits |= kInitcheck;
+      } else if (item == "racecheck") {
+        bits |= kRacecheck;
+      } else if (item != "none" && !item.empty()) {
+        std::fprintf(stderr,
+                     "cudasim: EMBER_CUDASIM_CHECKS=%s: unknown check '%s' (expected all, none, or "
+                     "a comma-separated list of memcheck, initcheck, racecheck)\n",
+                     spec.c_str(), item.c_str());
+        std::exit(2);
+      }
+    }
+    return bits;
+  }();
+  return checks;
+}
+
+void shadow_reserve(char* arena, size_t bytes) {
+  if (enabled_checks() == 0) return;
+  g_shadow = static_cast<uint8_t*>(reserve_shadow(bytes));
+  if (enabled_checks() & kRacecheck) {
+    g_race = static_cast<GlobalRace*>(reserve_shadow(bytes * sizeof(GlobalRace)));
+  }
+  g_shadow_arena_begin = reinterpret_cast<uintptr_t>(arena);
+  g_shadow_arena_bytes = bytes;
+}
+
+void shadow_on_malloc(void* ptr, size_t requested, size_t rounded) {
+  if (g_shadow == nullptr) return;
+  set_state(ptr, requested, kAddressable);
+  set_state(static_cast<char*>(ptr) + requested, rounded - requested, 0);
+  std::lock_guard<std::mutex> lock(g_extents_mutex);
+  extents()[reinterpret_cast<uintptr_t>(ptr)] = Extent{requested, rounded, true};
+}
+
+void annotate_suballocation(void* ptr, size_t bytes, cudaStream_t stream) {
+  if (g_shadow == nullptr || ptr == nullptr) return;
+  enqueue(stream, [ptr, bytes] {
+    std::lock_guard<std::mutex> lock(g_extents_mutex);
+    auto it = extents().find(reinterpret_cast<uintptr_t>(ptr));
+    if (it == extents().end() || bytes > it->second.block) {
+      return "annotate_suballocation(" + hex(reinterpret_cast<uintptr_t>(ptr)) + ", " +
+             std::to_string(bytes) + "): not the start of a cudaMalloc block that large";
+    }
+    it->second.requested = bytes;
+    it->second.live = true;
+    set_state(ptr, bytes, kAddressable);
+    set_state(static_cast<char*>(ptr) + bytes, it->second.block - bytes, 0);
+    return std::string();
+  });
+}
+
+void annotate_suballocation_free(void* ptr, size_t block_bytes, cudaStream_t stream) {
+  if (g_shadow == nullptr || ptr == nullptr) return;
+  enqueue(stream, [ptr, block_bytes] {
+    std::lock_guard<std::mutex> lock(g_extents_mutex);
+    auto it = extents().find(reinterpret_cast<uintptr_t>(ptr));
+    if (it != extents().end()) it->second.live = false;
+    set_state(ptr, block_bytes, 0);
+    return std::string();
+  });
+}
+
+void shadow_on_free(void* ptr, size_t rounded) {
+  if (g_shadow == nullptr) return;
+  set_state(ptr, rounded, 0);
+  std::lock_guard<std::mutex> lock(g_extents_mutex);
+  extents().erase(reinterpret_cast<uintptr_t>(ptr));
+}
+
+void shadow_on_write(void* ptr, size_t bytes) {
+  if (g_shadow == nullptr) return;
+  uint8_t* s = shadow_of(ptr);
+  for (size_t i = 0; i < bytes; ++i) s[i] |= kWritten;
+}
+
+void mark_written(void* ptr, size_t bytes) { shadow_on_write(ptr, bytes); }
+
+void shadow_on_device_copy(void* dst, const void* src, size_t bytes) {
+  if (g_shadow == nullptr) return;
+  uint8_t* d = shadow_of(dst);
+  const uint8_t* s = shadow_of(src);
+  for (size_t i = 0; i < bytes; ++i) d[i] = static_cast<uint8_t>((d[i] & ~kWritten) | (s[i] & kWritten));
+}
+
+std::string shadow_unwritten(const void* ptr, size_t bytes) {
+  if (g_shadow == nullptr || !(enabled_checks() & kInitcheck)) return "";
+  const uint8_t* s = shadow_of(ptr);
+  for (size_t i = 0; i < bytes; ++i) {
+    if (!(s[i] & kWritten)) {
+      const uintptr_t a = reinterpret_cast<uintptr_t>(ptr) + i;
+      return "initcheck: the byte at " + hex(a) + " (" + describe_address(a) + ") was never written";
+    }
+  }
+  return "";
+}
+
+void checks_begin_launch(KernelContext& k, const char* kernel_name, int block_size) {
+  k.kernel_name = kernel_name;
+  k.checks = enabled_checks();
+  k.launch = g_next_launch.fetch_add(1);
+  k.block_size = block_size;
+  k.shared_used = 0;
+  k.shared_shadow.clear();
+  k.warp_syncs.assign(static_cast<size_t>((block_size + 31) / 32), {});
+}
+
+void checks_begin_block(KernelContext& k, uint32_t block_linear) {
+  k.block_linear = block_linear;
+  k.barriers = 0;
+  // Device shared memory starts undefined; 0xff bytes read as NaN in a float kernel.
+  std::memset(k.shared, 0xff, k.shared_used);
+  for (size_t i = 0; i < k.shared_used; ++i) k.shared_shadow[i].state &= kAddressable;
+  checks_on_barrier(k);
+}
+
+void checks_on_barrier(KernelContext& k) {
+  if (++k.interval == 0) ++k.interval;  // 0 marks "never accessed"
+  ++k.barriers;
+  for (auto& syncs : k.warp_syncs) syncs.clear();
+}
+
+void checks_on_warp_sync(KernelContext& k, int warp, unsigned lanes) {
+  k.warp_syncs[static_cast<size_t>(warp)].push_back(lanes);
+}
+
+void checks_on_shared_layout(KernelContext& k, size_t offset, size_t bytes) {
+  k.shared_used = std::max(k.shared_used, offset + bytes);
+  k.shared_shadow.resize(k.shared_used);
+  std::memset(k.shared + offset, 0xff, bytes);  // laid out mid-block: poisoned like the rest
+  for (size_t i = offset; i < offset + bytes; ++i) k.shared_shadow[i].state = kAddressable;
+}
+
+void check_global_access(KernelContext& k, uintptr_t address, size_t bytes, bool write,
+                         const void* pc) {
+  if (!k.failure->empty()) return;
+  uint8_t* s = g_shadow + (address - g_shadow_arena_begin);
+  if ((k.checks & kMemcheck) && !all_have(s, bytes, kAddressable)) {
+    size_t bad = 0;
+    while (s[bad] & kAddressable) ++bad;
+    report(k, "memcheck: invalid __global__ " + std::string(write ? "write" : "read") + " of " +
+                  std::to_string(bytes) + " bytes at " + hex(address) + " by " +
+                  accessor(k, current_thread(), pc) + ": the address " + hex(address + bad) +
+                  " is " + describe_address(address + bad));
+    return;
+  }
+  if (write) {
+    for (size_t i = 0; i < bytes; ++i) s[i] |= kWritten;
+  } else if ((k.checks & kInitcheck) && !all_have(s, bytes, kWritten)) {
+    size_t bad = 0;
+    while (s[bad] & kWritten) ++bad;
+    report(k, "initcheck: read of " + std::to_string(bytes) + " bytes at " + hex(address) + " by " +
+                  accessor(k, current_thread(), pc) + " reads unwritten memory: " +
+                  describe_address(address + bad) +
+                  " was not written by any kernel, copy, memset or collective since it was allocated");
+    return;
+  }
+  if (k.checks & kRacecheck) check_global_race(k, address, bytes, write, pc);
+}
+
+void check_shared_access(KernelContext& k, uintptr_t address, size_t bytes, bool write,
+                         const void* pc) {
+  if (!k.failure->empty()) return;
+  const size_t offset = address - reinterpret_cast<uintptr_t>(k.shared);
+  const int me = current_thread();
+  for (size_t i = 0; i < bytes; ++i) {
+    if (offset + i >= k.shared_shadow.size() || !(k.shared_shadow[offset + i].state & kAddressable)) {
+      if (k.checks & kMemcheck) {
+        report(k, "memcheck: invalid __shared__ " + std::string(write ? "write" : "read") + " of " +
+                      std::to_string(bytes) + " bytes at byte " + std::to_string(offset) +
+                      " of shared memory by " + accessor(k, me, pc) + ": the block's declarations use " +
+                      std::to_string(k.shared_used) + " bytes, and byte " + std::to_string(offset + i) +
+                      " is in none of them");
+      }
+      return;
+    }
+  }
+  for (size_t i = 0; i < bytes; ++i) {
+    SharedShadow& sh = k.shared_shadow[offset + i];
+    if (!write && !(sh.state & kWritten) && (k.checks & kInitcheck)) {
+      report(k, "initcheck: read of " + std::to_string(bytes) + " bytes of __shared__ memory at byte " +
+                    std::to_string(offset) + " by " + accessor(k, me, pc) + ": byte " +
+                    std::to_string(offset + i) +
+                    " was not written in this block (shared memory starts every block undefined)");
+      return;
+    }
+    if (k.checks & kRacecheck) {
+      const SharedAccess* other = nullptr;
+      const char* hazard = nullptr;
+      if (sh.write.interval != 0 && !shared_ordered(k, sh.write, me)) {
+        other = &sh.write;
+        hazard = write ? "write-after-write" : "read-after-write";
+      } else if (write && sh.read.interval == k.interval &&
+                 (sh.read.thread == me ? sh.several_readers : !warp_synced(k, sh.read, me))) {
+        other = &sh.read;
+        hazard = "write-after-read";
+      }
+      if (hazard != nullptr) {
+        report(k, "racecheck: __shared__ " + std::string(hazard) + " hazard at byte " +
+                      std::to_string(offset + i) + " of shared memory: " +
+                      accessor(k, other->thread, other->pc) + (other == &sh.write ? " writes" : " reads") +
+                      (sh.several_readers && other == &sh.read ? " it (and other threads do)" : " it") +
+                      ", then " + accessor(k, me, pc) + (write ? " writes" : " reads") +
+                      " it with no __syncthreads (or __syncwarp taking in both) between");
+        return;
+      }
+      const SharedAccess now{k.interval, static_cast<uint16_t>(me),
+                             static_cast<uint16_t>(k.warp_syncs[static_cast<size_t>(me / 32)].size()), pc};
+      if (write) {
+        sh.write = now;
+        sh.several_readers = false;
+        sh.read = SharedAccess{};
+      } else if (sh.read.interval != k.interval) {
+        sh.read = now;
+        sh.several_readers = false;
+      } else if (sh.read.thread != me) {
+        if (warp_synced(k, sh.read, me)) {
+          sh.read = now;
+        } else {
+          sh.several_readers = true;
+        }
+      }
+    }
+    if (write) sh.state |= kWritten;
+  }
+}
+
+void check_atomic_access(KernelContext& k, uintptr_t address, size_t bytes, const void* pc) {
+  if (!k.failure->empty()) return;
+  if (address - g_shadow_arena_begin < g_shadow_arena_bytes) {
+    uint8_t* s = g_shadow + (address - g_shadow_arena_begin);
+    if ((k.checks & kMemcheck) && !all_have(s, bytes, kAddressable)) {
+      report(k, "memcheck: invalid __global__ atomic of " + std::to_string(bytes) + " bytes at " +
+                    hex(address) + " by " + accessor(k, current_thread(), pc) + ": the address is " +
+                    describe_address(address));
+      return;
+    }
+    for (size_t i = 0; i < bytes; ++i) s[i] |= kWritten;
+  }
+}
+
+}  // namespace ember::cudasim
