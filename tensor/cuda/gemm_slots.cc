@@ -101,7 +101,9 @@ void batched_gemm_cuda(const Tensor& out, const Tensor& a, const Tensor& b, doub
     case kFloat64: return float_gemm(out, a, b, beta, alpha);
     case kFloat16:
     case kBFloat16: {
-      Tensor of = out.to(kFloat32);
+      // With beta 0, out is not read (it may be uninitialised, as cuBLAS allows).
+      Tensor of = beta == 0 ? empty(out.sizes(), TensorOptions(kFloat32, out.device()))
+                            : out.to(kFloat32);
       float_gemm(of, a.to(kFloat32), b.to(kFloat32), beta, alpha);
       copy_(out, of);
       return;

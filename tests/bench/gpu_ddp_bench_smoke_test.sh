@@ -5,7 +5,8 @@
 # usage: gpu_ddp_bench_smoke_test.sh MPI_TEST_SH DDP_BENCH NCCL_ALLREDUCE_BENCH
 set -euo pipefail
 launch="$1" ddp_bench="$2" nccl_bench="$3"
-if "$nccl_bench" | grep -q "built without CUDA"; then
+# The probe is one small allreduce: the default sizes go up to 256 MB.
+if "$nccl_bench" --max_mb=0.004 --iters=1 | grep -q "built without CUDA"; then
   echo "SKIPPED: built without the CUDA backend (run with --config=cudasim)"
   exit 0
 fi

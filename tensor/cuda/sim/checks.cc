@@ -42,7 +42,7 @@
 
 namespace ember::cudasim {
 
-thread_local KernelContext* g_kernel = nullptr;
+EMBER_CUDASIM_TLS KernelContext* g_kernel = nullptr;
 uintptr_t g_shadow_arena_begin = 0;
 size_t g_shadow_arena_bytes = 0;
 
@@ -51,17 +51,23 @@ namespace {
 constexpr uint8_t kAddressable = 1;
 constexpr uint8_t kWritten = 2;
 
-// One global byte's last write and read in a launch: the thread as 1 + its number in the launch
-// (0: none) and how many barriers its block had passed. kSeveralReaders marks a byte that threads
-// unordered with each other all read.
+// One 4-byte granule of global memory: its last write and read in a launch, each as the thread
+// (1 + its number in the launch; 0: none), the bytes of the granule it touched, and how many
+// barriers its block had passed. kSeveralReaders marks bytes that unordered threads all read.
+// Sub-word accesses by two threads to different bytes of one granule keep only the latest's
+// record: a race among such accesses may go unreported, never one reported falsely.
+constexpr uintptr_t kGranule = 4;
 struct GlobalRace {
   uint32_t launch;
   uint32_t writer;
   uint32_t reader;
   uint16_t writer_barriers;
   uint16_t reader_barriers;
+  uint8_t writer_bytes;
+  uint8_t reader_bytes;
 };
-constexpr uint16_t kSeveralReaders = 0x8000;
+constexpr uint8_t kSeveralReaders = 0x10;
+constexpr uint8_t kGranuleBytes = 0x0f;
 
 uint8_t* g_shadow = nullptr;
 GlobalRace* g_race = nullptr;
@@ -165,11 +171,33 @@ std::string accessor(const KernelContext& k, int thread, const void* pc) {
          source_line(pc) + ")";
 }
 
+// Whether every shadow byte of an access has `bit`; a 4- or 8-byte access is one word test.
 bool all_have(const uint8_t* s, size_t bytes, uint8_t bit) {
+  if (bytes == 4) {
+    uint32_t w;
+    std::memcpy(&w, s, 4);
+    return (w & (0x01010101u * bit)) == 0x01010101u * bit;
+  }
+  if (bytes == 8) {
+    uint64_t w;
+    std::memcpy(&w, s, 8);
+    return (w & (0x0101010101010101ull * bit)) == 0x0101010101010101ull * bit;
+  }
   for (size_t i = 0; i < bytes; ++i) {
     if (!(s[i] & bit)) return false;
   }
   return true;
+}
+
+void set_written(uint8_t* s, size_t bytes) {
+  if (bytes == 4) {
+    uint32_t w;
+    std::memcpy(&w, s, 4);
+    w |= 0x01010101u * kWritten;
+    std::memcpy(s, &w, 4);
+    return;
+  }
+  for (size_t i = 0; i < bytes; ++i) s[i] |= kWritten;
 }
 
 // --- Races on global memory, within one launch.
@@ -178,11 +206,12 @@ uint32_t launch_number(const KernelContext& k) {
 }
 
 // Whether the access by `who` (1 + its number) after `barriers` of its block is ordered before the
-// current thread's: the same thread, or the same block with a barrier between.
+// current thread's: the same thread, or the same block with a barrier between (the record is
+// from earlier, so a different count is a smaller one).
 bool ordered(const KernelContext& k, uint32_t who, uint16_t barriers, uint32_t me) {
   if (who == me) return true;
   const uint32_t block = (who - 1) / static_cast<uint32_t>(k.block_size);
-  return block == k.block_linear && (barriers & ~kSeveralReaders) < k.barriers;
+  return block == k.block_linear && barriers != k.barriers;
 }
 
 std::string launch_thread(const KernelContext& k, uint32_t who) {
@@ -190,40 +219,58 @@ std::string launch_thread(const KernelContext& k, uint32_t who) {
   return "thread " + str(thread_of(static_cast<int>(n % bs))) + " of block " + str(block_of(n / bs));
 }
 
+int first_byte(uint8_t bytes) { return __builtin_ctz(bytes); }
+
 void check_global_race(KernelContext& k, uintptr_t address, size_t bytes, bool write, const void* pc) {
   const uint32_t me = launch_number(k);
-  for (size_t i = 0; i < bytes; ++i) {
-    GlobalRace& r = g_race[address + i - g_shadow_arena_begin];
-    if (r.launch != k.launch) r = GlobalRace{k.launch, 0, 0, 0, 0};
-    const bool several = (r.reader_barriers & kSeveralReaders) != 0;
-    uint32_t other = 0;
+  const uintptr_t end = address + bytes;
+  for (uintptr_t g = address & ~(kGranule - 1); g < end; g += kGranule) {
+    const unsigned lo = static_cast<unsigned>(std::max(address, g) - g);
+    const unsigned hi = static_cast<unsigned>(std::min(end, g + kGranule) - g);
+    const uint8_t mask = static_cast<uint8_t>(((1u << hi) - 1) & ~((1u << lo) - 1));
+    GlobalRace& r = g_race[(g - g_shadow_arena_begin) / kGranule];
+    if (r.launch != k.launch) {
+      r = GlobalRace{k.launch, 0, 0, 0, 0, 0, 0};
+    }
+    const uint8_t read_mask = r.reader_bytes & kGranuleBytes;
     const char* hazard = nullptr;
+    uint32_t other = 0;
+    uint8_t overlap = 0;
     bool by_writer = false;
-    if (r.writer != 0 && !ordered(k, r.writer, r.writer_barriers, me)) {
+    if (r.writer != 0 && (r.writer_bytes & mask) && !ordered(k, r.writer, r.writer_barriers, me)) {
       hazard = write ? "write-after-write" : "read-after-write";
       other = r.writer;
+      overlap = r.writer_bytes & mask;
       by_writer = true;
-    } else if (write && r.reader != 0 &&
-               (r.reader == me ? several : !ordered(k, r.reader, r.reader_barriers, me))) {
+    } else if (write && r.reader != 0 && (read_mask & mask) &&
+               (r.reader == me ? (r.reader_bytes & kSeveralReaders) != 0
+                               : !ordered(k, r.reader, r.reader_barriers, me))) {
       hazard = "write-after-read";
       other = r.reader;
+      overlap = read_mask & mask;
     }
     if (hazard != nullptr) {
+      const uintptr_t at = g + static_cast<uintptr_t>(first_byte(overlap));
       const std::string by = other == me ? std::string("other threads") : launch_thread(k, other);
-      report(k, "racecheck: __global__ " + std::string(hazard) + " hazard at " + hex(address + i) +
-                    " (" + describe_address(address + i) + "): " + by +
-                    (by_writer ? " writes" : " read") + " it and " +
-                    accessor(k, current_thread(), pc) + (write ? " writes" : " reads") +
+      report(k, "racecheck: __global__ " + std::string(hazard) + " hazard at " + hex(at) + " (" +
+                    describe_address(at) + "): " + by + (by_writer ? " writes" : " reads") +
+                    " it and " + accessor(k, current_thread(), pc) + (write ? " writes" : " reads") +
                     " it in the same launch, with no __syncthreads between");
       return;
     }
     if (write) {
-      r = GlobalRace{k.launch, me, 0, k.barriers, 0};
-    } else if (r.reader == 0 || (r.reader != me && ordered(k, r.reader, r.reader_barriers, me))) {
+      r.writer_bytes = r.writer == me ? static_cast<uint8_t>(r.writer_bytes | mask) : mask;
+      r.writer = me;
+      r.writer_barriers = k.barriers;
+      if ((read_mask & ~mask) == 0) r.reader = 0, r.reader_bytes = 0;
+    } else if (r.reader == me) {
+      r.reader_bytes |= mask;
+    } else if (r.reader == 0 || ordered(k, r.reader, r.reader_barriers, me) || !(read_mask & mask)) {
       r.reader = me;
+      r.reader_bytes = mask;
       r.reader_barriers = k.barriers;
-    } else if (r.reader != me) {
-      r.reader_barriers |= kSeveralReaders;
+    } else {
+      r.reader_bytes |= kSeveralReaders;
     }
   }
 }
@@ -278,7 +325,7 @@ void shadow_reserve(char* arena, size_t bytes) {
   if (enabled_checks() == 0) return;
   g_shadow = static_cast<uint8_t*>(reserve_shadow(bytes));
   if (enabled_checks() & kRacecheck) {
-    g_race = static_cast<GlobalRace*>(reserve_shadow(bytes * sizeof(GlobalRace)));
+    g_race = static_cast<GlobalRace*>(reserve_shadow(bytes / kGranule * sizeof(GlobalRace)));
   }
   g_shadow_arena_begin = reinterpret_cast<uintptr_t>(arena);
   g_shadow_arena_bytes = bytes;
@@ -292,9 +339,19 @@ void shadow_on_malloc(void* ptr, size_t requested, size_t rounded) {
   extents()[reinterpret_cast<uintptr_t>(ptr)] = Extent{requested, rounded, true};
 }
 
+// Runs `update` when `stream` reaches it; at once when the stream is gone (destroying it ran what
+// it held), as a block may outlive the stream it was allocated on.
+void in_stream_order(cudaStream_t stream, StreamWork update) {
+  if (is_live_stream(stream)) {
+    enqueue(stream, std::move(update));
+  } else {
+    update();
+  }
+}
+
 void annotate_suballocation(void* ptr, size_t bytes, cudaStream_t stream) {
   if (g_shadow == nullptr || ptr == nullptr) return;
-  enqueue(stream, [ptr, bytes] {
+  in_stream_order(stream, [ptr, bytes] {
     std::lock_guard<std::mutex> lock(g_extents_mutex);
     auto it = extents().find(reinterpret_cast<uintptr_t>(ptr));
     if (it == extents().end() || bytes > it->second.block) {
@@ -311,7 +368,7 @@ void annotate_suballocation(void* ptr, size_t bytes, cudaStream_t stream) {
 
 void annotate_suballocation_free(void* ptr, size_t block_bytes, cudaStream_t stream) {
   if (g_shadow == nullptr || ptr == nullptr) return;
-  enqueue(stream, [ptr, block_bytes] {
+  in_stream_order(stream, [ptr, block_bytes] {
     std::lock_guard<std::mutex> lock(g_extents_mutex);
     auto it = extents().find(reinterpret_cast<uintptr_t>(ptr));
     if (it != extents().end()) it->second.live = false;
@@ -328,9 +385,7 @@ void shadow_on_free(void* ptr, size_t rounded) {
 }
 
 void shadow_on_write(void* ptr, size_t bytes) {
-  if (g_shadow == nullptr) return;
-  uint8_t* s = shadow_of(ptr);
-  for (size_t i = 0; i < bytes; ++i) s[i] |= kWritten;
+  if (g_shadow != nullptr) set_written(shadow_of(ptr), bytes);
 }
 
 void mark_written(void* ptr, size_t bytes) { shadow_on_write(ptr, bytes); }
@@ -404,7 +459,7 @@ void check_global_access(KernelContext& k, uintptr_t address, size_t bytes, bool
     return;
   }
   if (write) {
-    for (size_t i = 0; i < bytes; ++i) s[i] |= kWritten;
+    set_written(s, bytes);
   } else if ((k.checks & kInitcheck) && !all_have(s, bytes, kWritten)) {
     size_t bad = 0;
     while (s[bad] & kWritten) ++bad;
@@ -494,7 +549,7 @@ void check_atomic_access(KernelContext& k, uintptr_t address, size_t bytes, cons
                     describe_address(address));
       return;
     }
-    for (size_t i = 0; i < bytes; ++i) s[i] |= kWritten;
+    set_written(s, bytes);
   }
 }
 

@@ -68,7 +68,7 @@ struct KernelContext {
 };
 
 // The block running on this host thread while checks are on; null otherwise (the hooks return).
-extern thread_local KernelContext* g_kernel;
+extern EMBER_CUDASIM_TLS KernelContext* g_kernel;
 
 // Sets up `k` for a launch of `block_size` threads with `shared_capacity` bytes of shared memory.
 void checks_begin_launch(KernelContext& k, const char* kernel_name, int block_size);

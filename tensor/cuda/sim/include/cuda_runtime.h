@@ -40,10 +40,13 @@ struct dim3 {
 };
 
 // The built-in index variables, set by the scheduler before it runs each simulated thread.
-inline thread_local uint3 threadIdx{0, 0, 0};
-inline thread_local uint3 blockIdx{0, 0, 0};
-inline thread_local dim3 blockDim{1, 1, 1};
-inline thread_local dim3 gridDim{1, 1, 1};
+// Initial-exec: kernels in shared libraries then read them without a __tls_get_addr call (the
+// libraries are linked, not dlopen'd).
+#define EMBER_CUDASIM_TLS __attribute__((tls_model("initial-exec"))) thread_local
+inline EMBER_CUDASIM_TLS uint3 threadIdx{0, 0, 0};
+inline EMBER_CUDASIM_TLS uint3 blockIdx{0, 0, 0};
+inline EMBER_CUDASIM_TLS dim3 blockDim{1, 1, 1};
+inline EMBER_CUDASIM_TLS dim3 gridDim{1, 1, 1};
 constexpr int warpSize = 32;
 
 enum cudaError_t {
