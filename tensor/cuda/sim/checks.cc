@@ -163,7 +163,7 @@ std::string describe_address(uintptr_t address) {
 
 void report(KernelContext& k, const std::string& what) {
   if (!k.failure->empty()) return;
-  *k.failure = std::string("kernel ") + k.kernel_name + ": " + what;
+  *k.failure = "kernel " + kernel_label(k.kernel_name, k.entry) + ": " + what;
 }
 
 std::string accessor(const KernelContext& k, int thread, const void* pc) {
@@ -409,8 +409,9 @@ std::string shadow_unwritten(const void* ptr, size_t bytes) {
   return "";
 }
 
-void checks_begin_launch(KernelContext& k, const char* kernel_name, int block_size) {
+void checks_begin_launch(KernelContext& k, const char* kernel_name, const void* entry, int block_size) {
   k.kernel_name = kernel_name;
+  k.entry = entry;
   k.checks = enabled_checks();
   k.launch = g_next_launch.fetch_add(1);
   k.block_size = block_size;

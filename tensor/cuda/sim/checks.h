@@ -51,6 +51,7 @@ struct SharedShadow {
 
 struct KernelContext {
   const char* kernel_name = "";
+  const void* entry = nullptr;
   unsigned checks = 0;
   uint32_t launch = 0;           // unique per launch, for the global race shadow
   uint32_t block_linear = 0;
@@ -71,7 +72,7 @@ struct KernelContext {
 extern EMBER_CUDASIM_TLS KernelContext* g_kernel;
 
 // Sets up `k` for a launch of `block_size` threads with `shared_capacity` bytes of shared memory.
-void checks_begin_launch(KernelContext& k, const char* kernel_name, int block_size);
+void checks_begin_launch(KernelContext& k, const char* kernel_name, const void* entry, int block_size);
 // At each block's start: shared memory poisoned (0xff) and unwritten, race records forgotten.
 void checks_begin_block(KernelContext& k, uint32_t block_linear);
 void checks_on_barrier(KernelContext& k);
@@ -90,7 +91,9 @@ void check_atomic_access(KernelContext& k, uintptr_t address, size_t bytes, cons
 extern uintptr_t g_shadow_arena_begin;
 extern size_t g_shadow_arena_bytes;
 
-// "file.cu:line (function)" for an instruction address in the kernel code, or its raw address.
+// "file.cu:line in function" for an instruction address in the kernel code, or its raw address.
 std::string source_line(const void* pc);
+// The kernel's full name (template arguments included) from its entry address, else `spelled`.
+std::string kernel_label(const char* spelled, const void* entry);
 
 }  // namespace ember::cudasim

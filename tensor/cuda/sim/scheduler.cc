@@ -66,6 +66,7 @@ struct SimThread {
 
 struct BlockRun {
   const char* kernel_name = "";
+  const void* entry = nullptr;
   const std::function<void()>* body = nullptr;
   int size = 0;
   std::vector<SimThread> threads;
@@ -113,7 +114,7 @@ std::string str(uint3 v) {
 }
 
 std::string where(const BlockRun& run) {
-  return std::string("kernel ") + run.kernel_name + " block " + str(blockIdx);
+  return "kernel " + kernel_label(run.kernel_name, run.entry) + " block " + str(blockIdx);
 }
 
 uint3 index_of(int linear) {
@@ -337,6 +338,7 @@ std::string run_grid(const char* kernel_name, const LaunchConfig& config,
   DeviceAccess access;
   BlockRun run;
   run.kernel_name = kernel_name;
+  run.entry = config.entry;
   run.body = &thread_body;
   run.size = static_cast<int>(config.block.x * config.block.y * config.block.z);
   run.threads.resize(run.size);
@@ -345,7 +347,7 @@ std::string run_grid(const char* kernel_name, const LaunchConfig& config,
   run.checks.shared = run.shared.data();
   run.checks.shared_capacity = run.shared.size();
   run.checks.failure = &run.failure;
-  checks_begin_launch(run.checks, kernel_name, run.size);
+  checks_begin_launch(run.checks, kernel_name, config.entry, run.size);
   checks_on_shared_layout(run.checks, 0, run.dynamic_shared_bytes);
   gridDim = config.grid;
   blockDim = config.block;

@@ -53,7 +53,7 @@ void expect_report(cudaError_t result, const std::vector<std::string>& parts) {
 TEST_F(SanitizerTest, MemcheckNamesAWriteOnePastTheEnd) {
   DeviceBuffer<float> out(10);
   expect_report(write_one_past_end(out.get(), 10),
-                {"kernel fill_kernel: memcheck: invalid __global__ write of 4 bytes",
+                {"fill_kernel: memcheck: invalid __global__ write of 4 bytes",
                  "by thread (10,0,0) of block (0,0,0)", "sanitizer_kernels.cu:",
                  "0 bytes past the end of the 40-byte allocation"});
 }
@@ -82,7 +82,7 @@ TEST_F(SanitizerTest, MemcheckNamesABlockFreedWhileAnotherStreamStillReadsIt) {
     ASSERT_EQ(cudaStreamSynchronize(owner), cudaSuccess);
     gate.open();
     expect_report(cudaStreamSynchronize(reader),
-                  {"kernel add_one_kernel: memcheck: invalid __global__ read of 4 bytes",
+                  {"add_one_kernel: memcheck: invalid __global__ read of 4 bytes",
                    "inside the 1024-byte block", "which is free"});
   }
   cudaGetLastError();
@@ -93,7 +93,7 @@ TEST_F(SanitizerTest, MemcheckNamesABlockFreedWhileAnotherStreamStillReadsIt) {
 TEST_F(SanitizerTest, InitcheckNamesAReadOfMemoryNothingWrote) {
   DeviceBuffer<float> never_written(8), out(8);
   expect_report(add_one(never_written.get(), out.get(), 8),
-                {"kernel add_one_kernel: initcheck: read of 4 bytes", "by thread (0,0,0) of block (0,0,0)",
+                {"add_one_kernel: initcheck: read of 4 bytes", "by thread (0,0,0) of block (0,0,0)",
                  "byte 0 of the 32-byte allocation", "was not written"});
   // A device-to-device copy carries what its source had.
   DeviceBuffer<float> copy(8);
@@ -107,14 +107,14 @@ TEST_F(SanitizerTest, InitcheckNamesAReadOfMemoryNothingWrote) {
 TEST_F(SanitizerTest, SharedMemoryStartsEveryBlockUnwritten) {
   DeviceBuffer<float> out(64);
   expect_report(read_unwritten_shared(out.get()),
-                {"kernel half_written_shared_kernel: initcheck", "__shared__", "thread (32,0,0)",
+                {"half_written_shared_kernel: initcheck", "__shared__", "thread (32,0,0)",
                  "byte 128 was not written in this block"});
 }
 
 TEST_F(SanitizerTest, RacecheckNamesAMissingSyncthreadsInATree) {
   DeviceBuffer<float> in(std::vector<float>(256, 1.0f)), out(1);
   expect_report(tree_sum(in.get(), out.get(), /*barrier_between_levels=*/false),
-                {"kernel tree_sum_kernel: racecheck: __shared__", "hazard at byte",
+                {"tree_sum_kernel: racecheck: __shared__", "hazard at byte",
                  "thread (0,0,0) of block (0,0,0)", "sanitizer_kernels.cu:", "no __syncthreads"});
 }
 

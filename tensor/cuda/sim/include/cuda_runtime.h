@@ -138,6 +138,7 @@ struct LaunchConfig {
   dim3 block;
   size_t dynamic_shared_bytes;
   cudaStream_t stream;
+  const void* entry;  // the kernel function, whose full name reports give
 };
 
 // Runs `thread_body` once for every thread of the launch when its stream reaches it (scheduler.cc,
@@ -197,7 +198,8 @@ void launch(const char* kernel_name, void (*kernel)(Params...), dim3 grid, dim3 
   static_assert(sizeof...(Params) == sizeof...(Args), "kernel launched with the wrong argument count");
   // Taken by value: the launch runs after this call returns, as on a GPU.
   const std::tuple<std::decay_t<Params>...> params(std::forward<Args>(args)...);
-  run_kernel(kernel_name, LaunchConfig{grid, block, dynamic_shared_bytes, stream}, [kernel, params] {
+  const LaunchConfig config{grid, block, dynamic_shared_bytes, stream, reinterpret_cast<const void*>(kernel)};
+  run_kernel(kernel_name, config, [kernel, params] {
     std::tuple<std::decay_t<Params>...> own = params;
     std::apply(kernel, own);
   });
