@@ -75,6 +75,11 @@ cudaError_t write_in_bounds(float* out, int n, cudaStream_t stream) {
   return finish(stream);
 }
 
+cudaError_t launch_write_in_bounds(float* out, int n, cudaStream_t stream) {
+  EMBER_LAUNCH(fill_kernel, 1, n + 1, 0, stream, out, n, false);
+  return cudaGetLastError();
+}
+
 cudaError_t add_one(const float* in, float* out, int n, cudaStream_t stream) {
   EMBER_LAUNCH(add_one_kernel, 1, n, 0, stream, in, out, n);
   return finish(stream);

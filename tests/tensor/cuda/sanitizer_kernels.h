@@ -11,6 +11,8 @@ namespace ember::cuda::testing {
 cudaError_t write_one_past_end(float* out, int n, cudaStream_t stream = nullptr);
 // out[i] = 1 for i < n, correct.
 cudaError_t write_in_bounds(float* out, int n, cudaStream_t stream = nullptr);
+// The same, only launched: the launch's own error.
+cudaError_t launch_write_in_bounds(float* out, int n, cudaStream_t stream);
 // out[i] = in[i] + 1 for i < n.
 cudaError_t add_one(const float* in, float* out, int n, cudaStream_t stream = nullptr);
 // The same, only launched: the launch's own error.

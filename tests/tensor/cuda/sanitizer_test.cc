@@ -48,6 +48,7 @@ void expect_report(cudaError_t result, const std::vector<std::string>& parts) {
   EXPECT_EQ(result, cudaErrorLaunchFailure);
   const std::string detail = ember::cudasim::last_error_detail();
   for (const std::string& part : parts) EXPECT_NE(detail.find(part), std::string::npos) << part << "\nin: " << detail;
+  cudaGetLastError();  // so that the next launch's own error is what it returns
 }
 
 TEST_F(SanitizerTest, MemcheckNamesAWriteOnePastTheEnd) {
@@ -85,7 +86,6 @@ TEST_F(SanitizerTest, MemcheckNamesABlockFreedWhileAnotherStreamStillReadsIt) {
                   {"add_one_kernel: memcheck: invalid __global__ read of 4 bytes",
                    "inside the 1024-byte block", "which is free"});
   }
-  cudaGetLastError();
   cudaStreamDestroy(owner);
   cudaStreamDestroy(reader);
 }
@@ -102,6 +102,37 @@ TEST_F(SanitizerTest, InitcheckNamesAReadOfMemoryNothingWrote) {
   // A memset writes.
   ASSERT_EQ(cudaMemset(never_written.get(), 0, 32), cudaSuccess);
   EXPECT_EQ(add_one(never_written.get(), out.get(), 8), cudaSuccess);
+}
+
+// DDP's bucket copy without the cudaStreamWaitEvent on the compute stream's event: the copy reads
+// the gradient before the kernel that writes it ran.
+TEST_F(SanitizerTest, InitcheckNamesACopyThatDidNotWaitForItsProducer) {
+  cudaStream_t compute, bucket;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&bucket, cudaStreamNonBlocking), cudaSuccess);
+  cudaEvent_t written;
+  ASSERT_EQ(cudaEventCreate(&written), cudaSuccess);
+  DeviceBuffer<float> grad(16), copied(16);
+  {
+    ember::testing::StreamGate gate(compute);
+    ASSERT_EQ(launch_write_in_bounds(grad.get(), 16, compute), cudaSuccess);
+    ASSERT_EQ(launch_add_one(grad.get(), copied.get(), 16, bucket), cudaSuccess);
+    expect_report(cudaStreamSynchronize(bucket),
+                  {"add_one_kernel: initcheck", "byte 0 of the 64-byte allocation", "was not written"});
+  }
+  // With the wait, the copy reads what the kernel wrote.
+  {
+    ember::testing::StreamGate gate(compute);
+    ASSERT_EQ(launch_write_in_bounds(grad.get(), 16, compute), cudaSuccess);
+    ASSERT_EQ(cudaEventRecord(written, compute), cudaSuccess);
+    ASSERT_EQ(cudaStreamWaitEvent(bucket, written), cudaSuccess);
+    ASSERT_EQ(launch_add_one(grad.get(), copied.get(), 16, bucket), cudaSuccess);
+  }
+  EXPECT_EQ(cudaStreamSynchronize(bucket), cudaSuccess);
+  EXPECT_EQ(copied.download(), std::vector<float>(16, 2.0f));
+  cudaEventDestroy(written);
+  cudaStreamDestroy(compute);
+  cudaStreamDestroy(bucket);
 }
 
 TEST_F(SanitizerTest, SharedMemoryStartsEveryBlockUnwritten) {
