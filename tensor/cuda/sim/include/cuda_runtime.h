@@ -1,8 +1,9 @@
 // The CUDA simulator's <cuda_runtime.h> (--config=cudasim): the part of the CUDA runtime API that
 // ember's backend uses, executed on the host. The same .cu sources compile against this header with
-// the host compiler; a launch runs every thread of every block on the calling host thread, block by
-// block, with the threads of a block as fibers so that __syncthreads, shared memory and warp
-// shuffles behave as on the device (Note [CUDA simulator scheduling] in scheduler.cc).
+// the host compiler; a launch runs every thread of every block on its stream's host thread, block
+// by block, with the threads of a block as fibers so that __syncthreads, shared memory and warp
+// shuffles behave as on the device (Note [CUDA simulator scheduling] in scheduler.cc), and every
+// access they make checked as compute-sanitizer would (Note [Simulated compute-sanitizer]).
 // "Device" memory is host memory that the simulator tracks, so copies and cuBLAS calls can check
 // that a pointer really is device memory of the right extent. What it cannot show:
 // tensor/cuda/README.md.
