@@ -87,6 +87,26 @@ void check_shared_access(KernelContext& k, uintptr_t address, size_t bytes, bool
                          const void* pc);
 void check_atomic_access(KernelContext& k, uintptr_t address, size_t bytes, const void* pc);
 
+// --- Shared by the checks (checks.cc) and the race checks (race_check.cc).
+// racecheck's shadow: records per 4-byte granule of the arena.
+void race_shadow_reserve(size_t arena_bytes);
+void check_global_race(KernelContext& k, uintptr_t address, size_t bytes, bool write, const void* pc);
+// A shared-memory hazard at `byte` (reported, true) or the access recorded (false).
+bool check_shared_race(KernelContext& k, SharedShadow& sh, size_t byte, bool write, const void* pc);
+// Zero-filled address space that is paid for only where it is touched.
+void* reserve_shadow(size_t bytes);
+// The launch's failure becomes `what`, prefixed with the kernel, unless a report came first.
+void report(KernelContext& k, const std::string& what);
+// "thread (x,y,z) of block (x,y,z) (file.cu:line in function)".
+std::string accessor(const KernelContext& k, int thread, const void* pc);
+// Where `address` lies: inside an allocation (live or freed), past the end of one, or between two.
+std::string describe_address(uintptr_t address);
+std::string hex(uintptr_t v);
+std::string str(uint3 v);
+uint3 thread_of(int linear);     // in the running block
+uint3 block_of(uint32_t linear); // in the running grid
+int current_thread();            // the running thread's linear index in its block
+
 // The arena's extent, for the hooks' first test.
 extern uintptr_t g_shadow_arena_begin;
 extern size_t g_shadow_arena_bytes;
