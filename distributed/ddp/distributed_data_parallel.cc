@@ -55,6 +55,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   ro.find_unused_parameters = options_.find_unused_parameters;
   ro.gradient_as_bucket_view = options_.gradient_as_bucket_view;
   ro.static_graph = options_.static_graph;
+  ro.skip_all_reduce_unused_params = options_.skip_all_reduce_unused_params;
   ro.first_bucket_bytes = first;
   ro.bucket_bytes_cap = cap;
   reducer_ = std::make_unique<Reducer>(params_, param_names_, std::move(a.bucket_indices), process_group_,

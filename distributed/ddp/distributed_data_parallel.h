@@ -46,6 +46,10 @@ struct DDPOptions {
   bool find_unused_parameters = false;
   bool gradient_as_bucket_view = false;
   bool static_graph = false;
+  // PyTorch 2.x's skip_all_reduce_unused_params: a bucket whose parameters are all unused issues
+  // no collective (Reducer::should_skip_all_reduce_bucket). Needs static_graph or
+  // find_unused_parameters, and the same unused parameters on every rank in every iteration.
+  bool skip_all_reduce_unused_params = false;
   // Names as in module.named_parameters() / named_buffers(): neither reduced nor broadcast, at
   // construction or in forward (PyTorch's _ddp_params_and_buffers_to_ignore).
   std::set<std::string> parameters_to_ignore;

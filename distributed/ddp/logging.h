@@ -106,6 +106,9 @@ struct DDPLoggingData {
   bool broadcast_buffers = true;
   int64_t num_parameters = 0;
   int64_t num_buckets = 0;
+  // Buckets whose collective ran in the last iteration: num_buckets, less those
+  // skip_all_reduce_unused_params skipped (PyTorch's num_buckets_reduced).
+  int64_t num_buckets_reduced = 0;
   // The layout now (after the rebuild, once it happened): bytes and parameter indices per bucket,
   // in launch order.
   std::vector<int64_t> bucket_sizes;

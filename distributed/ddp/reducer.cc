@@ -283,14 +283,42 @@ void Reducer::mark_variable_ready_sparse(size_t index) {
 void Reducer::mark_bucket_ready(size_t bucket_index) {
   if (bucket_index > next_bucket_) return;
   for (; next_bucket_ < buckets_.size() && buckets_[next_bucket_].pending == 0; ++next_bucket_) {
-    all_reduce_bucket(buckets_[next_bucket_], next_bucket_);
+    Bucket& bucket = buckets_[next_bucket_];
+    if (should_skip_all_reduce_bucket(bucket)) {
+      skip_all_reduce_bucket(bucket);
+    } else {
+      all_reduce_bucket(bucket, next_bucket_);
+    }
   }
+}
+
+// The unused set is static_graph's (from its first iteration) or this iteration's graph search;
+// before either is known every bucket communicates.
+bool Reducer::should_skip_all_reduce_bucket(const Bucket& bucket) const {
+  if (!options_.skip_all_reduce_unused_params) return false;
+  if (!static_graph_after_first_iteration() && !dynamic_graph_find_unused()) return false;
+  for (size_t index : bucket.variable_indices) {
+    if (std::find(unused_parameters_.begin(), unused_parameters_.end(), index) == unused_parameters_.end()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Its result is what every rank holds: the zeros the unused parameters left in the bucket.
+void Reducer::skip_all_reduce_bucket(Bucket& bucket) {
+  bucket.launch_us = Trace::now_us();
+  *bucket.done_us = bucket.launch_us;
+  auto done = std::make_shared<Future>(std::vector<Device>{bucket.gradients.defined() ? bucket.gradients.device() : kCPU});
+  done->mark_completed({bucket.expect_sparse_gradient ? bucket.sparse_gradient : bucket.gradients});
+  bucket.future_work = done;
 }
 
 void Reducer::all_reduce_bucket(Bucket& bucket, size_t bucket_index) {
   const double launch_us = Trace::now_us();
   bucket.launch_us = launch_us;
   *bucket.done_us = 0;
+  ++num_buckets_reduced_;
   GradBucket grad_bucket(bucket_index, buckets_.size(),
                          bucket.expect_sparse_gradient ? bucket.sparse_gradient : bucket.gradients,
                          bucket.offsets, bucket.lengths, bucket.sizes, bucket.variables);

@@ -28,6 +28,7 @@ struct ReducerOptions {
   bool find_unused_parameters = false;
   bool gradient_as_bucket_view = false;
   bool static_graph = false;
+  bool skip_all_reduce_unused_params = false;  // DDPOptions's
   // The limits the bucket rebuild (step 13) uses: [first_bucket_bytes, bucket_bytes_cap].
   size_t first_bucket_bytes = kDefaultFirstBucketBytes;
   size_t bucket_bytes_cap = 25 * 1024 * 1024;
@@ -131,6 +132,10 @@ class Reducer {
   void mark_variable_ready_dense(size_t index);
   void mark_variable_ready_sparse(size_t index);
   void mark_bucket_ready(size_t bucket_index);
+  // Seed 000's should_skip_all_reduce_bucket: whether every parameter of the bucket is unused
+  // (the unused set being the same on every rank, the allreduce would change nothing).
+  bool should_skip_all_reduce_bucket(const Bucket& bucket) const;
+  void skip_all_reduce_bucket(Bucket& bucket);
   void all_reduce_bucket(Bucket& bucket, size_t bucket_index);
   FuturePtr run_comm_hook(GradBucket& grad_bucket);
   // CUDA buckets: the bucket stream current for the scope, after the compute stream's work so far
@@ -217,6 +222,7 @@ class Reducer {
 
   // Statistics for logging_data().
   int64_t num_iterations_ = 0;
+  int64_t num_buckets_reduced_ = 0;       // this (or the last) iteration's buckets that communicated
   bool warned_no_unused_ = false;
   bool warned_strides_ = false;
   double forward_start_us_ = 0;           // prepare_for_forward (PyTorch's kForwardStart)

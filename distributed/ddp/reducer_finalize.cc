@@ -29,6 +29,7 @@ void Reducer::prepare_for_backward(const std::vector<Tensor>& outputs) {
   expect_autograd_hooks_ = true;
   backward_compute_start_us_ = Trace::now_us();
   next_bucket_ = 0;
+  num_buckets_reduced_ = 0;
   for (Bucket& b : buckets_) b.pending = b.variables.size();
   if (options_.static_graph) num_grad_hooks_this_iteration_ = num_grad_hooks_triggered_;
   std::fill(ready_this_iteration_.begin(), ready_this_iteration_.end(), false);
@@ -467,6 +468,7 @@ DDPLoggingData Reducer::logging_data() const {
   d.static_graph = options_.static_graph;
   d.num_parameters = static_cast<int64_t>(params_.size());
   d.num_buckets = static_cast<int64_t>(buckets_.size());
+  d.num_buckets_reduced = num_buckets_reduced_;
   d.runtime = runtime_stats_;
   d.bucket_sizes = bucket_sizes_in_bytes(bucket_indices_);
   d.bucket_indices = bucket_indices_;

@@ -44,6 +44,7 @@ void Reducer::match_all_reduce_for_bwd_pass() {
   std::vector<FuturePtr> futures;
   for (size_t b = 0; b < buckets_.size(); ++b) {
     const Bucket& bucket = buckets_[b];
+    if (should_skip_all_reduce_bucket(bucket)) continue;  // the ranks still training skip it too
     Tensor zeros_buffer;
     if (bucket.expect_sparse_gradient) {
       const Tensor& param = bucket.variables[0];

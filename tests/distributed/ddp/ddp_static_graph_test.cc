@@ -97,6 +97,30 @@ TEST_F(DdpStaticGraph, UnusedParametersComeFromTheFirstIterationsCounts) {
   EXPECT_FALSE(dynamic_cast<NeverUsed*>(ddp->module().get())->never->weight().grad().defined());
 }
 
+// skip_all_reduce_unused_params (PyTorch 2.x): the never-used branch's buckets issue no
+// allreduce once the unused set is known (static_graph: after its first iteration;
+// find_unused_parameters: every iteration), and training still equals one process.
+TEST_F(DdpStaticGraph, SkipAllReduceUnusedParamsTrainsLikeOneProcess) {
+  for (bool static_graph : {true, false}) {
+    Scenario sc;
+    sc.make_model = [](uint64_t seed) { return std::make_shared<NeverUsed>(seed); };
+    sc.make_batch = random_batches({6}, 4);
+    sc.options.static_graph = static_graph;
+    sc.options.find_unused_parameters = !static_graph;
+    sc.options.skip_all_reduce_unused_params = true;
+    sc.options.bucket_cap_mb = 1e-6;  // one parameter per bucket
+    sc.options.first_bucket_mb = 1e-6;
+    auto ddp = train_ddp(sc, rank_, world_);
+    const std::string what = static_graph ? "static_graph" : "find_unused_parameters";
+    EXPECT_TRUE(parameters_match(ddp->module()->parameters(), reference_parameters(sc, world_), kRtol)) << what;
+    const DDPLoggingData d = ddp->get_ddp_logging_data();
+    EXPECT_TRUE(d.has_rebuilt_buckets || !static_graph) << what;
+    EXPECT_EQ(d.num_buckets, 6) << what;
+    EXPECT_EQ(d.num_buckets_reduced, 4) << what;  // never.weight's and never.bias's skipped
+    EXPECT_FALSE(dynamic_cast<NeverUsed*>(ddp->module().get())->never->weight().grad().defined()) << what;
+  }
+}
+
 // PyTorch rebuilds a static graph's buckets before the third forward (the second iteration
 // records the order; the first only counted), any other graph's before the second.
 TEST_F(DdpStaticGraph, BucketsRebuiltWherePyTorchRebuildsThem) {
