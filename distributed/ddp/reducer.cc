@@ -81,8 +81,10 @@ void Reducer::initialize_buckets(std::vector<std::vector<size_t>> bucket_indices
                   " is out of range or assigned to two buckets");
       seen[i] = true;
       const Tensor& p = params_[i];
-      EMBER_CHECK(!bucket.expect_sparse_gradient || indices.size() == 1,
-                  "Reducer: a parameter expecting sparse gradients must have a bucket of its own");
+      EMBER_CHECK(indices.size() == 1 || !expect_sparse_gradient_[i], "DistributedDataParallel (rank ",
+                  process_group_->rank(), "): bucket ", b, " holds parameter '", param_name(i),
+                  "', which expects a sparse gradient, with ", indices.size() - 1,
+                  " others: a parameter with sparse gradients needs a bucket of its own");
       EMBER_CHECK(p.dtype() == params_[indices[0]].dtype() && p.device() == params_[indices[0]].device(),
                   "Reducer: bucket ", b, " mixes ", params_[indices[0]].describe(), " and ",
                   p.describe(), " (parameter '", param_name(i), "')");

@@ -195,6 +195,31 @@ TEST_F(ReducerTest, SkipAllReduceUnusedParamsSkipsTheUnusedBranchesBuckets) {
   }
 }
 
+// A parameter with sparse gradients needs a bucket of its own (sparse tensors do not flatten into
+// a dense bucket): a layout that groups it with others is refused, naming it.
+struct SparseAndDense : nn::Module {
+  std::shared_ptr<nn::Embedding> emb;
+  std::shared_ptr<nn::Linear> fc;
+  SparseAndDense() : nn::Module("SparseAndDense") {
+    Generator g(8);
+    emb = register_module("emb", std::make_shared<nn::Embedding>(10, 4, /*sparse=*/true, &g));
+    fc = register_module("fc", std::make_shared<nn::Linear>(4, 2, true, &g));
+  }
+  Tensor forward(const Tensor& x) override { return fc->forward(emb->forward(x)); }
+};
+
+TEST_F(ReducerTest, ASparseGradientParameterSharingABucketIsRefused) {
+  auto wrapped = ddp(std::make_shared<SparseAndDense>());
+  try {
+    wrapped->reducer().load_rebuilt_buckets({{0, 1}, {2}});
+    FAIL() << "a sparse parameter was put in a bucket with another";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("bucket 0 holds parameter 'emb.weight', which expects a sparse gradient, "
+                                    "with 1 others: a parameter with sparse gradients needs a bucket of its own"));
+  }
+  wrapped->reducer().load_rebuilt_buckets({{0}, {1, 2}});  // on its own: accepted
+}
+
 // A reduction that fails names its bucket and parameters, and says the step must be skipped.
 TEST_F(ReducerTest, AFailedReductionNamesItsBucket) {
   auto wrapped = ddp(mlp(5));
