@@ -74,13 +74,27 @@ void Reducer::ensure_prior_reduction_finished() {
     names += (names.empty() ? "" : ", ") + param_name(i);
   }
   const int r = process_group_->rank();
-  EMBER_THROW(
-      "DistributedDataParallel (rank ", r, "): Expected to have finished reduction in the prior "
-      "iteration before starting a new one. This error indicates that your module has parameters "
-      "that were not used in producing loss. You can enable unused parameter detection by setting "
-      "find_unused_parameters=true in DDPOptions, and by making sure all forward outputs "
-      "participate in calculating loss. Parameter indices which did not receive grad for rank ", r,
-      ": ", indices, ". Parameters which did not receive grad for rank ", r, ": ", names);
+  // The advice depends on what the configuration already does, as PyTorch's does.
+  const char* kOutputsInLoss = "making sure all forward outputs participate in calculating loss. ";
+  std::string why;
+  if (options_.static_graph) {
+    why = "This error indicates that your training graph has changed in this iteration, e.g., one "
+          "parameter is used in the first iteration but unused in the second: this is not "
+          "compatible with static_graph=true. ";
+  } else if (!options_.find_unused_parameters) {
+    why = std::string("This error indicates that your module has parameters that were not used in "
+                      "producing loss. You can enable unused parameter detection by setting "
+                      "find_unused_parameters=true in DDPOptions, and by ") + kOutputsInLoss;
+  } else {
+    why = std::string("This error indicates that your module has parameters that were not used in "
+                      "producing loss. Since find_unused_parameters=true is enabled, this likely "
+                      "means that not all forward outputs participate in computing loss. You can fix "
+                      "this by ") + kOutputsInLoss;
+  }
+  EMBER_THROW("DistributedDataParallel (rank ", r, "): Expected to have finished reduction in the prior "
+              "iteration before starting a new one. ", why, "Parameter indices which did not receive "
+              "grad for rank ", r, ": ", indices, ". Parameters which did not receive grad for rank ", r,
+              ": ", names);
 }
 
 // static_graph, first iteration (queued by DDP's output sink): every parameter whose hook never

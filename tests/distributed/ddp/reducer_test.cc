@@ -22,6 +22,18 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
+
+// What `run` throws ("" when it does not).
+template <typename F>
+std::string error_of(F run) {
+  try {
+    run();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
 
 // Parameters 0..5: fc0.weight (32 elements), fc0.bias (8), fc1.weight (48), fc1.bias (6),
 // fc2.weight (12), fc2.bias (2): every bucket of one parameter is known by its size.
@@ -218,6 +230,57 @@ TEST_F(ReducerTest, ASparseGradientParameterSharingABucketIsRefused) {
                                     "with 1 others: a parameter with sparse gradients needs a bucket of its own"));
   }
   wrapped->reducer().load_rebuilt_buckets({{0}, {1, 2}});  // on its own: accepted
+}
+
+// A parameter whose gradient never came leaves the last reduction unfinished; the next forward
+// says so, with advice that fits the configuration (PyTorch's three messages).
+struct TwoHeads : nn::Module {
+  std::shared_ptr<nn::Linear> a, b;
+  bool use_b = true;
+  TwoHeads() : nn::Module("TwoHeads") {
+    Generator g(9);
+    a = register_module("a", std::make_shared<nn::Linear>(4, 2, true, &g));
+    b = register_module("b", std::make_shared<nn::Linear>(4, 2, true, &g));
+  }
+  Tensor forward(const Tensor& x) override { return use_b ? add(a->forward(x), b->forward(x)) : a->forward(x); }
+};
+
+TEST_F(ReducerTest, AnUnfinishedReductionsAdviceFitsTheConfiguration) {
+  auto heads = std::make_shared<TwoHeads>();
+  {  // Neither option: suggest find_unused_parameters.
+    heads->use_b = false;
+    auto wrapped = ddp(heads);
+    sum(wrapped->forward(batch())).backward();
+    const std::string msg = error_of([&] { wrapped->forward(batch()); });
+    EXPECT_THAT(msg, HasSubstr("You can enable unused parameter detection by setting find_unused_parameters=true"));
+    EXPECT_THAT(msg, HasSubstr("Parameters which did not receive grad for rank 0: b.weight, b.bias"));
+  }
+  {  // find_unused_parameters on: a loss not made from DDP's outputs is the likely cause (here a
+     // backward through head a alone, though the outputs reach both heads).
+    heads->use_b = true;
+    DDPOptions options;
+    options.find_unused_parameters = true;
+    auto wrapped = ddp(heads, options);
+    wrapped->forward(batch());
+    sum(heads->a->forward(batch())).backward();
+    const std::string msg = error_of([&] { wrapped->forward(batch()); });
+    EXPECT_THAT(msg, HasSubstr("Since find_unused_parameters=true is enabled, this likely means that not all "
+                               "forward outputs participate in computing loss"));
+    EXPECT_THAT(msg, Not(HasSubstr("You can enable unused parameter detection")));
+  }
+  {  // static_graph: the graph changed after the first iteration.
+    heads->use_b = true;
+    DDPOptions options;
+    options.static_graph = true;
+    auto wrapped = ddp(heads, options);
+    sum(wrapped->forward(batch())).backward();
+    heads->use_b = false;
+    sum(wrapped->forward(batch())).backward();
+    const std::string msg = error_of([&] { wrapped->forward(batch()); });
+    EXPECT_THAT(msg, HasSubstr("your training graph has changed in this iteration"));
+    EXPECT_THAT(msg, HasSubstr("not compatible with static_graph=true"));
+    EXPECT_THAT(msg, Not(HasSubstr("find_unused_parameters=true")));
+  }
 }
 
 // A reduction that fails names its bucket and parameters, and says the step must be skipped.
