@@ -15,6 +15,7 @@
 #include "nn/nn.h"
 #include "optim/optim.h"
 #include "tensor/all.h"
+#include "tests/distributed/ddp/reentrant_net.h"
 #include "tests/distributed/fake_process_group.h"
 
 namespace ember::distributed::testing {
@@ -297,27 +298,10 @@ TEST_F(ReducerTest, AFailedReductionNamesItsBucket) {
   }
 }
 
-// A parameter whose gradient hook fires twice in one backward (a reentrant backward through it).
-struct ReentrantNet : nn::Module {
-  std::shared_ptr<nn::Linear> fc1, fc2;
-  ReentrantNet() : nn::Module("ReentrantNet") {
-    Generator g(6);
-    fc1 = register_module("fc1", std::make_shared<nn::Linear>(4, 8, true, &g));
-    fc2 = register_module("fc2", std::make_shared<nn::Linear>(8, 2, false, &g));
-  }
-  Tensor forward(const Tensor& x) override {
-    Tensor h = relu(fc1->forward(x));
-    Tensor side = sum(fc2->forward(ones({1, 8})));
-    h.register_hook([side](const Tensor& grad) {
-      side.backward();
-      return grad;
-    });
-    return fc2->forward(h);
-  }
-};
-
+// A parameter whose gradient hook fires twice in one backward (reentrant_net.h).
 TEST_F(ReducerTest, AParameterMarkedReadyTwiceIsNamed) {
-  auto wrapped = ddp(std::make_shared<ReentrantNet>());
+  Generator g(6);
+  auto wrapped = ddp(std::make_shared<ReentrantNet>(&g));
   group_->clear_calls();
   Tensor loss = sum(wrapped->forward(batch()));
   try {
