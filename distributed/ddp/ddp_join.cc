@@ -4,6 +4,7 @@
 // (Note [Join protocol]): bucket rebuild, buffer broadcast from the highest rank still training,
 // the "backward synchronises" allreduce, then zeros for every bucket, and its last used-parameter
 // map (reducer_join.cc).
+#include "distributed/ddp/ddp_check.h"
 #include "distributed/ddp/distributed_data_parallel.h"
 #include "distributed/trace.h"
 #include "tensor/factories.h"
@@ -57,8 +58,7 @@ int DistributedDataParallel::find_common_rank(bool condition) {
   max.reduce_op = ReduceOp::MAX;
   process_group_->allreduce(list, max)->wait();
   const int rank = static_cast<int>(t.item<int64_t>());
-  EMBER_CHECK(rank >= 0, "DistributedDataParallel (rank ", process_group_->rank(),
-              "): Join: expected the condition to hold on at least one rank (internal error)");
+  DDP_CHECK(rank >= 0, "Join: expected the condition to hold on at least one rank (internal error)");
   return rank;
 }
 

@@ -1,4 +1,5 @@
 // DESIGN.md steps 1-4 (construction) and 6-7 (forward).
+#include "distributed/ddp/ddp_check.h"
 #include "distributed/ddp/distributed_data_parallel.h"
 
 #include <algorithm>
@@ -194,7 +195,7 @@ void DistributedDataParallel::pre_forward() {
     try {
       sync_buffers();
     } catch (const std::exception& e) {
-      EMBER_THROW("DistributedDataParallel (rank ", process_group_->rank(), "): broadcasting the buffers "
+      DDP_THROW("broadcasting the buffers "
                   "before forward failed: ", e.what(), ". ", reducer_->uneven_inputs_hint());
     }
   }

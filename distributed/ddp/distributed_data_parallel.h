@@ -132,6 +132,7 @@ class DistributedDataParallel : public nn::Module, public Joinable {
  private:
   // Step 1.
   void build_params_for_reducer();
+  int ddp_rank() const { return process_group_->rank(); }  // for DDP_CHECK (ddp_check.h)
   // Step 3.
   void sync_module_states(int root = 0);
   // Step 6: from rank 0, or under Join from the highest rank still training (ddp_join.cc).

@@ -1,5 +1,6 @@
 // DESIGN.md steps 5 and 8-11: bucket construction, the autograd hooks, marking variables and
 // buckets ready, and launching each bucket's reduction through the comm hook.
+#include "distributed/ddp/ddp_check.h"
 #include "distributed/ddp/reducer.h"
 
 #include <algorithm>
@@ -81,8 +82,7 @@ void Reducer::initialize_buckets(std::vector<std::vector<size_t>> bucket_indices
                   " is out of range or assigned to two buckets");
       seen[i] = true;
       const Tensor& p = params_[i];
-      EMBER_CHECK(indices.size() == 1 || !expect_sparse_gradient_[i], "DistributedDataParallel (rank ",
-                  process_group_->rank(), "): bucket ", b, " holds parameter '", param_name(i),
+      DDP_CHECK(indices.size() == 1 || !expect_sparse_gradient_[i], "bucket ", b, " holds parameter '", param_name(i),
                   "', which expects a sparse gradient, with ", indices.size() - 1,
                   " others: a parameter with sparse gradients needs a bucket of its own");
       EMBER_CHECK(p.dtype() == params_[indices[0]].dtype() && p.device() == params_[indices[0]].device(),
@@ -173,8 +173,7 @@ void Reducer::autograd_hook(size_t index) {
   if (static_graph_after_first_iteration()) {
     // A parameter is ready once its hook fired as often as in the first iteration (reentrant
     // backward, as activation checkpointing does, fires it more than once).
-    EMBER_CHECK(num_grad_hooks_this_iteration_[index] > 0, "DistributedDataParallel (rank ",
-                process_group_->rank(), "): the gradient hook of parameter '", param_name(index),
+    DDP_CHECK(num_grad_hooks_this_iteration_[index] > 0, "the gradient hook of parameter '", param_name(index),
                 "' (index ", index, ") fired more often in this iteration than in the first (",
                 num_grad_hooks_triggered_[index], " times). Your training graph has changed in this "
                 "iteration, e.g. a parameter unused in the first iteration got used, which is not "
@@ -230,11 +229,10 @@ void Reducer::mark_variable_ready_dense(size_t index) {
     return;
   }
   const int rank = process_group_->rank();
-  EMBER_CHECK(!grad.is_sparse(), "DistributedDataParallel (rank ", rank, "): parameter '",
+  DDP_CHECK(!grad.is_sparse(), "parameter '",
               param_name(index), "' (index ", index, ") produced a sparse gradient but its bucket ",
               "is dense; construct the Embedding with sparse=true before wrapping it in DDP");
-  EMBER_CHECK(grad.dtype() == view.dtype() && grad.device() == view.device() && grad.sizes() == view.sizes(),
-              "DistributedDataParallel (rank ", rank, "): the gradient of parameter '", param_name(index),
+  DDP_CHECK(grad.dtype() == view.dtype() && grad.device() == view.device() && grad.sizes() == view.sizes(), "the gradient of parameter '", param_name(index),
               "' (index ", index, ") is ", grad.describe(), ", but its bucket view is ", view.describe(),
               "; gradients must keep the parameter's dtype, device and shape");
   if (!same_memory_layout(grad, view) && !warned_strides_) {
@@ -272,8 +270,7 @@ void Reducer::mark_variable_ready_sparse(size_t index) {
                                                empty(value_shape, param.dtype()), param.sizes());
     return;
   }
-  EMBER_CHECK(grad.is_sparse(), "DistributedDataParallel (rank ", process_group_->rank(),
-              "): parameter '", param_name(index), "' (index ", index,
+  DDP_CHECK(grad.is_sparse(), "parameter '", param_name(index), "' (index ", index,
               ") expects a sparse gradient but got ", grad.describe());
   // See Note [Who divides gradients by the world size].
   const double factor = comm_hook_->expects_prescaled_gradients() ? divide_factor() : 1.0;
@@ -360,7 +357,7 @@ FuturePtr Reducer::run_comm_hook(GradBucket& grad_bucket) {
   try {
     return comm_hook_->run_hook(grad_bucket);
   } catch (const std::exception& e) {
-    EMBER_THROW("DistributedDataParallel (rank ", process_group_->rank(), "): comm hook '",
+    DDP_THROW("comm hook '",
                 comm_hook_->name(), "' failed on bucket ", grad_bucket.index(), ": ", e.what());
   }
 }
@@ -396,8 +393,7 @@ void Reducer::fail_marked_twice(size_t index) {
               "backward). If every parameter takes part in the loss, construct DDP with "
               "find_unused_parameters=false.";
   }
-  EMBER_THROW("DistributedDataParallel (rank ", process_group_->rank(),
-              "): Expected to mark a variable ready only once. This error is caused by one of the "
+  DDP_THROW("Expected to mark a variable ready only once. This error is caused by one of the "
               "following reasons: ", causes, " Parameter at index ", index, " with name '",
               param_name(index), "' has been marked as ready twice. This means that multiple autograd "
               "engine hooks have fired for this particular parameter during this iteration.");

@@ -172,6 +172,7 @@ class Reducer {
   bool static_graph_after_first_iteration() const { return options_.static_graph && num_iterations_ > 1; }
   bool tracks_local_use() const { return dynamic_graph_find_unused() || static_graph_first_iteration(); }
   std::string param_name(size_t index) const;
+  int ddp_rank() const { return process_group_->rank(); }  // for DDP_CHECK (ddp_check.h)
   std::vector<int64_t> bucket_sizes_in_bytes(const std::vector<std::vector<size_t>>& indices) const;
 
   std::vector<Tensor> params_;

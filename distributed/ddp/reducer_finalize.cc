@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "autograd/graph_traversal.h"
+#include "distributed/ddp/ddp_check.h"
 #include "distributed/ddp/reducer.h"
 #include "distributed/trace.h"
 #include "tensor/factories.h"
@@ -91,7 +92,7 @@ void Reducer::ensure_prior_reduction_finished() {
                       "means that not all forward outputs participate in computing loss. You can fix "
                       "this by ") + kOutputsInLoss;
   }
-  EMBER_THROW("DistributedDataParallel (rank ", r, "): Expected to have finished reduction in the prior "
+  DDP_THROW("Expected to have finished reduction in the prior "
               "iteration before starting a new one. ", why, "Parameter indices which did not receive "
               "grad for rank ", r, ": ", indices, ". Parameters which did not receive grad for rank ", r,
               ": ", names);
@@ -173,8 +174,7 @@ std::exception_ptr Reducer::wait_for_bucket_reductions(std::vector<Tensor>& resu
       if (first) continue;
       std::string names;
       for (size_t idx : bucket.variable_indices) names += (names.empty() ? "" : ", ") + param_name(idx);
-      first = std::make_exception_ptr(Error(detail::str_cat(
-          "DistributedDataParallel (rank ", process_group_->rank(), "): the reduction of bucket ", i,
+      first = std::make_exception_ptr(Error(DDP_MESSAGE("the reduction of bucket ", i,
           " of ", buckets_.size(), " (", bucket.variables.size(), " parameters: ", names,
           ") did not complete: ", e.what(), ". ", uneven_inputs_hint(),
           " No gradient was written back in this iteration; skip this optimizer step.")));
@@ -222,9 +222,7 @@ std::exception_ptr Reducer::wait_for_local_used_map() {
     local_used_map_reduced_ = true;
     return nullptr;
   } catch (const std::exception& e) {
-    return std::make_exception_ptr(Error(detail::str_cat(
-        "DistributedDataParallel (rank ", process_group_->rank(),
-        "): the allreduce of the used-parameter map (find_unused_parameters) failed: ", e.what())));
+    return std::make_exception_ptr(Error(DDP_MESSAGE("the allreduce of the used-parameter map (find_unused_parameters) failed: ", e.what())));
   }
 }
 
@@ -406,22 +404,19 @@ bool Reducer::rebuild_buckets() {
 
 void Reducer::load_rebuilt_buckets(std::vector<std::vector<size_t>> bucket_indices) {
   std::lock_guard<std::mutex> lock(mutex_);
-  const int rank = process_group_->rank();
-  EMBER_CHECK(num_iterations_ == 0 && !expect_autograd_hooks_, "DistributedDataParallel (rank ", rank,
-              "): load_bucket_layout must be called before the first forward");
+  DDP_CHECK(num_iterations_ == 0 && !expect_autograd_hooks_, "load_bucket_layout must be called before the first forward");
   std::vector<bool> seen(params_.size(), false);
   size_t count = 0;
   for (const auto& bucket : bucket_indices) {
-    EMBER_CHECK(!bucket.empty(), "DistributedDataParallel (rank ", rank, "): load_bucket_layout: an empty bucket");
+    DDP_CHECK(!bucket.empty(), "load_bucket_layout: an empty bucket");
     for (size_t i : bucket) {
-      EMBER_CHECK(i < params_.size() && !seen[i], "DistributedDataParallel (rank ", rank,
-                  "): load_bucket_layout: parameter index ", i, i < params_.size() ? " appears twice" : " is out of range",
+      DDP_CHECK(i < params_.size() && !seen[i], "load_bucket_layout: parameter index ", i, i < params_.size() ? " appears twice" : " is out of range",
                   " (the model has ", params_.size(), " parameters): the layout is from another model");
       seen[i] = true;
       ++count;
     }
   }
-  EMBER_CHECK(count == params_.size(), "DistributedDataParallel (rank ", rank, "): load_bucket_layout covers ",
+  DDP_CHECK(count == params_.size(), "load_bucket_layout covers ",
               count, " of the model's ", params_.size(), " parameters: the layout is from another model");
   initialize_buckets(std::move(bucket_indices));
   has_rebuilt_bucket_ = true;

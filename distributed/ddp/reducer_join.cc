@@ -1,5 +1,6 @@
 // DESIGN.md steps 9-13 under Join (distributed/join.h): the divisor of the default path, and a joined
 // rank's shadow of one backward (zero buckets through the comm hook, the used map, the rebuild).
+#include "distributed/ddp/ddp_check.h"
 #include "distributed/ddp/reducer.h"
 #include "tensor/factories.h"
 #include "tensor/sparse.h"
@@ -22,7 +23,7 @@ double Reducer::divide_factor() {
   if (forward_pass_work_ && !use_static_world_size_) {
     forward_pass_work_->wait();
     const double active = forward_pass_work_->result().at(0).item<double>();
-    EMBER_CHECK(active >= 1, "DistributedDataParallel (rank ", process_group_->rank(), "): Join counted ",
+    DDP_CHECK(active >= 1, "Join counted ",
                 active, " ranks still training, expected at least 1");
     div_factor_ = active;
   }
@@ -37,8 +38,7 @@ void Reducer::match_all_reduce_for_bwd_pass() {
   std::lock_guard<std::mutex> lock(mutex_);
   // static_graph's first iteration reduces the used map before the buckets (delay_all_reduce);
   // a joined rank shadows only the later iterations' layout.
-  EMBER_CHECK(!options_.static_graph || num_iterations_ > 0, "DistributedDataParallel (rank ",
-              process_group_->rank(), "): Join with static_graph=true needs every rank to train at least one "
+  DDP_CHECK(!options_.static_graph || num_iterations_ > 0, "Join with static_graph=true needs every rank to train at least one "
               "iteration before it joins; this rank joined before its first");
   NoGradGuard no_grad;
   std::vector<FuturePtr> futures;
