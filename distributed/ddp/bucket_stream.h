@@ -36,8 +36,6 @@ class BucketStream {
   // Work queued on the current stream from now on waits for everything queued on the bucket stream.
   void current_waits();
 
-  const CudaStream& stream() const { return stream_; }
-
  private:
   int device_;
   CudaStream stream_;

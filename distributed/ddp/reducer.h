@@ -70,7 +70,6 @@ class Reducer {
   void set_iteration_observer(std::function<void()> observer) { iteration_observer_ = std::move(observer); }
   // Replaces the default allreduce (issue: comm hooks). Only before the first backward.
   void register_comm_hook(std::unique_ptr<CommHookInterface> hook);
-  const CommHookInterface& comm_hook() const { return *comm_hook_; }
 
   // Join (distributed/join.h, reducer_join.cc). DDP's forward hands over Join's async count of the
   // ranks still training; with divide_by_initial_world_size=false the default path divides by it

@@ -182,7 +182,7 @@ TEST_F(DdpErrors, RegisterCommHookTwice) {
   });
   EXPECT_THAT(msg, HasSubstr("a communication hook ('first hook') is already registered; "
                              "register_comm_hook can only be called once"));
-  EXPECT_EQ(ddp->reducer().comm_hook().name(), "first hook");
+  EXPECT_EQ(ddp->get_ddp_logging_data().comm_hook, "first hook");
 }
 
 TEST_F(DdpErrors, RegisterCommHookAfterFirstBackward) {
@@ -192,7 +192,7 @@ TEST_F(DdpErrors, RegisterCommHookAfterFirstBackward) {
     ddp->register_comm_hook<NoState>(std::make_shared<NoState>(), never_called, "late hook");
   });
   EXPECT_THAT(msg, HasSubstr("register_comm_hook: must be called before the first forward/backward"));
-  EXPECT_EQ(ddp->reducer().comm_hook().name(), "allreduce_by_sum (default)");
+  EXPECT_EQ(ddp->get_ddp_logging_data().comm_hook, "allreduce_by_sum (default)");
 }
 
 TEST_F(DdpErrors, ModuleWithoutTrainableParameters) {
