@@ -196,7 +196,7 @@ void DistributedDataParallel::pre_forward() {
       sync_buffers();
     } catch (const std::exception& e) {
       DDP_THROW("broadcasting the buffers "
-                  "before forward failed: ", e.what(), ". ", reducer_->uneven_inputs_hint());
+                "before forward failed: ", e.what(), ". ", reducer_->uneven_inputs_hint());
     }
   }
   if (join_config().enable) requires_sync_work_ = check_global_requires_backward_grad_sync(false);

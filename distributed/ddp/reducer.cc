@@ -82,9 +82,10 @@ void Reducer::initialize_buckets(std::vector<std::vector<size_t>> bucket_indices
                   " is out of range or assigned to two buckets");
       seen[i] = true;
       const Tensor& p = params_[i];
-      DDP_CHECK(indices.size() == 1 || !expect_sparse_gradient_[i], "bucket ", b, " holds parameter '", param_name(i),
-                  "', which expects a sparse gradient, with ", indices.size() - 1,
-                  " others: a parameter with sparse gradients needs a bucket of its own");
+      DDP_CHECK(indices.size() == 1 || !expect_sparse_gradient_[i], "bucket ", b,
+                " holds parameter '", param_name(i), "', which expects a sparse gradient, with ",
+                indices.size() - 1,
+                " others: a parameter with sparse gradients needs a bucket of its own");
       EMBER_CHECK(p.dtype() == params_[indices[0]].dtype() && p.device() == params_[indices[0]].device(),
                   "Reducer: bucket ", b, " mixes ", params_[indices[0]].describe(), " and ",
                   p.describe(), " (parameter '", param_name(i), "')");
@@ -174,11 +175,11 @@ void Reducer::autograd_hook(size_t index) {
     // A parameter is ready once its hook fired as often as in the first iteration (reentrant
     // backward, as activation checkpointing does, fires it more than once).
     DDP_CHECK(num_grad_hooks_this_iteration_[index] > 0, "the gradient hook of parameter '", param_name(index),
-                "' (index ", index, ") fired more often in this iteration than in the first (",
-                num_grad_hooks_triggered_[index], " times). Your training graph has changed in this "
-                "iteration, e.g. a parameter unused in the first iteration got used, which is not "
-                "compatible with static_graph=true; construct DDP with static_graph=false (and "
-                "find_unused_parameters=true if some parameters are unused)");
+              "' (index ", index, ") fired more often in this iteration than in the first (",
+              num_grad_hooks_triggered_[index], " times). Your training graph has changed in this "
+              "iteration, e.g. a parameter unused in the first iteration got used, which is not "
+              "compatible with static_graph=true; construct DDP with static_graph=false (and "
+              "find_unused_parameters=true if some parameters are unused)");
     if (--num_grad_hooks_this_iteration_[index] > 0) return;
   }
   if (should_rebuild_buckets()) push_rebuilt_params(index);
@@ -230,11 +231,12 @@ void Reducer::mark_variable_ready_dense(size_t index) {
   }
   const int rank = process_group_->rank();
   DDP_CHECK(!grad.is_sparse(), "parameter '",
-              param_name(index), "' (index ", index, ") produced a sparse gradient but its bucket ",
-              "is dense; construct the Embedding with sparse=true before wrapping it in DDP");
-  DDP_CHECK(grad.dtype() == view.dtype() && grad.device() == view.device() && grad.sizes() == view.sizes(), "the gradient of parameter '", param_name(index),
-              "' (index ", index, ") is ", grad.describe(), ", but its bucket view is ", view.describe(),
-              "; gradients must keep the parameter's dtype, device and shape");
+            param_name(index), "' (index ", index, ") produced a sparse gradient but its bucket ",
+            "is dense; construct the Embedding with sparse=true before wrapping it in DDP");
+  DDP_CHECK(grad.dtype() == view.dtype() && grad.device() == view.device() && grad.sizes() == view.sizes(),
+            "the gradient of parameter '", param_name(index), "' (index ", index, ") is ",
+            grad.describe(), ", but its bucket view is ", view.describe(),
+            "; gradients must keep the parameter's dtype, device and shape");
   if (!same_memory_layout(grad, view) && !warned_strides_) {
     warned_strides_ = true;
     std::fprintf(stderr,
@@ -255,6 +257,13 @@ void Reducer::mark_variable_ready_dense(size_t index) {
   if (options_.gradient_as_bucket_view) grad = view;  // alias .grad to the bucket from now on
 }
 
+// A sparse gradient of `param`'s shape with no rows (one sparse dimension, as Embedding's).
+Tensor Reducer::empty_sparse_gradient(const Tensor& param) {
+  Shape value_shape = param.sizes();
+  value_shape[0] = 0;
+  return sparse_coo_tensor(empty({1, 0}, kInt64), empty(value_shape, param.dtype()), param.sizes());
+}
+
 void Reducer::mark_variable_ready_sparse(size_t index) {
   NoGradGuard no_grad;
   Bucket& bucket = buckets_[variable_locators_[index].bucket_index];
@@ -263,15 +272,11 @@ void Reducer::mark_variable_ready_sparse(size_t index) {
   if (!grad.defined()) {
     // Unused on this rank (find_unused_parameters): contribute no rows. PyTorch throws here, but
     // then the other ranks' allgather would wait for this one until the timeout.
-    const int64_t sparse_dim = 1;
-    Shape value_shape = param.sizes();
-    value_shape[0] = 0;
-    bucket.sparse_gradient = sparse_coo_tensor(empty({sparse_dim, 0}, kInt64),
-                                               empty(value_shape, param.dtype()), param.sizes());
+    bucket.sparse_gradient = empty_sparse_gradient(param);
     return;
   }
   DDP_CHECK(grad.is_sparse(), "parameter '", param_name(index), "' (index ", index,
-              ") expects a sparse gradient but got ", grad.describe());
+            ") expects a sparse gradient but got ", grad.describe());
   // See Note [Who divides gradients by the world size].
   const double factor = comm_hook_->expects_prescaled_gradients() ? divide_factor() : 1.0;
   bucket.sparse_gradient = factor != 1.0 ? sparse_mul_scalar(grad, 1.0 / factor) : grad;
@@ -358,7 +363,7 @@ FuturePtr Reducer::run_comm_hook(GradBucket& grad_bucket) {
     return comm_hook_->run_hook(grad_bucket);
   } catch (const std::exception& e) {
     DDP_THROW("comm hook '",
-                comm_hook_->name(), "' failed on bucket ", grad_bucket.index(), ": ", e.what());
+              comm_hook_->name(), "' failed on bucket ", grad_bucket.index(), ": ", e.what());
   }
 }
 
@@ -394,9 +399,9 @@ void Reducer::fail_marked_twice(size_t index) {
               "find_unused_parameters=false.";
   }
   DDP_THROW("Expected to mark a variable ready only once. This error is caused by one of the "
-              "following reasons: ", causes, " Parameter at index ", index, " with name '",
-              param_name(index), "' has been marked as ready twice. This means that multiple autograd "
-              "engine hooks have fired for this particular parameter during this iteration.");
+            "following reasons: ", causes, " Parameter at index ", index, " with name '",
+            param_name(index), "' has been marked as ready twice. This means that multiple autograd "
+            "engine hooks have fired for this particular parameter during this iteration.");
 }
 
 void Reducer::register_comm_hook(std::unique_ptr<CommHookInterface> hook) {

@@ -130,6 +130,7 @@ class Reducer {
   void mark_variable_ready(size_t index);
   void mark_variable_ready_dense(size_t index);
   void mark_variable_ready_sparse(size_t index);
+  static Tensor empty_sparse_gradient(const Tensor& param);
   void mark_bucket_ready(size_t bucket_index);
   // Seed 000's should_skip_all_reduce_bucket: whether every parameter of the bucket is unused
   // (the unused set being the same on every rank, the allreduce would change nothing).

@@ -93,9 +93,9 @@ void Reducer::ensure_prior_reduction_finished() {
                       "this by ") + kOutputsInLoss;
   }
   DDP_THROW("Expected to have finished reduction in the prior "
-              "iteration before starting a new one. ", why, "Parameter indices which did not receive "
-              "grad for rank ", r, ": ", indices, ". Parameters which did not receive grad for rank ", r,
-              ": ", names);
+            "iteration before starting a new one. ", why, "Parameter indices which did not receive "
+            "grad for rank ", r, ": ", indices, ". Parameters which did not receive grad for rank ", r,
+            ": ", names);
 }
 
 // static_graph, first iteration (queued by DDP's output sink): every parameter whose hook never
@@ -174,9 +174,9 @@ std::exception_ptr Reducer::wait_for_bucket_reductions(std::vector<Tensor>& resu
       if (first) continue;
       std::string names;
       for (size_t idx : bucket.variable_indices) names += (names.empty() ? "" : ", ") + param_name(idx);
-      first = std::make_exception_ptr(Error(DDP_MESSAGE("the reduction of bucket ", i,
-          " of ", buckets_.size(), " (", bucket.variables.size(), " parameters: ", names,
-          ") did not complete: ", e.what(), ". ", uneven_inputs_hint(),
+      first = std::make_exception_ptr(Error(DDP_MESSAGE(
+          "the reduction of bucket ", i, " of ", buckets_.size(), " (", bucket.variables.size(),
+          " parameters: ", names, ") did not complete: ", e.what(), ". ", uneven_inputs_hint(),
           " No gradient was written back in this iteration; skip this optimizer step.")));
     }
   }
@@ -222,7 +222,8 @@ std::exception_ptr Reducer::wait_for_local_used_map() {
     local_used_map_reduced_ = true;
     return nullptr;
   } catch (const std::exception& e) {
-    return std::make_exception_ptr(Error(DDP_MESSAGE("the allreduce of the used-parameter map (find_unused_parameters) failed: ", e.what())));
+    return std::make_exception_ptr(Error(DDP_MESSAGE(
+        "the allreduce of the used-parameter map (find_unused_parameters) failed: ", e.what())));
   }
 }
 
@@ -410,14 +411,15 @@ void Reducer::load_rebuilt_buckets(std::vector<std::vector<size_t>> bucket_indic
   for (const auto& bucket : bucket_indices) {
     DDP_CHECK(!bucket.empty(), "load_bucket_layout: an empty bucket");
     for (size_t i : bucket) {
-      DDP_CHECK(i < params_.size() && !seen[i], "load_bucket_layout: parameter index ", i, i < params_.size() ? " appears twice" : " is out of range",
-                  " (the model has ", params_.size(), " parameters): the layout is from another model");
+      DDP_CHECK(i < params_.size() && !seen[i], "load_bucket_layout: parameter index ", i,
+                i < params_.size() ? " appears twice" : " is out of range", " (the model has ",
+                params_.size(), " parameters): the layout is from another model");
       seen[i] = true;
       ++count;
     }
   }
   DDP_CHECK(count == params_.size(), "load_bucket_layout covers ",
-              count, " of the model's ", params_.size(), " parameters: the layout is from another model");
+            count, " of the model's ", params_.size(), " parameters: the layout is from another model");
   initialize_buckets(std::move(bucket_indices));
   has_rebuilt_bucket_ = true;
   rebuilt_params_.clear();

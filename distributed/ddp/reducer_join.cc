@@ -24,7 +24,7 @@ double Reducer::divide_factor() {
     forward_pass_work_->wait();
     const double active = forward_pass_work_->result().at(0).item<double>();
     DDP_CHECK(active >= 1, "Join counted ",
-                active, " ranks still training, expected at least 1");
+              active, " ranks still training, expected at least 1");
     div_factor_ = active;
   }
   return div_factor_;
@@ -38,8 +38,9 @@ void Reducer::match_all_reduce_for_bwd_pass() {
   std::lock_guard<std::mutex> lock(mutex_);
   // static_graph's first iteration reduces the used map before the buckets (delay_all_reduce);
   // a joined rank shadows only the later iterations' layout.
-  DDP_CHECK(!options_.static_graph || num_iterations_ > 0, "Join with static_graph=true needs every rank to train at least one "
-              "iteration before it joins; this rank joined before its first");
+  DDP_CHECK(!options_.static_graph || num_iterations_ > 0,
+            "Join with static_graph=true needs every rank to train at least one iteration before it "
+            "joins; this rank joined before its first");
   NoGradGuard no_grad;
   std::vector<FuturePtr> futures;
   for (size_t b = 0; b < buckets_.size(); ++b) {
@@ -47,11 +48,7 @@ void Reducer::match_all_reduce_for_bwd_pass() {
     if (should_skip_all_reduce_bucket(bucket)) continue;  // the ranks still training skip it too
     Tensor zeros_buffer;
     if (bucket.expect_sparse_gradient) {
-      const Tensor& param = bucket.variables[0];
-      Shape value_shape = param.sizes();
-      value_shape[0] = 0;
-      zeros_buffer =
-          sparse_coo_tensor(empty({1, 0}, kInt64), empty(value_shape, param.dtype()), param.sizes());
+      zeros_buffer = empty_sparse_gradient(bucket.variables[0]);
     } else {
       zeros_buffer = zeros_like(bucket.gradients);
     }
