@@ -5,26 +5,6 @@
 #include "tensor/sparse.h"
 
 namespace ember::distributed {
-namespace {
-
-FuturePtr compress_hook(ProcessGroup& group, GradBucket& bucket, ScalarType dtype) {
-  EMBER_CHECK(!bucket.buffer().is_sparse(), "compress hook: bucket ", bucket.index(),
-              " is sparse; compression hooks support dense buckets only");
-  NoGradGuard no_grad;
-  // As PyTorch: cast first, then divide in the compressed format.
-  Tensor compressed = bucket.buffer().to(dtype, /*copy=*/true);
-  div_(compressed, static_cast<double>(group.size()));
-  std::vector<Tensor> tensors{compressed};
-  Tensor buffer = bucket.buffer();
-  // The decompression is one copy of the bucket: cheap enough for the worker thread.
-  return group.allreduce(tensors)->get_future()->then([buffer, compressed](Future&) {
-    NoGradGuard guard;
-    copy_(buffer, compressed);
-    return std::vector<Tensor>{buffer};
-  });
-}
-
-}  // namespace
 
 FuturePtr allreduce_hook(ProcessGroup& group, GradBucket& bucket) {
   NoGradGuard no_grad;
@@ -38,12 +18,13 @@ FuturePtr allreduce_hook(ProcessGroup& group, GradBucket& bucket) {
   return group.allreduce(tensors)->get_future();
 }
 
+// As PyTorch's: cast first, then the default hook divides and reduces in the compressed format.
 FuturePtr fp16_compress_hook(ProcessGroup& group, GradBucket& bucket) {
-  return compress_hook(group, bucket, kFloat16);
+  return run_compressed(bucket, kFloat16, [&group](GradBucket& b) { return allreduce_hook(group, b); });
 }
 
 FuturePtr bf16_compress_hook(ProcessGroup& group, GradBucket& bucket) {
-  return compress_hook(group, bucket, kBFloat16);
+  return run_compressed(bucket, kBFloat16, [&group](GradBucket& b) { return allreduce_hook(group, b); });
 }
 
 FuturePtr noop_hook(ProcessGroup&, GradBucket& bucket) {
@@ -54,15 +35,15 @@ FuturePtr noop_hook(ProcessGroup&, GradBucket& bucket) {
 
 FuturePtr run_compressed(GradBucket& bucket, ScalarType dtype,
                          const std::function<FuturePtr(GradBucket&)>& hook) {
-  EMBER_CHECK(!bucket.buffer().is_sparse(), "compress wrapper: bucket ", bucket.index(),
-              " is sparse; compression wrappers support dense buckets only");
+  EMBER_CHECK(!bucket.buffer().is_sparse(), "fp16/bf16 compression: bucket ", bucket.index(),
+              " is sparse; compression supports dense buckets only");
   Tensor original = bucket.buffer();
   {
     NoGradGuard no_grad;
     bucket.set_buffer(original.to(dtype, /*copy=*/true));
   }
   FuturePtr inner = hook(bucket);
-  EMBER_CHECK(inner != nullptr, "compress wrapper: the wrapped hook returned no Future");
+  EMBER_CHECK(inner != nullptr, "fp16/bf16 compression: the wrapped hook returned no Future");
   return inner->then([original](Future& f) {
     NoGradGuard no_grad;
     copy_(original, f.value().at(0).reshape(original.sizes()));

@@ -26,7 +26,7 @@ FuturePtr bf16_compress_hook(ProcessGroup& group, GradBucket& bucket);
 // Gradients stay local (and un-averaged): parameters diverge across ranks. Debugging only.
 FuturePtr noop_hook(ProcessGroup& group, GradBucket& bucket);
 
-// Shared by the wrappers: casts the bucket's buffer to `dtype`, runs `hook` on it, and copies the
+// Shared by the fp16/bf16 hooks and wrappers: casts the bucket's buffer to `dtype`, runs `hook` on it, and copies the
 // hook's result back into the original buffer.
 FuturePtr run_compressed(GradBucket& bucket, ScalarType dtype,
                          const std::function<FuturePtr(GradBucket&)>& hook);
