@@ -334,19 +334,28 @@ void checks_on_shared_layout(KernelContext& k, size_t offset, size_t bytes) {
   for (size_t i = offset; i < offset + bytes; ++i) k.shared_shadow[i].state = kAddressable;
 }
 
+namespace {
+
+// memcheck of a global access (`access`: "read", "write" or "atomic"): false, reported, when a
+// byte of it lies outside every live allocation.
+bool memcheck_global(KernelContext& k, const uint8_t* s, uintptr_t address, size_t bytes,
+                     const char* access, const void* pc) {
+  if (!(k.checks & kMemcheck) || all_have(s, bytes, kAddressable)) return true;
+  size_t bad = 0;
+  while (s[bad] & kAddressable) ++bad;
+  report(k, "memcheck: invalid __global__ " + std::string(access) + " of " + std::to_string(bytes) +
+                " bytes at " + hex(address) + " by " + accessor(k, current_thread(), pc) +
+                ": the address " + hex(address + bad) + " is " + describe_address(address + bad));
+  return false;
+}
+
+}  // namespace
+
 void check_global_access(KernelContext& k, uintptr_t address, size_t bytes, bool write,
                          const void* pc) {
   if (!k.failure->empty()) return;
   uint8_t* s = g_shadow + (address - g_shadow_arena_begin);
-  if ((k.checks & kMemcheck) && !all_have(s, bytes, kAddressable)) {
-    size_t bad = 0;
-    while (s[bad] & kAddressable) ++bad;
-    report(k, "memcheck: invalid __global__ " + std::string(write ? "write" : "read") + " of " +
-                  std::to_string(bytes) + " bytes at " + hex(address) + " by " +
-                  accessor(k, current_thread(), pc) + ": the address " + hex(address + bad) +
-                  " is " + describe_address(address + bad));
-    return;
-  }
+  if (!memcheck_global(k, s, address, bytes, write ? "write" : "read", pc)) return;
   if (write) {
     set_written(s, bytes);
   } else if ((k.checks & kInitcheck) && !all_have(s, bytes, kWritten)) {
@@ -396,13 +405,7 @@ void check_atomic_access(KernelContext& k, uintptr_t address, size_t bytes, cons
   if (!k.failure->empty()) return;
   if (address - g_shadow_arena_begin < g_shadow_arena_bytes) {
     uint8_t* s = g_shadow + (address - g_shadow_arena_begin);
-    if ((k.checks & kMemcheck) && !all_have(s, bytes, kAddressable)) {
-      report(k, "memcheck: invalid __global__ atomic of " + std::to_string(bytes) + " bytes at " +
-                    hex(address) + " by " + accessor(k, current_thread(), pc) + ": the address is " +
-                    describe_address(address));
-      return;
-    }
-    set_written(s, bytes);
+    if (memcheck_global(k, s, address, bytes, "atomic", pc)) set_written(s, bytes);
   }
 }
 

@@ -65,8 +65,6 @@ struct SimThread {
 };
 
 struct BlockRun {
-  const char* kernel_name = "";
-  const void* entry = nullptr;
   const std::function<void()>* body = nullptr;
   int size = 0;
   std::vector<SimThread> threads;
@@ -75,9 +73,8 @@ struct BlockRun {
   int direct_linear = 0;
   std::string failure;
   std::vector<unsigned char> shared;  // kMaxSharedBytes
-  size_t dynamic_shared_bytes = 0;
   std::vector<std::pair<const void*, size_t>> static_shared;  // declaration -> offset
-  KernelContext checks;
+  KernelContext checks;  // also the kernel's name and entry, for messages
 };
 
 thread_local BlockRun* g_block = nullptr;
@@ -109,18 +106,8 @@ struct PooledStack {
   }
 };
 
-std::string str(uint3 v) {
-  return "(" + std::to_string(v.x) + "," + std::to_string(v.y) + "," + std::to_string(v.z) + ")";
-}
-
 std::string where(const BlockRun& run) {
-  return "kernel " + kernel_label(run.kernel_name, run.entry) + " block " + str(blockIdx);
-}
-
-uint3 index_of(int linear) {
-  return uint3{static_cast<unsigned>(linear % blockDim.x),
-               static_cast<unsigned>(linear / blockDim.x % blockDim.y),
-               static_cast<unsigned>(linear / (blockDim.x * blockDim.y))};
+  return "kernel " + kernel_label(run.checks.kernel_name, run.checks.entry) + " block " + str(blockIdx);
 }
 
 // A primitive reached on the host stack (direct mode) or outside any kernel.
@@ -146,7 +133,7 @@ BlockRun& running_block(const char* primitive) {
 void start_fiber(BlockRun& run, int linear) {
   SimThread& t = run.threads[linear];
   t = SimThread{};
-  t.index = index_of(linear);
+  t.index = thread_of(linear);
   t.linear = linear;
   t.fiber = fibers::fiber(std::allocator_arg, PooledStack(), [&run, linear](fibers::fiber&& sink) {
     SimThread& self = run.threads[linear];
@@ -301,7 +288,7 @@ void run_block(BlockRun& run) {
     run.direct = true;
     for (int i = 1; i < run.size; ++i) {
       run.direct_linear = i;
-      threadIdx = index_of(i);
+      threadIdx = thread_of(i);
       (*run.body)();
       if (!run.failure.empty()) return;
     }
@@ -337,18 +324,15 @@ std::string run_grid(const char* kernel_name, const LaunchConfig& config,
                      const std::function<void()>& thread_body) {
   DeviceAccess access;
   BlockRun run;
-  run.kernel_name = kernel_name;
-  run.entry = config.entry;
   run.body = &thread_body;
   run.size = static_cast<int>(config.block.x * config.block.y * config.block.z);
   run.threads.resize(run.size);
   run.shared.resize(kMaxSharedBytes);
-  run.dynamic_shared_bytes = config.dynamic_shared_bytes;
   run.checks.shared = run.shared.data();
   run.checks.shared_capacity = run.shared.size();
   run.checks.failure = &run.failure;
   checks_begin_launch(run.checks, kernel_name, config.entry, run.size);
-  checks_on_shared_layout(run.checks, 0, run.dynamic_shared_bytes);
+  checks_on_shared_layout(run.checks, 0, config.dynamic_shared_bytes);
   gridDim = config.grid;
   blockDim = config.block;
   g_block = &run;
