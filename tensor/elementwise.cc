@@ -243,6 +243,28 @@ const Tensor& div_(const Tensor& s, const Scalar& o) {
   return binary_scalar_(BinaryOp::Div, s, o);
 }
 
+const Tensor& mul_out(const Tensor& out, const Tensor& self, const Scalar& other) {
+  EMBER_CHECK(out.defined() && self.defined(), "mul_out: undefined tensor (out ", out.describe(), ", self ",
+              self.describe(), ")");
+  EMBER_CHECK(!GradMode::is_enabled() || !(out.requires_grad() || self.requires_grad()),
+              "mul_out: not differentiable (an out= form records no graph), but ",
+              self.requires_grad() ? "self " + self.describe() : "out " + out.describe(),
+              " has requires_grad=true while grad mode is on; use mul, or call it under NoGradGuard");
+  EMBER_CHECK(out.sizes() == self.sizes() && out.device() == self.device(), "mul_out: out is ", out.describe(),
+              " but self is ", self.describe(), "; out must have self's shape and device");
+  EMBER_CHECK(!partially_overlaps(out, self), "mul_out: out ", out.describe(), " and self ", self.describe(),
+              " overlap in different layouts");
+  const ScalarType rt = result_type(self, other);
+  EMBER_CHECK(category(rt) <= category(out.dtype()), "mul_out: result type ", rt,
+              " can't be cast to the desired output type ", out.dtype());
+  if (rt != out.dtype()) return copy_(out, binary_scalar(BinaryOp::Mul, self, other));
+  const auto binary_kernel = kernel_for(&KernelTable::binary, "mul", {&out, &self});
+  binary_kernel(BinaryOp::Mul, out, to_dtype(self, rt),
+                expand(scalar_tensor(other, TensorOptions(rt, self.device())), out.sizes()), 1);
+  out.bump_version();
+  return out;
+}
+
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   if (auto f = autograd_kernel(&AutogradKernels::where, {&a, &b})) return f(cond, a, b);
   const auto where_kernel = kernel_for(&KernelTable::where, "where", {&cond, &a, &b});

@@ -94,6 +94,11 @@ const Tensor& div_(const Tensor& self, const Tensor& other);
 const Tensor& add_(const Tensor& self, const Scalar& other);
 const Tensor& mul_(const Tensor& self, const Scalar& other);
 const Tensor& div_(const Tensor& self, const Scalar& other);
+// Into `out`, PyTorch's out= form: out = self * other in one pass (DDP scales a gradient by 1/world
+// while copying it into its bucket). `out` has self's shape and device; a result of another dtype
+// is cast to out's, which must hold its category. Not differentiable: refuses operands that
+// require grad while grad mode is on.
+const Tensor& mul_out(const Tensor& out, const Tensor& self, const Scalar& other);
 
 // ---- elementwise unary -------------------------------------------------------------------------
 Tensor neg(const Tensor& t);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <string>
 #include <utility>
 
 #include "distributed/ddp/bucket_plan.h"
@@ -60,6 +61,56 @@ BucketCapPrediction predict(const std::vector<std::pair<double, int64_t>>& gradi
   return p;
 }
 
+// Least squares of service time s = alpha + beta * bytes over the buckets; without a positive fit,
+// half the fastest bucket is the fixed cost and the rest is spread over the bytes.
+void fit_service_time(const IterationTimeline& t, const std::vector<double>& s, int64_t total_bytes,
+                      BucketCapAdvice& a, double& alpha, double& beta) {
+  const double n = static_cast<double>(s.size());
+  double mx = 0, my = 0;
+  for (size_t b = 0; b < s.size(); ++b) mx += t.bucket_bytes[b] / n, my += s[b] / n;
+  double sxx = 0, sxy = 0;
+  for (size_t b = 0; b < s.size(); ++b) {
+    sxx += (t.bucket_bytes[b] - mx) * (t.bucket_bytes[b] - mx);
+    sxy += (t.bucket_bytes[b] - mx) * (s[b] - my);
+  }
+  beta = sxx > 0 ? sxy / sxx : 0;
+  alpha = my - beta * mx;
+  a.fitted = sxx > 0 && beta > 0 && alpha > 0;
+  if (!a.fitted) {
+    alpha = *std::min_element(s.begin(), s.end()) / 2;
+    beta = std::max(0.0, std::accumulate(s.begin(), s.end(), 0.0) - n * alpha) / static_cast<double>(total_bytes);
+  }
+  a.alpha_ms = alpha;
+  a.beta_ms_per_mb = beta * kMB;
+}
+
+// The advice in words, from the candidates' predictions.
+std::string advice_summary(const BucketCapAdvice& a, const std::vector<std::pair<double, int64_t>>& gradients,
+                           int64_t first_bucket_bytes, int64_t current_cap_bytes) {
+  const double saved = a.current.backward_ms - a.best.backward_ms;
+  bool all_same = true;
+  for (const BucketCapPrediction& c : a.candidates) all_same = all_same && c.buckets == a.current.buckets;
+  // What the first bucket leaves: the gradients after it closes (at first_bucket_bytes or more).
+  int64_t first_fill = 0, after_first = 0;
+  for (const auto& [ready_ms, bytes] : gradients) {
+    (first_fill < first_bucket_bytes ? first_fill : after_first) += bytes;
+  }
+  if (all_same && after_first <= static_cast<int64_t>(0.25 * kMB)) {
+    // A model whose gradients hardly exceed the first bucket: the cap only shapes what is left.
+    return fmt::format("bucket_cap_mb makes no difference here: after the first bucket ({}) only {} of "
+                       "gradients remain; first_bucket_mb is the size that matters",
+                       format_bytes(first_fill), format_bytes(after_first));
+  }
+  if (saved < 0.03 * a.current.backward_ms || saved < 0.05) {
+    // Below 3% (or 0.05 ms) the prediction is within what one iteration's noise can move.
+    return fmt::format("keep bucket_cap_mb={:g}: predicted backward {:.2f} ms; no cap tried ends it 3% sooner",
+                       current_cap_bytes / kMB, a.current.backward_ms);
+  }
+  return fmt::format("try bucket_cap_mb={:g}: predicted backward {:.2f} ms instead of {:.2f} ms (-{:.2f} ms, {:.0f}%)",
+                     a.best.cap_bytes / kMB, a.best.backward_ms, a.current.backward_ms, saved,
+                     100 * saved / a.current.backward_ms);
+}
+
 }  // namespace
 
 BucketCapAdvice advise_bucket_cap(const IterationTimeline& t, int64_t first_bucket_bytes, int64_t current_cap_bytes) {
@@ -70,23 +121,8 @@ BucketCapAdvice advise_bucket_cap(const IterationTimeline& t, int64_t first_buck
   if (s.empty() || total_bytes <= 0 || gradients.empty()) return a;
   a.valid = true;
   a.fitted_buckets = static_cast<int64_t>(s.size());
-  // Least squares of s = alpha + beta * bytes.
-  const double n = static_cast<double>(s.size());
-  double mx = 0, my = 0;
-  for (size_t b = 0; b < s.size(); ++b) mx += t.bucket_bytes[b] / n, my += s[b] / n;
-  double sxx = 0, sxy = 0;
-  for (size_t b = 0; b < s.size(); ++b) {
-    sxx += (t.bucket_bytes[b] - mx) * (t.bucket_bytes[b] - mx);
-    sxy += (t.bucket_bytes[b] - mx) * (s[b] - my);
-  }
-  double beta = sxx > 0 ? sxy / sxx : 0, alpha = my - beta * mx;
-  a.fitted = sxx > 0 && beta > 0 && alpha > 0;
-  if (!a.fitted) {
-    alpha = *std::min_element(s.begin(), s.end()) / 2;
-    beta = std::max(0.0, std::accumulate(s.begin(), s.end(), 0.0) - n * alpha) / static_cast<double>(total_bytes);
-  }
-  a.alpha_ms = alpha;
-  a.beta_ms_per_mb = beta * kMB;
+  double alpha = 0, beta = 0;
+  fit_service_time(t, s, total_bytes, a, alpha, beta);
   std::vector<int64_t> caps;
   for (double mb : {0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0}) caps.push_back(static_cast<int64_t>(mb * kMB));
   if (std::find(caps.begin(), caps.end(), current_cap_bytes) == caps.end()) caps.push_back(current_cap_bytes);
@@ -101,29 +137,7 @@ BucketCapAdvice advise_bucket_cap(const IterationTimeline& t, int64_t first_buck
     const double d = c.backward_ms - a.best.backward_ms;
     if (d < -1e-9 || (d <= 1e-9 && c.cap_bytes > a.best.cap_bytes)) a.best = c;
   }
-  const double saved = a.current.backward_ms - a.best.backward_ms;
-  bool all_same = true;
-  for (const BucketCapPrediction& c : a.candidates) all_same = all_same && c.buckets == a.current.buckets;
-  // What the first bucket leaves: the gradients after it closes (at first_bucket_bytes or more).
-  int64_t first_fill = 0, after_first = 0;
-  for (const auto& [ready_ms, bytes] : gradients) {
-    (first_fill < first_bucket_bytes ? first_fill : after_first) += bytes;
-  }
-  if (all_same && after_first <= static_cast<int64_t>(0.25 * kMB)) {
-    // A model whose gradients hardly exceed the first bucket: the cap only shapes what is left.
-    a.summary = fmt::format("bucket_cap_mb makes no difference here: after the first bucket ({}) only {} of "
-                            "gradients remain; first_bucket_mb is the size that matters",
-                            format_bytes(first_fill), format_bytes(after_first));
-  } else if (saved < 0.03 * a.current.backward_ms || saved < 0.05) {
-    // Below 3% (or 0.05 ms) the prediction is within what one iteration's noise can move.
-    a.summary = fmt::format("keep bucket_cap_mb={:g}: predicted backward {:.2f} ms; no cap tried ends it 3% sooner",
-                            current_cap_bytes / kMB, a.current.backward_ms);
-  } else {
-    a.summary = fmt::format("try bucket_cap_mb={:g}: predicted backward {:.2f} ms instead of {:.2f} ms "
-                            "(-{:.2f} ms, {:.0f}%)",
-                            a.best.cap_bytes / kMB, a.best.backward_ms, a.current.backward_ms, saved,
-                            100 * saved / a.current.backward_ms);
-  }
+  a.summary = advice_summary(a, gradients, first_bucket_bytes, current_cap_bytes);
   return a;
 }
 

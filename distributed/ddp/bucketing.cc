@@ -21,12 +21,8 @@ struct Accumulator {
   size_t limit_pos = 0;  // position in bucket_size_limits for this key
 };
 
-}  // namespace
-
-BucketAssignment compute_bucket_assignment_with_limits(const std::vector<Tensor>& tensors,
-                                                       const std::vector<size_t>& bucket_size_limits,
-                                                       const std::vector<bool>& expect_sparse_gradient,
-                                                       const std::vector<int64_t>& tensor_indices) {
+void check_arguments(const std::vector<Tensor>& tensors, const std::vector<size_t>& bucket_size_limits,
+                     const std::vector<bool>& expect_sparse_gradient, const std::vector<int64_t>& tensor_indices) {
   EMBER_CHECK(!tensors.empty(), "compute_bucket_assignment_by_size: expected at least one tensor");
   EMBER_CHECK(!bucket_size_limits.empty(), "compute_bucket_assignment_by_size: expected at least one bucket size limit");
   EMBER_CHECK(expect_sparse_gradient.empty() || expect_sparse_gradient.size() == tensors.size(),
@@ -35,6 +31,15 @@ BucketAssignment compute_bucket_assignment_with_limits(const std::vector<Tensor>
   EMBER_CHECK(tensor_indices.empty() || tensor_indices.size() == tensors.size(),
               "compute_bucket_assignment_by_size: tensor_indices has ", tensor_indices.size(),
               " entries for ", tensors.size(), " tensors");
+}
+
+}  // namespace
+
+BucketAssignment compute_bucket_assignment_by_size(const std::vector<Tensor>& tensors,
+                                                   const std::vector<size_t>& bucket_size_limits,
+                                                   const std::vector<bool>& expect_sparse_gradient,
+                                                   const std::vector<int64_t>& tensor_indices) {
+  check_arguments(tensors, bucket_size_limits, expect_sparse_gradient, tensor_indices);
   std::vector<std::pair<std::vector<size_t>, size_t>> result;
   // Accumulators in first-seen order of their (dtype, device) key.
   std::vector<Accumulator> buckets;
@@ -87,14 +92,6 @@ BucketAssignment compute_bucket_assignment_with_limits(const std::vector<Tensor>
     out.per_bucket_size_limits.push_back(r.second);
   }
   return out;
-}
-
-std::vector<std::vector<size_t>> compute_bucket_assignment_by_size(
-    const std::vector<Tensor>& tensors, const std::vector<size_t>& bucket_size_limits,
-    const std::vector<bool>& expect_sparse_gradient, const std::vector<int64_t>& tensor_indices) {
-  return compute_bucket_assignment_with_limits(tensors, bucket_size_limits, expect_sparse_gradient,
-                                               tensor_indices)
-      .bucket_indices;
 }
 
 }  // namespace ember::distributed

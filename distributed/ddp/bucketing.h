@@ -13,19 +13,14 @@
 
 namespace ember::distributed {
 
-// compute_bucket_assignment_with_limits's result: each bucket's parameter indices, and the size
-// limit in bytes it was filled against.
+// compute_bucket_assignment_by_size's result, as PyTorch's pair: each bucket's parameter indices,
+// and the size limit in bytes it was filled against.
 struct BucketAssignment {
   std::vector<std::vector<size_t>> bucket_indices;
   std::vector<size_t> per_bucket_size_limits;  // 0 for sparse buckets (no limit)
 };
 
-std::vector<std::vector<size_t>> compute_bucket_assignment_by_size(
-    const std::vector<Tensor>& tensors, const std::vector<size_t>& bucket_size_limits,
-    const std::vector<bool>& expect_sparse_gradient = {}, const std::vector<int64_t>& tensor_indices = {});
-
-// The same, also returning each bucket's size limit (PyTorch returns both).
-BucketAssignment compute_bucket_assignment_with_limits(
+BucketAssignment compute_bucket_assignment_by_size(
     const std::vector<Tensor>& tensors, const std::vector<size_t>& bucket_size_limits,
     const std::vector<bool>& expect_sparse_gradient = {}, const std::vector<int64_t>& tensor_indices = {});
 

@@ -33,38 +33,57 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   verify_params_across_processes(*process_group_, params_, param_names_);
   // Step 3: every rank starts from rank 0's parameters and buffers.
   if (options_.init_sync) sync_module_states();
-  // Step 4: buckets by size in parameter order, then reversed: gradients arrive roughly in the
-  // reverse of the order parameters were used in forward. Note [First-iteration buckets]: unless
-  // find_unused_parameters is on without static_graph, the first iteration uses one bucket per
-  // dtype, as PyTorch does (limit sys.maxsize): parameter order is not execution order, and a
-  // bucket launched early on one rank could pair with a different collective (another part of
-  // the backward, or a rank whose unused parameters made a bucket ready sooner) on another. The
-  // rebuild after the first iteration then uses [first_bucket_mb, bucket_cap_mb] in the order
-  // gradients were observed.
-  const double cap_mb = options_.effective_bucket_cap_mb(), first_mb = options_.effective_first_bucket_mb();
-  const size_t cap = static_cast<size_t>(cap_mb * 1024 * 1024);
-  const size_t first = static_cast<size_t>(first_mb * 1024 * 1024);
-  EMBER_CHECK(cap > 0 && first > 0, "DistributedDataParallel: bucket_cap_mb (", cap_mb, ") and first_bucket_mb (",
-              first_mb, ") must be positive");
+  // Steps 4 and 5.
+  build_reducer(compute_initial_bucket_indices());
+  reducer_->set_iteration_observer([this] { on_iteration_finalized(); });
+  // Every rank leaves construction's collectives together: a point to align ranks' traces by
+  // when they run on different machines (Note [Trace clocks]). It carries the bucket plan.
+  if (Trace::get().enabled()) Trace::get().instant("ddp constructed", "ddp", 0, current_bucket_plan_json());
+}
+
+// Step 4: buckets by size in parameter order, then reversed: gradients arrive roughly in the
+// reverse of the order parameters were used in forward. Note [First-iteration buckets]: unless
+// find_unused_parameters is on without static_graph, the first iteration uses one bucket per
+// dtype, as PyTorch does (limit sys.maxsize): parameter order is not execution order, and a
+// bucket launched early on one rank could pair with a different collective (another part of
+// the backward, or a rank whose unused parameters made a bucket ready sooner) on another. The
+// rebuild after the first iteration then uses [first_bucket_mb, bucket_cap_mb] in the order
+// gradients were observed.
+std::vector<std::vector<size_t>> DistributedDataParallel::compute_initial_bucket_indices() const {
   const bool one_bucket_first = options_.static_graph || !options_.find_unused_parameters;
-  const std::vector<size_t> limits =
-      one_bucket_first ? std::vector<size_t>{std::numeric_limits<size_t>::max()} : std::vector<size_t>{first, cap};
-  BucketAssignment a = compute_bucket_assignment_with_limits(params_, limits, expect_sparse_gradient_);
+  const std::vector<size_t> limits = one_bucket_first ? std::vector<size_t>{std::numeric_limits<size_t>::max()}
+                                                      : std::vector<size_t>{first_bucket_bytes(), bucket_bytes_cap()};
+  BucketAssignment a = compute_bucket_assignment_by_size(params_, limits, expect_sparse_gradient_);
   std::reverse(a.bucket_indices.begin(), a.bucket_indices.end());
-  // Step 5.
+  return std::move(a.bucket_indices);
+}
+
+size_t DistributedDataParallel::bucket_bytes_cap() const {
+  const double cap_mb = options_.effective_bucket_cap_mb();
+  DDP_CHECK(cap_mb > 0 && static_cast<size_t>(cap_mb * 1024 * 1024) > 0, "bucket_cap_mb (", cap_mb,
+            ") must be positive");
+  return static_cast<size_t>(cap_mb * 1024 * 1024);
+}
+
+size_t DistributedDataParallel::first_bucket_bytes() const {
+  const double first_mb = options_.effective_first_bucket_mb();
+  DDP_CHECK(first_mb > 0 && static_cast<size_t>(first_mb * 1024 * 1024) > 0, "first_bucket_mb (", first_mb,
+            ") must be positive");
+  return static_cast<size_t>(first_mb * 1024 * 1024);
+}
+
+// Step 5: the Reducer gets DDPOptions' part that it reads (ReducerOptions) and the bucket limits
+// in bytes.
+void DistributedDataParallel::build_reducer(std::vector<std::vector<size_t>> bucket_indices) {
   ReducerOptions ro;
   ro.find_unused_parameters = options_.find_unused_parameters;
   ro.gradient_as_bucket_view = options_.gradient_as_bucket_view;
   ro.static_graph = options_.static_graph;
   ro.skip_all_reduce_unused_params = options_.skip_all_reduce_unused_params;
-  ro.first_bucket_bytes = first;
-  ro.bucket_bytes_cap = cap;
-  reducer_ = std::make_unique<Reducer>(params_, param_names_, std::move(a.bucket_indices), process_group_,
+  ro.first_bucket_bytes = first_bucket_bytes();
+  ro.bucket_bytes_cap = bucket_bytes_cap();
+  reducer_ = std::make_unique<Reducer>(params_, param_names_, std::move(bucket_indices), process_group_,
                                        expect_sparse_gradient_, ro);
-  reducer_->set_iteration_observer([this] { on_iteration_finalized(); });
-  // Every rank leaves construction's collectives together: a point to align ranks' traces by
-  // when they run on different machines (Note [Trace clocks]). It carries the bucket plan.
-  if (Trace::get().enabled()) Trace::get().instant("ddp constructed", "ddp", 0, current_bucket_plan_json());
 }
 
 std::string DistributedDataParallel::current_bucket_plan_json() const {

@@ -135,6 +135,12 @@ class DistributedDataParallel : public nn::Module, public Joinable {
   int ddp_rank() const { return process_group_->rank(); }  // for DDP_CHECK (ddp_check.h)
   // Step 3.
   void sync_module_states(int root = 0);
+  // Step 4: the first iteration's buckets, in launch order (Note [First-iteration buckets]).
+  std::vector<std::vector<size_t>> compute_initial_bucket_indices() const;
+  size_t bucket_bytes_cap() const;    // bucket_cap_mb in bytes
+  size_t first_bucket_bytes() const;  // first_bucket_mb in bytes
+  // Step 5.
+  void build_reducer(std::vector<std::vector<size_t>> bucket_indices);
   // Step 6: from rank 0, or under Join from the highest rank still training (ddp_join.cc).
   void sync_buffers();
   void broadcast_buffers_from(int root);

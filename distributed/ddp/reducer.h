@@ -3,6 +3,10 @@
 // and hooks every parameter's AccumulateGrad. During backward autograd_hook -> mark_variable_ready
 // -> mark_bucket_ready launch buckets strictly in order through the comm hook; the last launch
 // queues finalize_backward on the autograd engine. See PyTorch's torch/csrc/distributed/c10d/reducer.cpp.
+// One file per group of steps (docs/reducer-map.md): reducer.cc (5), reducer_forward.cc (7),
+// reducer_readiness.cc (8-9), reducer_launch.cc (10-11), reducer_finalize.cc (12),
+// reducer_rebuild.cc (13), reducer_join.cc (under Join); what the steps record for logging and the
+// trace is reducer_statistics.h's.
 #pragma once
 
 #include <exception>
@@ -17,6 +21,7 @@
 #include "distributed/ddp/bucket_stream.h"
 #include "distributed/ddp/bucketing.h"
 #include "distributed/ddp/logging.h"
+#include "distributed/ddp/reducer_statistics.h"
 #include "distributed/hooks/comm_hook.h"
 #include "distributed/process_group.h"
 
@@ -87,7 +92,7 @@ class Reducer {
 
   DDPLoggingData logging_data() const;
   // The last synchronising iteration's timings (logging_data().last without the copying).
-  const IterationStats& last_iteration_stats() const { return last_stats_; }
+  const IterationStats& last_iteration_stats() const { return statistics_.last(); }
   // The last synchronising iteration's gradient-ready and bucket times, built on demand from what
   // the iteration recorded: valid from its finalize_backward until the next forward (the iteration
   // observer's window), so nothing is copied in iterations nobody asks about.
@@ -112,37 +117,46 @@ class Reducer {
     bool expect_sparse_gradient = false;
     Tensor sparse_gradient;
     FuturePtr future_work;
-    // For the trace and overlap statistics. done_us is written on the communication thread and
-    // shared with its callback, so a Bucket freed early (rebuild, destruction) is never written.
-    double launch_us = 0;
-    std::shared_ptr<double> done_us = std::make_shared<double>(0.0);
   };
   struct VariableLocator {
     size_t bucket_index = 0;
     size_t intra_bucket_index = 0;
   };
 
-  // Step 5.
+  friend class ReducerTestPeer;  // tests/distributed/ddp/reducer_invariants_test.cc
+
+  // Step 5 (reducer.cc).
   void initialize_buckets(std::vector<std::vector<size_t>> bucket_indices);
+  Bucket make_bucket(size_t bucket_index, const std::vector<size_t>& indices);
+  void initialize_bucket_views(Bucket& bucket);
   void register_autograd_hooks();
-  // Steps 8-11.
+  // Step 7 (reducer_forward.cc).
+  void search_unused_parameters(const std::vector<Tensor>& outputs);
+  void warn_no_unused_parameters();
+  // Steps 8-9 (reducer_readiness.cc).
   void autograd_hook(size_t index);
   void mark_variable_ready(size_t index);
   void mark_variable_ready_dense(size_t index);
+  void check_dense_gradient(size_t index, const Tensor& grad, const Tensor& view);
   void mark_variable_ready_sparse(size_t index);
   static Tensor empty_sparse_gradient(const Tensor& param);
+  [[noreturn]] void fail_marked_twice(size_t index);
+  // Steps 10-11 (reducer_launch.cc).
   void mark_bucket_ready(size_t bucket_index);
   // Seed 000's should_skip_all_reduce_bucket: whether every parameter of the bucket is unused
   // (the unused set being the same on every rank, the allreduce would change nothing).
   bool should_skip_all_reduce_bucket(const Bucket& bucket) const;
-  void skip_all_reduce_bucket(Bucket& bucket);
+  void skip_all_reduce_bucket(Bucket& bucket, size_t bucket_index);
   void all_reduce_bucket(Bucket& bucket, size_t bucket_index);
+  GradBucket grad_bucket(const Bucket& bucket, size_t bucket_index, const Tensor& buffer) const;
   FuturePtr run_comm_hook(GradBucket& grad_bucket);
   // CUDA buckets: the bucket stream current for the scope, after the compute stream's work so far
   // (Note [Bucket copies on the communication stream]); nothing for CPU buckets.
   std::optional<CudaStreamGuard> on_bucket_stream();
   void all_reduce_local_used_map();
-  // The divisor of the default path in this iteration: the group size, or Join's count.
+  void queue_finalize_backward();
+  // The divisor of the default path in this iteration: the group size, or Join's count
+  // (reducer_join.cc).
   double divide_factor();
   // Step 12 (reducer_finalize.cc).
   void finalize_backward();
@@ -155,23 +169,20 @@ class Reducer {
   void copy_bucket_to_grad(const Tensor& variable, Bucket& bucket, size_t intra_bucket_index,
                            bool global_unused);
   void reset_after_iteration();
-  // Note [Communication time] (logging.h): compute_end_us is when finalize_backward began,
-  // comm_end_us when its wait for the buckets ended.
-  void record_iteration_stats(double compute_end_us, double comm_end_us);
   void delay_all_reduce_locked();
-  // Errors users hit.
+  // Step 13 (reducer_rebuild.cc).
   void ensure_prior_reduction_finished();
-  [[noreturn]] void fail_marked_twice(size_t index);
-  void search_unused_parameters(const std::vector<Tensor>& outputs);
-  // Step 13.
   void push_rebuilt_params(size_t index);
   bool should_rebuild_buckets() const {
     return (options_.static_graph || !options_.find_unused_parameters) && !has_rebuilt_bucket_;
   }
   std::vector<std::vector<size_t>> sync_bucket_indices(std::vector<std::vector<size_t>> indices);
+  void check_bucket_layout(const std::vector<std::vector<size_t>>& bucket_indices) const;
+
   bool static_graph_after_first_iteration() const { return options_.static_graph && num_iterations_ > 1; }
   bool tracks_local_use() const { return dynamic_graph_find_unused() || static_graph_first_iteration(); }
   std::string param_name(size_t index) const;
+  std::string param_names_of(const Bucket& bucket) const;
   int ddp_rank() const { return process_group_->rank(); }  // for DDP_CHECK (ddp_check.h)
   std::vector<int64_t> bucket_sizes_in_bytes(const std::vector<std::vector<size_t>>& indices) const;
 
@@ -221,19 +232,10 @@ class Reducer {
   bool has_rebuilt_bucket_ = false;
   std::vector<std::vector<size_t>> initial_bucket_indices_;
 
-  // Statistics for logging_data().
-  int64_t num_iterations_ = 0;
-  int64_t num_buckets_reduced_ = 0;       // this (or the last) iteration's buckets that communicated
+  int64_t num_iterations_ = 0;  // synchronising forwards so far (prepare_for_forward)
   bool warned_no_unused_ = false;
   bool warned_strides_ = false;
-  double forward_start_us_ = 0;           // prepare_for_forward (PyTorch's kForwardStart)
-  double backward_compute_start_us_ = 0;  // prepare_for_backward (kBackwardComputeStart)
-  double backward_start_us_ = 0, last_hook_us_ = 0;
-  double unused_search_ms_ = 0;
-  std::vector<double> hook_us_;  // by parameter index, this iteration (0: not fired)
-  double compute_end_us_ = 0;    // finalize_backward began in the last iteration
-  IterationStats last_stats_;
-  RuntimeStats runtime_stats_;
+  ReducerStatistics statistics_;
   std::function<void()> iteration_observer_;
 };
 

@@ -1,5 +1,7 @@
 // DESIGN.md steps 9-13 under Join (distributed/join.h): the divisor of the default path, and a joined
 // rank's shadow of one backward (zero buckets through the comm hook, the used map, the rebuild).
+#include <utility>
+
 #include "distributed/ddp/ddp_check.h"
 #include "distributed/ddp/reducer.h"
 #include "tensor/factories.h"
@@ -42,7 +44,7 @@ void Reducer::match_all_reduce_for_bwd_pass() {
             "Join with static_graph=true needs every rank to train at least one iteration before it "
             "joins; this rank joined before its first");
   NoGradGuard no_grad;
-  std::vector<FuturePtr> futures;
+  std::vector<std::pair<size_t, FuturePtr>> futures;  // by bucket index
   for (size_t b = 0; b < buckets_.size(); ++b) {
     const Bucket& bucket = buckets_[b];
     if (should_skip_all_reduce_bucket(bucket)) continue;  // the ranks still training skip it too
@@ -52,9 +54,8 @@ void Reducer::match_all_reduce_for_bwd_pass() {
     } else {
       zeros_buffer = zeros_like(bucket.gradients);
     }
-    GradBucket grad_bucket(b, buckets_.size(), zeros_buffer, bucket.offsets, bucket.lengths, bucket.sizes,
-                           bucket.variables);
-    futures.push_back(run_comm_hook(grad_bucket));
+    GradBucket zeros_bucket = grad_bucket(bucket, b, zeros_buffer);
+    futures.emplace_back(b, run_comm_hook(zeros_bucket));
   }
   WorkPtr used_map_work;
   if (dynamic_graph_find_unused()) {
@@ -68,13 +69,12 @@ void Reducer::match_all_reduce_for_bwd_pass() {
     std::vector<Tensor> map{local_used_map_dev_};
     used_map_work = process_group_->allreduce(map);
   }
-  for (size_t b = 0; b < futures.size(); ++b) {
+  for (const auto& [b, future] : futures) {
     try {
-      futures[b]->wait();
+      future->wait();
     } catch (const std::exception& e) {
-      EMBER_THROW("DistributedDataParallel (rank ", process_group_->rank(), ", joined): shadowing the ",
-                  "reduction of bucket ", b, " of ", buckets_.size(),
-                  " for the ranks still training failed: ", e.what());
+      DDP_THROW("this rank has joined; shadowing the reduction of bucket ", b, " of ", buckets_.size(),
+                " for the ranks still training failed: ", e.what());
     }
   }
   if (used_map_work) used_map_work->wait();

@@ -35,17 +35,12 @@ std::string who(int rank, const std::vector<std::string>& hosts) {
   return detail::str_cat("rank ", rank, host.empty() ? "" : " (host " + host + ")");
 }
 
-}  // namespace
-
-StragglerReport find_stragglers(int64_t iteration, std::vector<RankHealth> ranks,
-                                std::vector<std::string> hosts, StragglerThresholds thresholds) {
-  StragglerReport report;
-  report.iteration = iteration;
+// The probed links of the ring, both directions; probes between ranks of one host measure no
+// network and are left out.
+std::vector<Link> ring_links(const std::vector<RankHealth>& ranks, const std::vector<std::string>& hosts) {
   const int world = static_cast<int>(ranks.size());
-  hosts.resize(ranks.size());
   std::vector<Link> links;
   const auto add = [&](int from, int to, double mb_s) {
-    // Probes between ranks of one host measure no network.
     if (to != from && (hosts[from].empty() || hosts[from] != hosts[to])) links.push_back({from, to, mb_s});
   };
   for (int r = 0; r < world; ++r) {
@@ -53,19 +48,17 @@ StragglerReport find_stragglers(int64_t iteration, std::vector<RankHealth> ranks
     add(r, next, ranks[r].link_next_mb_s);
     if (prev != next) add(r, prev, ranks[r].link_prev_mb_s);  // at world 2 they are one peer
   }
-  std::vector<double> all_links;
-  for (const Link& l : links) all_links.push_back(l.mb_s);
-  report.median_link_mb_s = median(all_links);
-  std::vector<double> all_compute;
-  for (const RankHealth& h : ranks) all_compute.push_back(h.compute_ms);
-  report.median_compute_ms = median(all_compute);
+  return links;
+}
 
-  // A link belongs to both ends' hosts: the verdict is per host (a rank whose ring neighbours share
-  // its host has only one link off it, which says nothing about which end is slow), and names every
-  // rank on it. Ranks without a reported host count as hosts of their own.
+// A link belongs to both ends' hosts: the verdict is per host (a rank whose ring neighbours share
+// its host has only one link off it, which says nothing about which end is slow), and names every
+// rank on it. Ranks without a reported host count as hosts of their own.
+void judge_links(const std::vector<Link>& links, const std::vector<std::string>& hosts,
+                 const StragglerThresholds& thresholds, StragglerReport& report, std::vector<std::string>& findings) {
+  const int world = static_cast<int>(hosts.size());
   std::vector<std::string> key(static_cast<size_t>(world));
   for (int r = 0; r < world; ++r) key[r] = hosts[r].empty() ? "#" + std::to_string(r) : hosts[r];
-  std::vector<std::string> findings;
   std::vector<std::string> judged;
   for (int x = 0; x < world; ++x) {
     if (std::find(judged.begin(), judged.end(), key[x]) != judged.end()) continue;
@@ -94,6 +87,12 @@ StragglerReport find_stragglers(int64_t iteration, std::vector<RankHealth> ranks
                                        fixed(reference, 1), " MB/s) -- a slow or congested network link"));
   }
   std::sort(report.slow_link_ranks.begin(), report.slow_link_ranks.end());
+}
+
+// A rank computing compute_ratio times the others' median or longer.
+void judge_compute(const std::vector<RankHealth>& ranks, const std::vector<std::string>& hosts,
+                   const StragglerThresholds& thresholds, StragglerReport& report, std::vector<std::string>& findings) {
+  const int world = static_cast<int>(ranks.size());
   for (int x = 0; x < world; ++x) {
     std::vector<double> others;
     for (int r = 0; r < world; ++r) {
@@ -107,6 +106,25 @@ StragglerReport find_stragglers(int64_t iteration, std::vector<RankHealth> ranks
                                        "x the others' median (", fixed(reference, 1),
                                        " ms) -- an overloaded or slower machine"));
   }
+}
+
+}  // namespace
+
+StragglerReport find_stragglers(int64_t iteration, std::vector<RankHealth> ranks,
+                                std::vector<std::string> hosts, StragglerThresholds thresholds) {
+  StragglerReport report;
+  report.iteration = iteration;
+  hosts.resize(ranks.size());
+  const std::vector<Link> links = ring_links(ranks, hosts);
+  std::vector<double> all_links;
+  for (const Link& l : links) all_links.push_back(l.mb_s);
+  report.median_link_mb_s = median(all_links);
+  std::vector<double> all_compute;
+  for (const RankHealth& h : ranks) all_compute.push_back(h.compute_ms);
+  report.median_compute_ms = median(all_compute);
+  std::vector<std::string> findings;
+  judge_links(links, hosts, thresholds, report, findings);
+  judge_compute(ranks, hosts, thresholds, report, findings);
   for (const std::string& f : findings) report.summary += (report.summary.empty() ? "" : "; ") + f;
   report.ranks = std::move(ranks);
   report.hosts = std::move(hosts);

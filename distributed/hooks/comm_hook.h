@@ -17,11 +17,13 @@ namespace ember::distributed {
 // DDP averages gradients: each rank's bucket must end up holding sum_over_ranks(grad) / world.
 // Exactly one party divides, once:
 // - no hook registered (AllReduceBySumCommHook, expects_prescaled_gradients() == true): the
-//   Reducer divides each gradient while copying it into its bucket view (mark_variable_ready_*),
-//   then the hook only sums -- PyTorch's Reducer does the same when comm_hook_ is null;
+//   Reducer scales each gradient by 1/divisor while copying it into its bucket view, in one
+//   mul_out (mark_variable_ready_*), then the hook only sums -- PyTorch's Reducer does the same
+//   when comm_hook_ is null; a gradient that already is its view is scaled in place;
 // - any other hook (the built-ins in default_hooks.h, PowerSGD, a user's): the bucket arrives
-//   un-divided and the hook divides (allreduce_hook divides before summing, which is why it is
-//   bit-identical to the default path; fp16 divides after compressing; PowerSGD divides P Q^T).
+//   un-divided and the hook divides (allreduce_hook scales by the same 1/world before summing,
+//   which is why it is bit-identical to the default path; fp16 divides after compressing;
+//   PowerSGD divides P Q^T).
 // The divisor is the process group's size, fixed at construction -- except on the default path
 // under Join with divide_by_initial_world_size=false, where it is the number of ranks that have not
 // joined in this iteration (Reducer::divide_factor, reducer_join.cc); hooks keep dividing by the

@@ -9,11 +9,11 @@ namespace ember::distributed {
 FuturePtr allreduce_hook(ProcessGroup& group, GradBucket& bucket) {
   NoGradGuard no_grad;
   Tensor buffer = bucket.buffer();
-  // Sparse: the same scaling as the default path (sparse_mul_scalar by 1/world), then the gather.
-  if (buffer.is_sparse()) {
-    return allreduce_sparse(group, sparse_mul_scalar(buffer, 1.0 / static_cast<double>(group.size())));
-  }
-  div_(buffer, static_cast<double>(group.size()));
+  // The default path's scaling (by 1/world, as its mul_out: Note [Who divides gradients by the
+  // world size]), so this hook and no hook give bit-identical gradients; sparse: then the gather.
+  const double scale = 1.0 / static_cast<double>(group.size());
+  if (buffer.is_sparse()) return allreduce_sparse(group, sparse_mul_scalar(buffer, scale));
+  mul_(buffer, scale);
   std::vector<Tensor> tensors{buffer};
   return group.allreduce(tensors)->get_future();
 }

@@ -109,6 +109,25 @@ TEST(GradientEdgeCases, ThresholdBackwardRefusesOperandsThatRequireGrad) {
   EXPECT_EQ(y.data_ptr<float>()[1], 0.0f);
 }
 
+// mul_out, an out= form (DDP's scaled copy into a bucket), is not differentiable either: it refuses
+// an operand that requires grad while grad mode is on, as PyTorch's out= forms do.
+TEST(GradientEdgeCases, MulOutRefusesOperandsThatRequireGrad) {
+  Tensor x = from_vector<float>({1.0f, 2.0f});
+  x.set_requires_grad(true);
+  Tensor out = zeros({2});
+  try {
+    mul_out(out, x, 2.0);
+    ADD_FAILURE() << "mul_out accepted an operand that requires grad";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("mul_out: not differentiable"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("self float32[2] on cpu has requires_grad=true"), std::string::npos)
+        << e.what();
+  }
+  NoGradGuard no_grad;
+  mul_out(out, x, 2.0);
+  EXPECT_EQ(out.data_ptr<float>()[1], 4.0f);
+}
+
 // Every slot the tensor library exposes to autograd is filled (no op silently loses its graph).
 TEST(GradcheckCoverage, EveryAutogradSlotIsRegistered) {
   const std::vector<bool> filled = autograd_slots_filled(autograd_kernels());

@@ -322,6 +322,32 @@ TEST(ElementwiseTest, InPlaceErrors) {
   EXPECT_EMBER_ERROR(i.sub_(i, 0.5), "sub", "alpha");
 }
 
+// mul_out, PyTorch's mul(out=) (its refusal of operands that require grad is in
+// tests/autograd/gradcheck_test.cc): one pass from a strided source into a destination view (DDP scales
+// a gradient into its bucket with it), the same values as mul; a result of another dtype is cast.
+TEST(ElementwiseTest, MulOut) {
+  Tensor src = iota({2, 3}).t();  // [3, 2], strided
+  Tensor base = zeros({8});
+  Tensor out = base.narrow(0, 1, 6).view({3, 2});
+  EXPECT_TRUE(mul_out(out, src, 0.5).is_same(out));
+  EXPECT_TRUE(equal(out, mul(src, 0.5)));
+  EXPECT_TENSOR(base, (Shape{8}), ({0, 0, 1.5, 0.5, 2, 1, 2.5, 0}));
+  Tensor d = zeros({3, 2}, kFloat64);
+  mul_out(d, src, 1.0 / 3.0);  // float32 product, cast to float64
+  EXPECT_TRUE(equal(d, mul(src, 1.0 / 3.0).to(kFloat64)));
+  Tensor i = i64({1, 2, 3});
+  mul_out(i, i, 2);  // in place through the same tensor
+  EXPECT_TENSOR(i, (Shape{3}), ({2, 4, 6}));
+}
+
+TEST(ElementwiseTest, MulOutErrors) {
+  Tensor out = zeros({3});
+  EXPECT_EMBER_ERROR(mul_out(out, zeros({2, 3}), 2.0), "mul_out", "[3]", "[2, 3]");
+  EXPECT_EMBER_ERROR(mul_out(zeros({2}, kInt64), zeros({2}), 2.0), "mul_out", "float32", "int64");
+  Tensor r = iota({4});
+  EXPECT_EMBER_ERROR(mul_out(r.narrow(0, 1, 3), r.narrow(0, 0, 3), 2.0), "mul_out", "overlap");
+}
+
 TEST(ElementwiseTest, CopyFillZero) {
   Tensor dst = zeros({2, 3}, kInt32);
   dst.copy_(f32({1.9f, -2.9f, 3}));  // broadcast rows, convert (truncate)

@@ -43,8 +43,8 @@ TEST_F(DdpBucketLayout, ALoadedLayoutIsUsedFromTheFirstIterationAndTrainsLikeOne
 TEST_F(DdpBucketLayout, LayoutsFromAnotherModelOrTooLateAreRefused) {
   Generator g(3);
   auto ddp = std::make_shared<DistributedDataParallel>(nn::make_mlp({6, 8, 4}, &g), scenario().options);
-  const std::string who = "DistributedDataParallel (rank " + std::to_string(rank_) + "): load_bucket_layout";
-  EXPECT_EMBER_ERROR(ddp->load_bucket_layout({{0, 1}, {2}}), who, "covers 3 of the model's 4 parameters");
+  const std::string who = "DistributedDataParallel (rank " + std::to_string(rank_) + "): bucket layout";
+  EXPECT_EMBER_ERROR(ddp->load_bucket_layout({{0, 1}, {2}}), who, "the buckets cover 3 of the model's 4 parameters");
   EXPECT_EMBER_ERROR(ddp->load_bucket_layout({{0, 1}, {1, 2, 3}}), who, "parameter index 1 appears twice");
   EXPECT_EMBER_ERROR(ddp->load_bucket_layout({{0, 1, 2, 3, 4}}), who, "parameter index 4 is out of range");
   EXPECT_EMBER_ERROR(ddp->load_bucket_layout({{0, 1, 2, 3}, {}}), who, "an empty bucket");
