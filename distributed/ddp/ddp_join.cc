@@ -6,6 +6,7 @@
 // map (reducer_join.cc).
 #include "distributed/ddp/ddp_check.h"
 #include "distributed/ddp/distributed_data_parallel.h"
+#include "distributed/sync_batch_norm.h"
 #include "distributed/trace.h"
 #include "tensor/factories.h"
 
@@ -42,6 +43,19 @@ class DDPJoinHook final : public JoinHook {
 };
 
 std::unique_ptr<JoinHook> DistributedDataParallel::join_hook(const JoinOptions& options) {
+  // PyTorch's DDP.join docstring: with collectives such as SyncBatchNorm's in forward,
+  // throw_on_early_termination must be enabled (PyTorch hangs otherwise; ember refuses). Layers on
+  // a group of their own can be shadowed by a SyncBatchNormJoinable instead.
+  if (options.enable && !options.throw_on_early_termination) {
+    for (auto& [name, m] : module_->named_modules()) {
+      auto* bn = dynamic_cast<nn::SyncBatchNorm*>(m.get());
+      DDP_CHECK(bn == nullptr || bn->process_group() != process_group_, "Join: SyncBatchNorm layer '", name,
+                "' communicates over this DDP's process group, whose collectives a joined rank cannot "
+                "shadow (it would pair them with DDP's). Convert the model with a group of its own "
+                "(convert_sync_batchnorm(model, new_group(ranks))) and pass a SyncBatchNormJoinable to "
+                "the Join, or set throw_on_early_termination=true in JoinOptions");
+    }
+  }
   return std::make_unique<DDPJoinHook>(*this, options);
 }
 
