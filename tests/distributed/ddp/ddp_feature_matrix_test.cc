@@ -26,8 +26,13 @@
 //     the sum, the single process rounds the sum once; the runs differ by up to 2e-4). PowerSGD
 //     (rank 1, error feedback and warm start from start_powerSGD_iter = 2): rtol 1e-5, atol 1e-5
 //     (the runs differ by ~1e-7, while either differs from the exact reference by 1e-2 to 2e-1).
+//     The reference's no_sync runs the earlier micro-batches' forwards under no_sync and one
+//     backward after the last, so DDP's no_sync backward path is not shared with the run under
+//     test. The other options go through the same DDP code in both: the rows without a hook are
+//     what prove them, the rows with one that the hooks compose with them.
 // The unused branch must keep no gradient (PyTorch leaves a globally unused parameter's .grad
-// untouched), and every rank must hold bit-identical parameters.
+// untouched), and every rank must hold bit-identical parameters. The static_graph x no_sync rows
+// start with a no_sync backward, PyTorch's regression pytorch/pytorch#143580 (fixed by #187732).
 //
 // Refused combinations (what PyTorch refuses, ember refuses with an ember::Error saying what to do):
 //   - a branch unused on every rank with neither find_unused_parameters nor static_graph: the
@@ -45,7 +50,6 @@
 // PyTorch's SyncBatchNorm refuses CPU inputs; ember's runs on the CPU, so the matrix runs there.
 #include <algorithm>
 #include <numeric>
-#include <sstream>
 
 #include "distributed/hooks/default_hooks.h"
 #include "distributed/hooks/powersgd_hook.h"
@@ -168,6 +172,7 @@ Result matrix_reference(const Combo& c, int world, ProcessGroupPtr alone) {
   for (int r = 0; r < world; ++r) steps = std::max(steps, c.batches_of(r));
   for (int t = 0; t < steps; ++t) {
     opt.zero_grad();
+    Tensor step_loss;  // with a DDP: every micro-batch's loss, for one backward
     for (int mb = 0; mb < c.micro_batches(); ++mb) {
       std::vector<Tensor> xs, ys;
       for (int r = 0; r < world; ++r) {
@@ -176,23 +181,32 @@ Result matrix_reference(const Combo& c, int world, ProcessGroupPtr alone) {
         xs.push_back(s.first);
         ys.push_back(s.second);
       }
-      auto step = [&] {
-        Tensor out = ddp ? ddp->forward(cat(xs)) : model->forward(cat(xs));
+      auto loss_of = [&](const Tensor& out) {
         Tensor loss;
         for (size_t i = 0; i < xs.size(); ++i) {
           Tensor l = div(nn::functional::cross_entropy(out.narrow(0, i * kPerRank, kPerRank), ys[i]),
                          static_cast<double>(world));
           loss = loss.defined() ? add(loss, l) : l;
         }
-        loss.backward();
+        return loss;
       };
-      if (ddp && mb + 1 < c.micro_batches()) {
-        auto guard = ddp->no_sync();
-        step();
-      } else {
-        step();
+      if (!ddp) {
+        loss_of(model->forward(cat(xs))).backward();
+        continue;
       }
+      // The reference's no_sync: the forwards before the last run under no_sync (no DDP
+      // bookkeeping), and one backward after the last covers them all. The hook sees the same
+      // accumulated gradient, without going through DDP's no_sync backward path under test.
+      Tensor loss;
+      if (mb + 1 < c.micro_batches()) {
+        auto guard = ddp->no_sync();
+        loss = loss_of(ddp->forward(cat(xs)));
+      } else {
+        loss = loss_of(ddp->forward(cat(xs)));
+      }
+      step_loss = step_loss.defined() ? add(step_loss, loss) : loss;
     }
+    if (step_loss.defined()) step_loss.backward();
     opt.step();
   }
   return {model->parameters(), model->buffers()};
