@@ -110,7 +110,7 @@ using ember::bench::median;
 double max_over_ranks(distributed::ProcessGroup& pg, double x) {
   std::vector<Tensor> t{from_vector<double>({x}).to(pg.collective_device())};
   distributed::AllreduceOptions o;
-  o.reduce_op = distributed::ReduceOp::MAX;
+  o.reduce_op = distributed::ReduceOp::kMax;
   pg.allreduce(t, o)->wait();
   return t[0].item<double>();
 }
@@ -225,7 +225,7 @@ int main(int argc, char** argv) {
     EMBER_CHECK(f.backend == "mpi" || (f.backend == "nccl" && f.device == "cuda"),
                 "--backend=", f.backend, " with --device=", f.device, " (nccl needs cuda)");
     EMBER_CHECK(f.device == "cpu" || cuda_device_count() > 0, "--device=cuda but no CUDA device (",
-                has_device_backend(DeviceType::CUDA) ? "none visible" : "build with --config=cuda", ")");
+                has_device_backend(DeviceType::kCUDA) ? "none visible" : "build with --config=cuda", ")");
     const Device device = f.device == "cpu" ? kCPU : cuda_device_of_local_rank(distributed::local_rank());
     set_num_threads(static_cast<int>(f.threads));
     auto pg = distributed::init_process_group(f.backend);

@@ -12,12 +12,12 @@ namespace AVX512 { extern const EigenBaselines kEigenBaselines; }
 const EigenBaselines& eigen_baselines() {
   switch (cpu_capability_level()) {
 #ifndef EMBER_NO_AVX512_KERNELS
-    case CpuCapability::Avx512: return AVX512::kEigenBaselines;
+    case CpuCapability::kAvx512: return AVX512::kEigenBaselines;
 #else
-    case CpuCapability::Avx512:  // not linked; cpu_capability_level() never returns it
+    case CpuCapability::kAvx512:  // not linked; cpu_capability_level() never returns it
 #endif
-    case CpuCapability::Avx2: return AVX2::kEigenBaselines;
-    case CpuCapability::Default: break;
+    case CpuCapability::kAvx2: return AVX2::kEigenBaselines;
+    case CpuCapability::kDefault: break;
   }
   return DEFAULT::kEigenBaselines;
 }

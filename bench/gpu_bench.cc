@@ -22,9 +22,9 @@
 namespace ember {
 namespace {
 
-const Device kCuda0(DeviceType::CUDA, 0);
+const Device kCuda0(DeviceType::kCUDA, 0);
 
-void sync() { device_backend(DeviceType::CUDA, "gpu_bench").synchronize(kCuda0); }
+void sync() { device_backend(DeviceType::kCUDA, "gpu_bench").synchronize(kCuda0); }
 
 template <typename F>
 double seconds(F f) {

@@ -9,11 +9,11 @@ namespace ember::distributed {
 
 const char* reduce_op_name(ReduceOp op) {
   switch (op) {
-    case ReduceOp::SUM: return "SUM";
-    case ReduceOp::AVG: return "AVG";
-    case ReduceOp::PRODUCT: return "PRODUCT";
-    case ReduceOp::MIN: return "MIN";
-    case ReduceOp::MAX: return "MAX";
+    case ReduceOp::kSum: return "SUM";
+    case ReduceOp::kAvg: return "AVG";
+    case ReduceOp::kProduct: return "PRODUCT";
+    case ReduceOp::kMin: return "MIN";
+    case ReduceOp::kMax: return "MAX";
   }
   return "?";
 }

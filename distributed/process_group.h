@@ -19,7 +19,7 @@
 namespace ember::distributed {
 
 // Order matters: it is part of the DETAIL fingerprint.
-enum class ReduceOp : int32_t { SUM = 0, AVG, PRODUCT, MIN, MAX };
+enum class ReduceOp : int32_t { kSum = 0, kAvg, kProduct, kMin, kMax };
 const char* reduce_op_name(ReduceOp op);
 
 // Timeout "unset": the collective uses its group's timeout (Options::timeout).
@@ -34,15 +34,15 @@ struct BroadcastOptions {
   int64_t root_tensor = 0;
   std::chrono::milliseconds timeout = kUnsetTimeout;
 };
-// allreduce's options (c10d::AllreduceOptions): the reduction, SUM by default, and the timeout.
+// allreduce's options (c10d::AllreduceOptions): the reduction, ReduceOp::kSum by default, and the timeout.
 struct AllreduceOptions {
-  ReduceOp reduce_op = ReduceOp::SUM;
+  ReduceOp reduce_op = ReduceOp::kSum;
   std::chrono::milliseconds timeout = kUnsetTimeout;
 };
 struct AllreduceCoalescedOptions : AllreduceOptions {};
 // reduce's options (c10d::ReduceOptions): the reduction, the rank getting the result, the timeout.
 struct ReduceOptions {
-  ReduceOp reduce_op = ReduceOp::SUM;
+  ReduceOp reduce_op = ReduceOp::kSum;
   int64_t root_rank = 0;
   int64_t root_tensor = 0;
   std::chrono::milliseconds timeout = kUnsetTimeout;
@@ -63,7 +63,7 @@ struct ScatterOptions {
 };
 // reduce_scatter's options (c10d::ReduceScatterOptions): the reduction and the timeout.
 struct ReduceScatterOptions {
-  ReduceOp reduce_op = ReduceOp::SUM;
+  ReduceOp reduce_op = ReduceOp::kSum;
   std::chrono::milliseconds timeout = kUnsetTimeout;
 };
 // The options of alltoall and alltoall_base (c10d::AllToAllOptions): the timeout.

@@ -28,7 +28,7 @@ double now_ms() {
 }
 
 // Launches gradient allreduces and times them. Every allreduce is asynchronous and averages in
-// place (ReduceOp::AVG: the MPI backend sums, then divides by the world size on its worker).
+// place (ReduceOp::kAvg: the MPI backend sums, then divides by the world size on its worker).
 class Comm {
  public:
   explicit Comm(distributed::ProcessGroupPtr pg) : pg_(std::move(pg)) {}
@@ -36,7 +36,7 @@ class Comm {
     std::vector<Tensor> tensors{std::move(t)};
     const double begin = now_ms();
     auto end = std::make_shared<double>(0);
-    auto work = pg_->allreduce(tensors, {distributed::ReduceOp::AVG});
+    auto work = pg_->allreduce(tensors, {distributed::ReduceOp::kAvg});
     // then() runs on the worker as the allreduce completes: the completion time, not when we look.
     spans_.push_back({begin, end, work->get_future()->then([end](distributed::Future& f) {
                         *end = now_ms();

@@ -166,7 +166,7 @@ int main(int argc, char** argv) {
     };
     int64_t grad_bytes = 0;
     for (const Tensor& p : ddp->parameters()) grad_bytes += p.numel() * static_cast<int64_t>(element_size(p.dtype()));
-    nn::CrossEntropyLoss criterion(Reduction::Mean, cfg.label_smoothing);
+    nn::CrossEntropyLoss criterion(Reduction::kMean, cfg.label_smoothing);
     if (rank == 0) {
       auto d = ddp->get_ddp_logging_data();
       std::fprintf(stderr, "DDP: %d ranks on %s over %s, ResNet-%lld, batch %lld per rank, lr %.3g, %lld buckets, "

@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
     examples::TrainPosition pos = examples::resume_from(resume, state, shape, 0, true);
     examples::CheckpointWriter writer({cfg.checkpoint, 0, nullptr});
     const auto after_step = examples::after_step_actions(cfg, writer, state, shape, 0);
-    nn::CrossEntropyLoss criterion(Reduction::Mean, cfg.label_smoothing);
+    nn::CrossEntropyLoss criterion(Reduction::kMean, cfg.label_smoothing);
     // One process: the metrics' overlap and bytes_sent stay 0 (metrics_writer.h).
     std::unique_ptr<examples::MetricsWriter> metrics;
     if (!cfg.metrics.empty()) metrics = std::make_unique<examples::MetricsWriter>(cfg.metrics, resume.has_value());

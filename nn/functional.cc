@@ -17,9 +17,9 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduct
   Tensor keep = ne(target, ignore_index).to(lp.dtype());            // [N]
   Tensor smooth = mul(neg(sum(lp, {1})), keep);                     // [N]
   Tensor smooth_red;
-  if (reduction == Reduction::None) {
+  if (reduction == Reduction::kNone) {
     smooth_red = smooth;
-  } else if (reduction == Reduction::Sum) {
+  } else if (reduction == Reduction::kSum) {
     smooth_red = sum(smooth);
   } else {
     smooth_red = div(sum(smooth), sum(keep));
@@ -32,8 +32,8 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
               " and target ", target.describe(), " must have the same shape");
   Tensor d = sub(input, target);
   Tensor sq = mul(d, d);
-  if (reduction == Reduction::None) return sq;
-  return reduction == Reduction::Sum ? sum(sq) : mean(sq);
+  if (reduction == Reduction::kNone) return sq;
+  return reduction == Reduction::kSum ? sum(sq) : mean(sq);
 }
 
 Tensor dropout(const Tensor& input, double p, bool training, Generator* gen) {

@@ -9,9 +9,9 @@
 namespace ember::nn::functional {
 
 // input [N, C] logits, target int64 [N].
-Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean,
+Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::kMean,
                      double label_smoothing = 0.0, int64_t ignore_index = -100);
-Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::kMean);
 // Zeroes each element with probability p and scales the rest by 1/(1-p) (identity in eval).
 Tensor dropout(const Tensor& input, double p, bool training, Generator* gen = nullptr);
 // Normalises over the trailing `normalized_ndim` dims; weight/bias may be undefined.

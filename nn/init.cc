@@ -17,11 +17,11 @@ std::pair<int64_t, int64_t> calculate_fan_in_and_fan_out(const Tensor& t) {
 
 double calculate_gain(Nonlinearity nl, double param) {
   switch (nl) {
-    case Nonlinearity::Linear: return 1.0;
-    case Nonlinearity::Sigmoid: return 1.0;
-    case Nonlinearity::Tanh: return 5.0 / 3.0;
-    case Nonlinearity::Relu: return std::sqrt(2.0);
-    case Nonlinearity::LeakyRelu: return std::sqrt(2.0 / (1 + param * param));
+    case Nonlinearity::kLinear: return 1.0;
+    case Nonlinearity::kSigmoid: return 1.0;
+    case Nonlinearity::kTanh: return 5.0 / 3.0;
+    case Nonlinearity::kRelu: return std::sqrt(2.0);
+    case Nonlinearity::kLeakyRelu: return std::sqrt(2.0 / (1 + param * param));
   }
   return 1.0;
 }
@@ -46,7 +46,7 @@ const Tensor& ones_(const Tensor& t) { return constant_(t, 1.0); }
 namespace {
 double kaiming_std(const Tensor& t, double a, FanMode mode, Nonlinearity nl) {
   auto [fan_in, fan_out] = calculate_fan_in_and_fan_out(t);
-  const int64_t fan = mode == FanMode::FanIn ? fan_in : fan_out;
+  const int64_t fan = mode == FanMode::kFanIn ? fan_in : fan_out;
   EMBER_CHECK(fan > 0, "init: cannot initialise a tensor with zero fan, got ", t.describe());
   return calculate_gain(nl, a) / std::sqrt(static_cast<double>(fan));
 }

@@ -10,8 +10,8 @@
 
 namespace ember::nn::init {
 
-enum class FanMode { FanIn, FanOut };
-enum class Nonlinearity { Linear, Relu, LeakyRelu, Tanh, Sigmoid };
+enum class FanMode { kFanIn, kFanOut };
+enum class Nonlinearity { kLinear, kRelu, kLeakyRelu, kTanh, kSigmoid };
 
 std::pair<int64_t, int64_t> calculate_fan_in_and_fan_out(const Tensor& t);
 double calculate_gain(Nonlinearity nl, double param = 0.01);
@@ -21,10 +21,10 @@ const Tensor& normal_(const Tensor& t, double mean = 0, double std = 1, Generato
 const Tensor& constant_(const Tensor& t, double value);
 const Tensor& zeros_(const Tensor& t);
 const Tensor& ones_(const Tensor& t);
-const Tensor& kaiming_uniform_(const Tensor& t, double a = 0, FanMode mode = FanMode::FanIn,
-                               Nonlinearity nl = Nonlinearity::LeakyRelu, Generator* gen = nullptr);
-const Tensor& kaiming_normal_(const Tensor& t, double a = 0, FanMode mode = FanMode::FanIn,
-                              Nonlinearity nl = Nonlinearity::LeakyRelu, Generator* gen = nullptr);
+const Tensor& kaiming_uniform_(const Tensor& t, double a = 0, FanMode mode = FanMode::kFanIn,
+                               Nonlinearity nl = Nonlinearity::kLeakyRelu, Generator* gen = nullptr);
+const Tensor& kaiming_normal_(const Tensor& t, double a = 0, FanMode mode = FanMode::kFanIn,
+                              Nonlinearity nl = Nonlinearity::kLeakyRelu, Generator* gen = nullptr);
 const Tensor& xavier_uniform_(const Tensor& t, double gain = 1, Generator* gen = nullptr);
 const Tensor& xavier_normal_(const Tensor& t, double gain = 1, Generator* gen = nullptr);
 

@@ -10,7 +10,7 @@ namespace ember::nn {
 // log_softmax, with optional label smoothing; targets equal to ignore_index contribute nothing.
 class CrossEntropyLoss {
  public:
-  explicit CrossEntropyLoss(Reduction reduction = Reduction::Mean, double label_smoothing = 0.0,
+  explicit CrossEntropyLoss(Reduction reduction = Reduction::kMean, double label_smoothing = 0.0,
                             int64_t ignore_index = -100)
       : reduction_(reduction), label_smoothing_(label_smoothing), ignore_index_(ignore_index) {}
   Tensor operator()(const Tensor& input, const Tensor& target) const {
@@ -27,7 +27,7 @@ class CrossEntropyLoss {
 // ignore_index contribute nothing.
 class NLLLoss {
  public:
-  explicit NLLLoss(Reduction reduction = Reduction::Mean, int64_t ignore_index = -100)
+  explicit NLLLoss(Reduction reduction = Reduction::kMean, int64_t ignore_index = -100)
       : reduction_(reduction), ignore_index_(ignore_index) {}
   Tensor operator()(const Tensor& log_probs, const Tensor& target) const {
     return nll_loss(log_probs, target, reduction_, ignore_index_);
@@ -42,7 +42,7 @@ class NLLLoss {
 // `reduction`; throws unless input and target have the same shape.
 class MSELoss {
  public:
-  explicit MSELoss(Reduction reduction = Reduction::Mean) : reduction_(reduction) {}
+  explicit MSELoss(Reduction reduction = Reduction::kMean) : reduction_(reduction) {}
   Tensor operator()(const Tensor& input, const Tensor& target) const {
     return functional::mse_loss(input, target, reduction_);
   }

@@ -84,7 +84,7 @@ Tensor to_device(const Tensor& t, Device device, bool copy, bool non_blocking) {
 }
 
 Tensor empty_pinned(const Shape& sizes, ScalarType dtype) {
-  DeviceBackend& b = device_backend(DeviceType::CUDA, "empty_pinned");
+  DeviceBackend& b = device_backend(DeviceType::kCUDA, "empty_pinned");
   const size_t nbytes = static_cast<size_t>(shape_numel(sizes)) * element_size(dtype);
   void* p = nbytes == 0 ? nullptr : b.allocate_pinned(nbytes);
   return from_blob(p, sizes, dtype, [&b](void* q) { b.free_pinned(q); });
@@ -101,8 +101,8 @@ Tensor pin_memory(const Tensor& t) {
 
 bool is_pinned(const Tensor& t) {
   return t.defined() && t.is_cpu() && !t.is_sparse() && t.numel() > 0 &&
-         has_device_backend(DeviceType::CUDA) &&
-         device_backend(DeviceType::CUDA, "is_pinned").is_pinned(t.data_ptr());
+         has_device_backend(DeviceType::kCUDA) &&
+         device_backend(DeviceType::kCUDA, "is_pinned").is_pinned(t.data_ptr());
 }
 
 Tensor clone(const Tensor& t) {

@@ -8,7 +8,7 @@
 
 namespace ember {
 namespace {
-DeviceBackend& cuda(const char* op) { return device_backend(DeviceType::CUDA, op); }
+DeviceBackend& cuda(const char* op) { return device_backend(DeviceType::kCUDA, op); }
 }  // namespace
 
 CudaStream CudaStream::create(int device) {
@@ -78,7 +78,7 @@ float CudaEvent::elapsed_ms(const CudaEvent& end) const {
 }
 
 void cuda_synchronize(int device) {
-  cuda("cuda_synchronize").synchronize(Device(DeviceType::CUDA, device));
+  cuda("cuda_synchronize").synchronize(Device(DeviceType::kCUDA, device));
 }
 
 }  // namespace ember

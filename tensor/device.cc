@@ -8,12 +8,12 @@ namespace ember {
 
 Device::Device(const std::string& spec) {
   if (spec == "cpu") {
-    type = DeviceType::CPU;
+    type = DeviceType::kCPU;
     index = 0;
     return;
   }
   if (spec.rfind("cuda", 0) == 0) {
-    type = DeviceType::CUDA;
+    type = DeviceType::kCUDA;
     index = 0;
     if (spec.size() > 4) {
       EMBER_CHECK(spec[4] == ':' && spec.size() > 5, "Device: cannot parse '", spec,

@@ -12,32 +12,32 @@
 namespace ember {
 
 enum class ScalarType : int8_t {
-  Float32 = 0,
-  Float64,
-  Float16,
-  BFloat16,
-  Int32,
-  Int64,
-  UInt8,
-  Bool,
+  kFloat32 = 0,
+  kFloat64,
+  kFloat16,
+  kBFloat16,
+  kInt32,
+  kInt64,
+  kUInt8,
+  kBool,
 };
 constexpr int kNumScalarTypes = 8;
 
 // PyTorch-style short names.
-constexpr ScalarType kFloat32 = ScalarType::Float32;
-constexpr ScalarType kFloat = ScalarType::Float32;
-constexpr ScalarType kFloat64 = ScalarType::Float64;
-constexpr ScalarType kDouble = ScalarType::Float64;
-constexpr ScalarType kFloat16 = ScalarType::Float16;
-constexpr ScalarType kHalf = ScalarType::Float16;
-constexpr ScalarType kBFloat16 = ScalarType::BFloat16;
-constexpr ScalarType kInt32 = ScalarType::Int32;
-constexpr ScalarType kInt = ScalarType::Int32;
-constexpr ScalarType kInt64 = ScalarType::Int64;
-constexpr ScalarType kLong = ScalarType::Int64;
-constexpr ScalarType kUInt8 = ScalarType::UInt8;
-constexpr ScalarType kByte = ScalarType::UInt8;
-constexpr ScalarType kBool = ScalarType::Bool;
+constexpr ScalarType kFloat32 = ScalarType::kFloat32;
+constexpr ScalarType kFloat = ScalarType::kFloat32;
+constexpr ScalarType kFloat64 = ScalarType::kFloat64;
+constexpr ScalarType kDouble = ScalarType::kFloat64;
+constexpr ScalarType kFloat16 = ScalarType::kFloat16;
+constexpr ScalarType kHalf = ScalarType::kFloat16;
+constexpr ScalarType kBFloat16 = ScalarType::kBFloat16;
+constexpr ScalarType kInt32 = ScalarType::kInt32;
+constexpr ScalarType kInt = ScalarType::kInt32;
+constexpr ScalarType kInt64 = ScalarType::kInt64;
+constexpr ScalarType kLong = ScalarType::kInt64;
+constexpr ScalarType kUInt8 = ScalarType::kUInt8;
+constexpr ScalarType kByte = ScalarType::kUInt8;
+constexpr ScalarType kBool = ScalarType::kBool;
 
 size_t element_size(ScalarType t);
 const char* dtype_name(ScalarType t);  // "float32", "bfloat16", ...
@@ -55,14 +55,14 @@ struct CppTypeToScalarType;
   struct CppTypeToScalarType<cpp> { static constexpr ScalarType value = ScalarType::st; };
 // Every element type, as _(C++ type, ScalarType enumerator).
 #define EMBER_FORALL_CPP_TYPES(_) \
-  _(float, Float32)               \
-  _(double, Float64)              \
-  _(Half, Float16)                \
-  _(BFloat16, BFloat16)           \
-  _(int32_t, Int32)               \
-  _(int64_t, Int64)               \
-  _(uint8_t, UInt8)               \
-  _(bool, Bool)
+  _(float, kFloat32)              \
+  _(double, kFloat64)             \
+  _(Half, kFloat16)               \
+  _(BFloat16, kBFloat16)          \
+  _(int32_t, kInt32)              \
+  _(int64_t, kInt64)              \
+  _(uint8_t, kUInt8)              \
+  _(bool, kBool)
 EMBER_FORALL_CPP_TYPES(EMBER_MAP_CPP_TYPE)
 #undef EMBER_MAP_CPP_TYPE
 
@@ -87,18 +87,23 @@ template <typename T> using acc_t = typename AccType<T>::type;
     return __VA_ARGS__();                  \
   }
 
+#define EMBER_DISPATCH_FLOATING_CASES_(...)                  \
+  EMBER_DISPATCH_CASE_(kFloat32, float, __VA_ARGS__)         \
+  EMBER_DISPATCH_CASE_(kFloat64, double, __VA_ARGS__)        \
+  EMBER_DISPATCH_CASE_(kFloat16, ::ember::Half, __VA_ARGS__) \
+  EMBER_DISPATCH_CASE_(kBFloat16, ::ember::BFloat16, __VA_ARGS__)
+#define EMBER_DISPATCH_INTEGRAL_CASES_(...)          \
+  EMBER_DISPATCH_CASE_(kInt32, int32_t, __VA_ARGS__) \
+  EMBER_DISPATCH_CASE_(kInt64, int64_t, __VA_ARGS__) \
+  EMBER_DISPATCH_CASE_(kUInt8, uint8_t, __VA_ARGS__)
+
 // EMBER_DISPATCH_ALL_TYPES(dtype, "add", [&] { ... scalar_t ... }): runs the lambda with scalar_t bound.
 #define EMBER_DISPATCH_ALL_TYPES(TYPE, NAME, ...)                                       \
   [&] {                                                                                 \
     switch (TYPE) {                                                                     \
-      EMBER_DISPATCH_CASE_(Float32, float, __VA_ARGS__)                                 \
-      EMBER_DISPATCH_CASE_(Float64, double, __VA_ARGS__)                                \
-      EMBER_DISPATCH_CASE_(Float16, ::ember::Half, __VA_ARGS__)                         \
-      EMBER_DISPATCH_CASE_(BFloat16, ::ember::BFloat16, __VA_ARGS__)                    \
-      EMBER_DISPATCH_CASE_(Int32, int32_t, __VA_ARGS__)                                 \
-      EMBER_DISPATCH_CASE_(Int64, int64_t, __VA_ARGS__)                                 \
-      EMBER_DISPATCH_CASE_(UInt8, uint8_t, __VA_ARGS__)                                 \
-      EMBER_DISPATCH_CASE_(Bool, bool, __VA_ARGS__)                                     \
+      EMBER_DISPATCH_FLOATING_CASES_(__VA_ARGS__)                                       \
+      EMBER_DISPATCH_INTEGRAL_CASES_(__VA_ARGS__)                                       \
+      EMBER_DISPATCH_CASE_(kBool, bool, __VA_ARGS__)                                    \
     }                                                                                   \
     EMBER_THROW(NAME, ": unknown dtype ", static_cast<int>(TYPE));                      \
   }()
@@ -107,10 +112,7 @@ template <typename T> using acc_t = typename AccType<T>::type;
 #define EMBER_DISPATCH_FLOATING_TYPES(TYPE, NAME, ...)                                  \
   [&] {                                                                                 \
     switch (TYPE) {                                                                     \
-      EMBER_DISPATCH_CASE_(Float32, float, __VA_ARGS__)                                 \
-      EMBER_DISPATCH_CASE_(Float64, double, __VA_ARGS__)                                \
-      EMBER_DISPATCH_CASE_(Float16, ::ember::Half, __VA_ARGS__)                         \
-      EMBER_DISPATCH_CASE_(BFloat16, ::ember::BFloat16, __VA_ARGS__)                    \
+      EMBER_DISPATCH_FLOATING_CASES_(__VA_ARGS__)                                       \
       default:                                                                          \
         break;                                                                          \
     }                                                                                   \
@@ -121,13 +123,8 @@ template <typename T> using acc_t = typename AccType<T>::type;
 #define EMBER_DISPATCH_NUMERIC_TYPES(TYPE, NAME, ...)                                   \
   [&] {                                                                                 \
     switch (TYPE) {                                                                     \
-      EMBER_DISPATCH_CASE_(Float32, float, __VA_ARGS__)                                 \
-      EMBER_DISPATCH_CASE_(Float64, double, __VA_ARGS__)                                \
-      EMBER_DISPATCH_CASE_(Float16, ::ember::Half, __VA_ARGS__)                         \
-      EMBER_DISPATCH_CASE_(BFloat16, ::ember::BFloat16, __VA_ARGS__)                    \
-      EMBER_DISPATCH_CASE_(Int32, int32_t, __VA_ARGS__)                                 \
-      EMBER_DISPATCH_CASE_(Int64, int64_t, __VA_ARGS__)                                 \
-      EMBER_DISPATCH_CASE_(UInt8, uint8_t, __VA_ARGS__)                                 \
+      EMBER_DISPATCH_FLOATING_CASES_(__VA_ARGS__)                                       \
+      EMBER_DISPATCH_INTEGRAL_CASES_(__VA_ARGS__)                                       \
       default:                                                                          \
         break;                                                                          \
     }                                                                                   \
@@ -138,8 +135,8 @@ template <typename T> using acc_t = typename AccType<T>::type;
 #define EMBER_DISPATCH_FLOAT_AND_DOUBLE(TYPE, NAME, ...)                                \
   [&] {                                                                                 \
     switch (TYPE) {                                                                     \
-      EMBER_DISPATCH_CASE_(Float32, float, __VA_ARGS__)                                 \
-      EMBER_DISPATCH_CASE_(Float64, double, __VA_ARGS__)                                \
+      EMBER_DISPATCH_CASE_(kFloat32, float, __VA_ARGS__)                                \
+      EMBER_DISPATCH_CASE_(kFloat64, double, __VA_ARGS__)                               \
       default:                                                                          \
         break;                                                                          \
     }                                                                                   \

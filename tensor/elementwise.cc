@@ -34,13 +34,13 @@ ScalarType result_type(const Tensor& a, const Scalar& s) {
 }
 
 bool is_comparison(BinaryOp op) {
-  return op == BinaryOp::Eq || op == BinaryOp::Ne || op == BinaryOp::Lt || op == BinaryOp::Le ||
-         op == BinaryOp::Gt || op == BinaryOp::Ge;
+  return op == BinaryOp::kEq || op == BinaryOp::kNe || op == BinaryOp::kLt || op == BinaryOp::kLe ||
+         op == BinaryOp::kGt || op == BinaryOp::kGe;
 }
 
 ScalarType compute_dtype(BinaryOp op, ScalarType promoted) {
   // True division of integers gives float32, as in PyTorch.
-  if (op == BinaryOp::Div && !is_floating_point(promoted)) return kFloat32;
+  if (op == BinaryOp::kDiv && !is_floating_point(promoted)) return kFloat32;
   return promoted;
 }
 
@@ -144,103 +144,103 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
 
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   if (auto f = autograd_kernel(&AutogradKernels::add, {&a, &b})) return f(a, b, alpha);
-  return binary(BinaryOp::Add, a, b, alpha);
+  return binary(BinaryOp::kAdd, a, b, alpha);
 }
 Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   if (auto f = autograd_kernel(&AutogradKernels::sub, {&a, &b})) return f(a, b, alpha);
-  return binary(BinaryOp::Sub, a, b, alpha);
+  return binary(BinaryOp::kSub, a, b, alpha);
 }
 Tensor mul(const Tensor& a, const Tensor& b) {
   if (auto f = autograd_kernel(&AutogradKernels::mul, {&a, &b})) return f(a, b);
-  return binary(BinaryOp::Mul, a, b);
+  return binary(BinaryOp::kMul, a, b);
 }
 Tensor div(const Tensor& a, const Tensor& b) {
   if (auto f = autograd_kernel(&AutogradKernels::div, {&a, &b})) return f(a, b);
-  return binary(BinaryOp::Div, a, b);
+  return binary(BinaryOp::kDiv, a, b);
 }
 Tensor pow(const Tensor& a, const Tensor& e) {
   if (auto f = autograd_kernel(&AutogradKernels::pow, {&a, &e})) return f(a, e);
-  return binary(BinaryOp::Pow, a, e);
+  return binary(BinaryOp::kPow, a, e);
 }
 Tensor maximum(const Tensor& a, const Tensor& b) {
   if (auto f = autograd_kernel(&AutogradKernels::maximum, {&a, &b})) return f(a, b);
-  return binary(BinaryOp::Maximum, a, b);
+  return binary(BinaryOp::kMaximum, a, b);
 }
 Tensor minimum(const Tensor& a, const Tensor& b) {
   if (auto f = autograd_kernel(&AutogradKernels::minimum, {&a, &b})) return f(a, b);
-  return binary(BinaryOp::Minimum, a, b);
+  return binary(BinaryOp::kMinimum, a, b);
 }
 Tensor add(const Tensor& a, const Scalar& b) {
   if (auto f = autograd_kernel(&AutogradKernels::add_scalar, {&a})) return f(a, b);
-  return binary_scalar(BinaryOp::Add, a, b);
+  return binary_scalar(BinaryOp::kAdd, a, b);
 }
 Tensor sub(const Tensor& a, const Scalar& b) {
   if (auto f = autograd_kernel(&AutogradKernels::sub_scalar, {&a})) return f(a, b);
-  return binary_scalar(BinaryOp::Sub, a, b);
+  return binary_scalar(BinaryOp::kSub, a, b);
 }
 Tensor mul(const Tensor& a, const Scalar& b) {
   if (auto f = autograd_kernel(&AutogradKernels::mul_scalar, {&a})) return f(a, b);
-  return binary_scalar(BinaryOp::Mul, a, b);
+  return binary_scalar(BinaryOp::kMul, a, b);
 }
 Tensor div(const Tensor& a, const Scalar& b) {
   if (auto f = autograd_kernel(&AutogradKernels::div_scalar, {&a})) return f(a, b);
-  return binary_scalar(BinaryOp::Div, a, b);
+  return binary_scalar(BinaryOp::kDiv, a, b);
 }
 Tensor pow(const Tensor& a, const Scalar& e) {
   if (auto f = autograd_kernel(&AutogradKernels::pow_scalar, {&a})) return f(a, e);
-  return binary_scalar(BinaryOp::Pow, a, e);
+  return binary_scalar(BinaryOp::kPow, a, e);
 }
 Tensor rsub(const Tensor& a, const Scalar& b) {
   if (auto f = autograd_kernel(&AutogradKernels::rsub, {&a})) return f(a, b);
   const ScalarType rt = result_type(a, b);
-  return binary(BinaryOp::Sub, scalar_tensor(b, TensorOptions(rt, a.device())), a, rt);
+  return binary(BinaryOp::kSub, scalar_tensor(b, TensorOptions(rt, a.device())), a, rt);
 }
 Tensor rdiv(const Tensor& a, const Scalar& b) {
   if (auto f = autograd_kernel(&AutogradKernels::rdiv, {&a})) return f(a, b);
   const ScalarType rt = result_type(a, b);
-  return binary(BinaryOp::Div, scalar_tensor(b, TensorOptions(rt, a.device())), a, rt);
+  return binary(BinaryOp::kDiv, scalar_tensor(b, TensorOptions(rt, a.device())), a, rt);
 }
 
-Tensor eq(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Eq, a, b); }
-Tensor ne(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Ne, a, b); }
-Tensor lt(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Lt, a, b); }
-Tensor le(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Le, a, b); }
-Tensor gt(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Gt, a, b); }
-Tensor ge(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Ge, a, b); }
-Tensor eq(const Tensor& a, const Scalar& b) { return binary_scalar(BinaryOp::Eq, a, b); }
-Tensor ne(const Tensor& a, const Scalar& b) { return binary_scalar(BinaryOp::Ne, a, b); }
-Tensor lt(const Tensor& a, const Scalar& b) { return binary_scalar(BinaryOp::Lt, a, b); }
-Tensor le(const Tensor& a, const Scalar& b) { return binary_scalar(BinaryOp::Le, a, b); }
-Tensor gt(const Tensor& a, const Scalar& b) { return binary_scalar(BinaryOp::Gt, a, b); }
-Tensor ge(const Tensor& a, const Scalar& b) { return binary_scalar(BinaryOp::Ge, a, b); }
+Tensor eq(const Tensor& a, const Tensor& b) { return binary(BinaryOp::kEq, a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return binary(BinaryOp::kNe, a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return binary(BinaryOp::kLt, a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return binary(BinaryOp::kLe, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return binary(BinaryOp::kGt, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return binary(BinaryOp::kGe, a, b); }
+Tensor eq(const Tensor& a, const Scalar& b) { return binary_scalar(BinaryOp::kEq, a, b); }
+Tensor ne(const Tensor& a, const Scalar& b) { return binary_scalar(BinaryOp::kNe, a, b); }
+Tensor lt(const Tensor& a, const Scalar& b) { return binary_scalar(BinaryOp::kLt, a, b); }
+Tensor le(const Tensor& a, const Scalar& b) { return binary_scalar(BinaryOp::kLe, a, b); }
+Tensor gt(const Tensor& a, const Scalar& b) { return binary_scalar(BinaryOp::kGt, a, b); }
+Tensor ge(const Tensor& a, const Scalar& b) { return binary_scalar(BinaryOp::kGe, a, b); }
 
 const Tensor& add_(const Tensor& s, const Tensor& o, const Scalar& alpha) {
   if (auto f = autograd_kernel(&AutogradKernels::add_, {&s, &o})) return f(s, o, alpha);
-  return binary_(BinaryOp::Add, s, o, alpha);
+  return binary_(BinaryOp::kAdd, s, o, alpha);
 }
 const Tensor& sub_(const Tensor& s, const Tensor& o, const Scalar& alpha) {
   if (auto f = autograd_kernel(&AutogradKernels::sub_, {&s, &o})) return f(s, o, alpha);
-  return binary_(BinaryOp::Sub, s, o, alpha);
+  return binary_(BinaryOp::kSub, s, o, alpha);
 }
 const Tensor& mul_(const Tensor& s, const Tensor& o) {
   if (auto f = autograd_kernel(&AutogradKernels::mul_, {&s, &o})) return f(s, o);
-  return binary_(BinaryOp::Mul, s, o, 1);
+  return binary_(BinaryOp::kMul, s, o, 1);
 }
 const Tensor& div_(const Tensor& s, const Tensor& o) {
   if (auto f = autograd_kernel(&AutogradKernels::div_, {&s, &o})) return f(s, o);
-  return binary_(BinaryOp::Div, s, o, 1);
+  return binary_(BinaryOp::kDiv, s, o, 1);
 }
 const Tensor& add_(const Tensor& s, const Scalar& o) {
   if (auto f = autograd_kernel(&AutogradKernels::add_scalar_, {&s})) return f(s, o);
-  return binary_scalar_(BinaryOp::Add, s, o);
+  return binary_scalar_(BinaryOp::kAdd, s, o);
 }
 const Tensor& mul_(const Tensor& s, const Scalar& o) {
   if (auto f = autograd_kernel(&AutogradKernels::mul_scalar_, {&s})) return f(s, o);
-  return binary_scalar_(BinaryOp::Mul, s, o);
+  return binary_scalar_(BinaryOp::kMul, s, o);
 }
 const Tensor& div_(const Tensor& s, const Scalar& o) {
   if (auto f = autograd_kernel(&AutogradKernels::div_scalar_, {&s})) return f(s, o);
-  return binary_scalar_(BinaryOp::Div, s, o);
+  return binary_scalar_(BinaryOp::kDiv, s, o);
 }
 
 const Tensor& mul_out(const Tensor& out, const Tensor& self, const Scalar& other) {
@@ -257,9 +257,9 @@ const Tensor& mul_out(const Tensor& out, const Tensor& self, const Scalar& other
   const ScalarType rt = result_type(self, other);
   EMBER_CHECK(category(rt) <= category(out.dtype()), "mul_out: result type ", rt,
               " can't be cast to the desired output type ", out.dtype());
-  if (rt != out.dtype()) return copy_(out, binary_scalar(BinaryOp::Mul, self, other));
+  if (rt != out.dtype()) return copy_(out, binary_scalar(BinaryOp::kMul, self, other));
   const auto binary_kernel = kernel_for(&KernelTable::binary, "mul", {&out, &self});
-  binary_kernel(BinaryOp::Mul, out, to_dtype(self, rt),
+  binary_kernel(BinaryOp::kMul, out, to_dtype(self, rt),
                 expand(scalar_tensor(other, TensorOptions(rt, self.device())), out.sizes()), 1);
   out.bump_version();
   return out;
@@ -279,43 +279,43 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 
 Tensor neg(const Tensor& t) {
   if (auto f = autograd_kernel(&AutogradKernels::neg, {&t})) return f(t);
-  return unary(UnaryOp::Neg, t, false);
+  return unary(UnaryOp::kNeg, t, false);
 }
 Tensor abs(const Tensor& t) {
   if (auto f = autograd_kernel(&AutogradKernels::abs, {&t})) return f(t);
-  return unary(UnaryOp::Abs, t, false);
+  return unary(UnaryOp::kAbs, t, false);
 }
 Tensor relu(const Tensor& t) {
   if (auto f = autograd_kernel(&AutogradKernels::relu, {&t})) return f(t);
-  return unary(UnaryOp::Relu, t, false);
+  return unary(UnaryOp::kRelu, t, false);
 }
 const Tensor& relu_(const Tensor& t) {
   if (auto f = autograd_kernel(&AutogradKernels::relu_, {&t})) return f(t);
   EMBER_CHECK(t.defined(), "relu_: undefined tensor");
   // Each element is read before it is written, so the kernel may run on its own output.
-  kernel_for(&KernelTable::unary, "relu_", {&t})(UnaryOp::Relu, t, t);
+  kernel_for(&KernelTable::unary, "relu_", {&t})(UnaryOp::kRelu, t, t);
   t.bump_version();
   return t;
 }
 Tensor sign(const Tensor& t) {
   if (auto f = autograd_kernel(&AutogradKernels::sign, {&t})) return f(t);
-  return unary(UnaryOp::Sign, t, false);
+  return unary(UnaryOp::kSign, t, false);
 }
 Tensor exp(const Tensor& t) {
   if (auto f = autograd_kernel(&AutogradKernels::exp, {&t})) return f(t);
-  return unary(UnaryOp::Exp, t, true);
+  return unary(UnaryOp::kExp, t, true);
 }
 Tensor log(const Tensor& t) {
   if (auto f = autograd_kernel(&AutogradKernels::log, {&t})) return f(t);
-  return unary(UnaryOp::Log, t, true);
+  return unary(UnaryOp::kLog, t, true);
 }
 Tensor sqrt(const Tensor& t) {
   if (auto f = autograd_kernel(&AutogradKernels::sqrt, {&t})) return f(t);
-  return unary(UnaryOp::Sqrt, t, true);
+  return unary(UnaryOp::kSqrt, t, true);
 }
 Tensor rsqrt(const Tensor& t) {
   if (auto f = autograd_kernel(&AutogradKernels::rsqrt, {&t})) return f(t);
-  return unary(UnaryOp::Rsqrt, t, true);
+  return unary(UnaryOp::kRsqrt, t, true);
 }
 Tensor threshold_backward(const Tensor& grad_output, const Tensor& self, const Scalar& threshold) {
   EMBER_CHECK(grad_output.defined() && self.defined(), "threshold_backward: undefined tensor (",
@@ -326,15 +326,15 @@ Tensor threshold_backward(const Tensor& grad_output, const Tensor& self, const S
   EMBER_CHECK(!GradMode::is_enabled() || !(grad_output.requires_grad() || self.requires_grad()),
               "threshold_backward: not differentiable (ember computes no higher-order gradients); ",
               "called on ", grad_output.describe(), ", ", self.describe(), " that require grad");
-  return binary(BinaryOp::ThresholdBackward, grad_output, self, threshold);
+  return binary(BinaryOp::kThresholdBackward, grad_output, self, threshold);
 }
 Tensor sigmoid(const Tensor& t) {
   if (auto f = autograd_kernel(&AutogradKernels::sigmoid, {&t})) return f(t);
-  return unary(UnaryOp::Sigmoid, t, true);
+  return unary(UnaryOp::kSigmoid, t, true);
 }
 Tensor tanh(const Tensor& t) {
   if (auto f = autograd_kernel(&AutogradKernels::tanh, {&t})) return f(t);
-  return unary(UnaryOp::Tanh, t, true);
+  return unary(UnaryOp::kTanh, t, true);
 }
 
 Tensor clamp(const Tensor& t, std::optional<Scalar> lo, std::optional<Scalar> hi) {

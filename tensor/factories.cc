@@ -188,14 +188,14 @@ Tensor randn(const Shape& sizes, Generator* gen, TensorOptions options) {
   EMBER_CHECK(is_floating_point(options.dtype), "randn: expected a floating dtype, got ",
               options.dtype);
   RandomSpec spec;
-  spec.kind = RandomSpec::Kind::Normal;
+  spec.kind = RandomSpec::Kind::kNormal;
   return random_tensor("randn", sizes, gen, options, spec);
 }
 
 Tensor randint(int64_t low, int64_t high, const Shape& sizes, Generator* gen, TensorOptions options) {
   EMBER_CHECK(low < high, "randint: low (", low, ") must be less than high (", high, ")");
   RandomSpec spec;
-  spec.kind = RandomSpec::Kind::Integer;
+  spec.kind = RandomSpec::Kind::kInteger;
   spec.low = low;
   spec.range = static_cast<uint64_t>(high - low);
   return random_tensor("randint", sizes, gen, options, spec);

@@ -6,46 +6,46 @@ namespace ember {
 
 const char* binary_op_name(BinaryOp op) {
   switch (op) {
-    case BinaryOp::Add: return "add";
-    case BinaryOp::Sub: return "sub";
-    case BinaryOp::Mul: return "mul";
-    case BinaryOp::Div: return "div";
-    case BinaryOp::Pow: return "pow";
-    case BinaryOp::Maximum: return "maximum";
-    case BinaryOp::Minimum: return "minimum";
-    case BinaryOp::ThresholdBackward: return "threshold_backward";
-    case BinaryOp::Eq: return "eq";
-    case BinaryOp::Ne: return "ne";
-    case BinaryOp::Lt: return "lt";
-    case BinaryOp::Le: return "le";
-    case BinaryOp::Gt: return "gt";
-    case BinaryOp::Ge: return "ge";
+    case BinaryOp::kAdd: return "add";
+    case BinaryOp::kSub: return "sub";
+    case BinaryOp::kMul: return "mul";
+    case BinaryOp::kDiv: return "div";
+    case BinaryOp::kPow: return "pow";
+    case BinaryOp::kMaximum: return "maximum";
+    case BinaryOp::kMinimum: return "minimum";
+    case BinaryOp::kThresholdBackward: return "threshold_backward";
+    case BinaryOp::kEq: return "eq";
+    case BinaryOp::kNe: return "ne";
+    case BinaryOp::kLt: return "lt";
+    case BinaryOp::kLe: return "le";
+    case BinaryOp::kGt: return "gt";
+    case BinaryOp::kGe: return "ge";
   }
   return "binary op";
 }
 
 const char* unary_op_name(UnaryOp op) {
   switch (op) {
-    case UnaryOp::Neg: return "neg";
-    case UnaryOp::Abs: return "abs";
-    case UnaryOp::Relu: return "relu";
-    case UnaryOp::Sign: return "sign";
-    case UnaryOp::Exp: return "exp";
-    case UnaryOp::Log: return "log";
-    case UnaryOp::Sqrt: return "sqrt";
-    case UnaryOp::Rsqrt: return "rsqrt";
-    case UnaryOp::Sigmoid: return "sigmoid";
-    case UnaryOp::Tanh: return "tanh";
+    case UnaryOp::kNeg: return "neg";
+    case UnaryOp::kAbs: return "abs";
+    case UnaryOp::kRelu: return "relu";
+    case UnaryOp::kSign: return "sign";
+    case UnaryOp::kExp: return "exp";
+    case UnaryOp::kLog: return "log";
+    case UnaryOp::kSqrt: return "sqrt";
+    case UnaryOp::kRsqrt: return "rsqrt";
+    case UnaryOp::kSigmoid: return "sigmoid";
+    case UnaryOp::kTanh: return "tanh";
   }
   return "unary op";
 }
 
 void check_binary_operands(BinaryOp op, ScalarType dtype, const Scalar& alpha) {
   const char* name = binary_op_name(op);
-  EMBER_CHECK(!(dtype == kBool && op == BinaryOp::Sub),
+  EMBER_CHECK(!(dtype == kBool && op == BinaryOp::kSub),
               "sub: subtraction with two bool tensors is not supported; use logical_xor or ~ "
               "instead");
-  if (!is_floating_point(dtype) && op != BinaryOp::ThresholdBackward) {
+  if (!is_floating_point(dtype) && op != BinaryOp::kThresholdBackward) {
     EMBER_CHECK(!alpha.is_floating_point() || alpha.to_double() == std::floor(alpha.to_double()),
                 name, ": for integral input tensors, alpha must not be a fractional number (got ",
                 alpha, ")");

@@ -20,10 +20,10 @@ struct ConvGeometry;  // tensor/cpu/conv_geometry.h
 // ThresholdBackward is PyTorch's threshold_backward(grad = a, self = b, threshold = alpha):
 // out = b <= alpha ? 0 : a, so a NaN b passes a on. Comparisons come last (Eq onwards).
 enum class BinaryOp {
-  Add, Sub, Mul, Div, Pow, Maximum, Minimum, ThresholdBackward, Eq, Ne, Lt, Le, Gt, Ge
+  kAdd, kSub, kMul, kDiv, kPow, kMaximum, kMinimum, kThresholdBackward, kEq, kNe, kLt, kLe, kGt, kGe
 };
-enum class UnaryOp { Neg, Abs, Relu, Sign, Exp, Log, Sqrt, Rsqrt, Sigmoid, Tanh };
-enum class ReduceOp { Sum, Max, Min, ArgMax, ArgMin };
+enum class UnaryOp { kNeg, kAbs, kRelu, kSign, kExp, kLog, kSqrt, kRsqrt, kSigmoid, kTanh };
+enum class ReduceKind { kSum, kMax, kMin, kArgMax, kArgMin };
 
 const char* binary_op_name(BinaryOp op);
 const char* unary_op_name(UnaryOp op);
@@ -95,7 +95,7 @@ struct BatchNormBackwardCoefficients {
   _(scatter_add, (const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src))      \
   /* Reduces `in` over `reduce_mask` dims into out (out has in's rank, size 1 on reduced dims). */ \
   /* Sum accumulates in acc_t and writes out's dtype; Max/Min keep the dtype; Arg* write int64. */ \
-  _(reduce, (ReduceOp op, const Tensor& out, const Tensor& in,                                   \
+  _(reduce, (ReduceKind op, const Tensor& out, const Tensor& in,                                   \
              const std::vector<bool>& reduce_mask))                                              \
   /* out[b] = beta * out[b] + alpha * a[b] @ b[b] for 3-d [batch, n, k] x [batch, k, m] inputs */ \
   /* of one floating dtype; out is contiguous [batch, n, m]. beta == 0 ignores out's contents. */  \
@@ -154,7 +154,7 @@ struct PoolGeometry {
 // What the random slot draws: uniform in [0, 1) with `bits` random bits (never rounding up to 1
 // in the target dtype), standard normal, or integers low + [0, range).
 struct RandomSpec {
-  enum class Kind { Uniform, Normal, Integer } kind = Kind::Uniform;
+  enum class Kind { kUniform, kNormal, kInteger } kind = Kind::kUniform;
   int bits = 53;
   int64_t low = 0;
   uint64_t range = 1;

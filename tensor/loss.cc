@@ -65,11 +65,11 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, Reduction reducti
   check_classes(target, classes, C, ignore_index);
   const Tensor picked = gather(log_probs, 1, classes.unsqueeze(1)).squeeze(1);
   const Tensor losses = where(counted, neg(picked), zeros_like(picked));
-  if (reduction == Reduction::None) return losses;
+  if (reduction == Reduction::kNone) return losses;
   Tensor total = sum(losses);
   // Mean over the targets that count (0/0 = NaN when all are ignored, as in PyTorch).
   const double count = static_cast<double>(sum(counted).item<int64_t>());
-  return reduction == Reduction::Sum ? total : div(total, count);
+  return reduction == Reduction::kSum ? total : div(total, count);
 }
 
 Tensor nll_loss_backward(const Tensor& grad_out, const Tensor& log_probs, const Tensor& target,
@@ -79,10 +79,10 @@ Tensor nll_loss_backward(const Tensor& grad_out, const Tensor& log_probs, const 
   const Tensor classes = where(counted, target, zeros_like(target));
   // d loss / d log_probs[i, target[i]] = -g[i] (none), -g (sum), -g / count (mean), in double.
   Tensor g = grad_out.to(kFloat64);
-  if (reduction == Reduction::Mean) {
+  if (reduction == Reduction::kMean) {
     g = div(g, static_cast<double>(sum(counted).item<int64_t>()));
   }
-  const Tensor per_row = reduction == Reduction::None ? g : g.expand({N});
+  const Tensor per_row = reduction == Reduction::kNone ? g : g.expand({N});
   const Tensor values = where(counted, neg(per_row), zeros_like(per_row)).to(log_probs.dtype());
   Tensor gi = zeros({N, C}, TensorOptions(log_probs.dtype(), log_probs.device()));
   scatter_add_(gi, 1, classes.unsqueeze(1), values.unsqueeze(1));

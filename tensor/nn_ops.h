@@ -88,9 +88,9 @@ Tensor log_softmax(const Tensor& input, int64_t dim);
 Tensor log_softmax_backward(const Tensor& grad_out, const Tensor& output, int64_t dim);
 Tensor softmax(const Tensor& input, int64_t dim);
 
-enum class Reduction { None, Mean, Sum };
+enum class Reduction { kNone, kMean, kSum };
 // log_probs [N, C], target int64 [N]; entries equal to ignore_index contribute nothing.
-Tensor nll_loss(const Tensor& log_probs, const Tensor& target, Reduction reduction = Reduction::Mean,
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, Reduction reduction = Reduction::kMean,
                 int64_t ignore_index = -100);
 Tensor nll_loss_backward(const Tensor& grad_out, const Tensor& log_probs, const Tensor& target,
                          Reduction reduction, int64_t ignore_index);

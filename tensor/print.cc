@@ -15,12 +15,12 @@ namespace {
 constexpr int64_t kSummarizeThreshold = 1000;
 constexpr int64_t kEdgeItems = 3;
 
-enum class FloatStyle { Integer, Fixed, Scientific };
+enum class FloatStyle { kInteger, kFixed, kScientific };
 
 struct Formatter {
   bool floating = false;
   bool boolean = false;
-  FloatStyle style = FloatStyle::Fixed;
+  FloatStyle style = FloatStyle::kFixed;
   size_t width = 1;
 
   std::string format(double v) const {
@@ -29,9 +29,9 @@ struct Formatter {
     if (std::isnan(v)) return "nan";
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
     switch (style) {
-      case FloatStyle::Integer: return fmt::format("{:.0f}.", v);
-      case FloatStyle::Fixed: return fmt::format("{:.4f}", v);
-      case FloatStyle::Scientific: return fmt::format("{:.4e}", v);
+      case FloatStyle::kInteger: return fmt::format("{:.0f}.", v);
+      case FloatStyle::kFixed: return fmt::format("{:.4f}", v);
+      case FloatStyle::kScientific: return fmt::format("{:.4e}", v);
     }
     return "";
   }
@@ -104,7 +104,7 @@ std::string Tensor::str() const {
     for (double v : values) {
       if (std::isfinite(v) && v != 0) nonzero.push_back(v);
     }
-    f.style = FloatStyle::Integer;
+    f.style = FloatStyle::kInteger;
     if (!nonzero.empty()) {
       bool all_int = true;
       double max_abs = 0, min_abs = INFINITY;
@@ -114,7 +114,7 @@ std::string Tensor::str() const {
         min_abs = std::min(min_abs, std::fabs(v));
       }
       const bool sci = max_abs / min_abs > 1000.0 || max_abs > 1e8 || (!all_int && min_abs < 1e-4);
-      f.style = sci ? FloatStyle::Scientific : all_int ? FloatStyle::Integer : FloatStyle::Fixed;
+      f.style = sci ? FloatStyle::kScientific : all_int ? FloatStyle::kInteger : FloatStyle::kFixed;
     }
     for (double v : nonzero) f.width = std::max(f.width, f.format(v).size());
   } else {

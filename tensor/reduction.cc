@@ -41,7 +41,7 @@ ReducePlan plan_reduction(const char* op, const Tensor& t, const Shape& dims, bo
 }
 
 
-Tensor run_reduce(const char* op, ReduceOp rop, const Tensor& t, const ReducePlan& p,
+Tensor run_reduce(const char* op, ReduceKind rop, const Tensor& t, const ReducePlan& p,
                   ScalarType out_dtype) {
   const auto reduce = kernel_for(&KernelTable::reduce, op, {&t});
   Tensor out = empty(p.keep_shape, TensorOptions(out_dtype, t.device()));
@@ -64,7 +64,7 @@ Tensor sum(const Tensor& t, const Shape& dims, bool keepdim) {
   ReducePlan p = plan_reduction("sum", t, dims, keepdim);
   // Integer and bool sums are int64, as in PyTorch.
   const ScalarType dt = is_floating_point(t.dtype()) ? t.dtype() : kInt64;
-  return run_reduce("sum", ReduceOp::Sum, t, p, dt);
+  return run_reduce("sum", ReduceKind::kSum, t, p, dt);
 }
 
 Tensor mean(const Tensor& t, const Shape& dims, bool keepdim) {
@@ -93,7 +93,7 @@ Tensor max(const Tensor& t) {
   EMBER_CHECK(t.defined(), "max: undefined tensor");
   ReducePlan p = plan_reduction("max", t, {}, false);
   check_nonempty("max", t, p);
-  return run_reduce("max", ReduceOp::Max, t, p, t.dtype());
+  return run_reduce("max", ReduceKind::kMax, t, p, t.dtype());
 }
 
 Tensor min(const Tensor& t) {
@@ -101,7 +101,7 @@ Tensor min(const Tensor& t) {
   EMBER_CHECK(t.defined(), "min: undefined tensor");
   ReducePlan p = plan_reduction("min", t, {}, false);
   check_nonempty("min", t, p);
-  return run_reduce("min", ReduceOp::Min, t, p, t.dtype());
+  return run_reduce("min", ReduceKind::kMin, t, p, t.dtype());
 }
 
 std::tuple<Tensor, Tensor> max(const Tensor& t, int64_t dim, bool keepdim) {
@@ -128,21 +128,21 @@ Tensor argmax(const Tensor& t) {
   EMBER_CHECK(t.defined(), "argmax: undefined tensor");
   ReducePlan p = plan_reduction("argmax", t, {}, false);
   check_nonempty("argmax", t, p);
-  return run_reduce("argmax", ReduceOp::ArgMax, t, p, kInt64);
+  return run_reduce("argmax", ReduceKind::kArgMax, t, p, kInt64);
 }
 
 Tensor argmax(const Tensor& t, int64_t dim, bool keepdim) {
   EMBER_CHECK(t.defined(), "argmax: undefined tensor");
   ReducePlan p = plan_reduction("argmax", t, {dim}, keepdim);
   check_nonempty("argmax", t, p);
-  return run_reduce("argmax", ReduceOp::ArgMax, t, p, kInt64);
+  return run_reduce("argmax", ReduceKind::kArgMax, t, p, kInt64);
 }
 
 Tensor argmin(const Tensor& t, int64_t dim, bool keepdim) {
   EMBER_CHECK(t.defined(), "argmin: undefined tensor");
   ReducePlan p = plan_reduction("argmin", t, {dim}, keepdim);
   check_nonempty("argmin", t, p);
-  return run_reduce("argmin", ReduceOp::ArgMin, t, p, kInt64);
+  return run_reduce("argmin", ReduceKind::kArgMin, t, p, kInt64);
 }
 
 }  // namespace ember

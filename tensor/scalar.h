@@ -13,29 +13,29 @@ namespace ember {
 // floating values as double, integers as int64 and bools as bool; to<T>() converts back.
 class Scalar {
  public:
-  enum class Kind : int8_t { Double, Int, Bool };
+  enum class Kind : int8_t { kDouble, kInt, kBool };
 
-  Scalar() : kind_(Kind::Int), i_(0) {}
-  Scalar(bool v) : kind_(Kind::Bool), i_(v) {}  // NOLINT
+  Scalar() : kind_(Kind::kInt), i_(0) {}
+  Scalar(bool v) : kind_(Kind::kBool), i_(v) {}  // NOLINT
   template <typename T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
-  Scalar(T v) : kind_(Kind::Int), i_(static_cast<int64_t>(v)) {}  // NOLINT
+  Scalar(T v) : kind_(Kind::kInt), i_(static_cast<int64_t>(v)) {}  // NOLINT
   template <typename T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
-  Scalar(T v) : kind_(Kind::Double), d_(static_cast<double>(v)) {}  // NOLINT
-  Scalar(Half v) : kind_(Kind::Double), d_(static_cast<float>(v)) {}  // NOLINT
-  Scalar(BFloat16 v) : kind_(Kind::Double), d_(static_cast<float>(v)) {}  // NOLINT
+  Scalar(T v) : kind_(Kind::kDouble), d_(static_cast<double>(v)) {}  // NOLINT
+  Scalar(Half v) : kind_(Kind::kDouble), d_(static_cast<float>(v)) {}  // NOLINT
+  Scalar(BFloat16 v) : kind_(Kind::kDouble), d_(static_cast<float>(v)) {}  // NOLINT
 
   Kind kind() const { return kind_; }
-  bool is_floating_point() const { return kind_ == Kind::Double; }
-  bool is_integral() const { return kind_ == Kind::Int; }
-  bool is_bool() const { return kind_ == Kind::Bool; }
+  bool is_floating_point() const { return kind_ == Kind::kDouble; }
+  bool is_integral() const { return kind_ == Kind::kInt; }
+  bool is_bool() const { return kind_ == Kind::kBool; }
 
-  double to_double() const { return kind_ == Kind::Double ? d_ : static_cast<double>(i_); }
-  int64_t to_int() const { return kind_ == Kind::Double ? static_cast<int64_t>(d_) : i_; }
+  double to_double() const { return kind_ == Kind::kDouble ? d_ : static_cast<double>(i_); }
+  int64_t to_int() const { return kind_ == Kind::kDouble ? static_cast<int64_t>(d_) : i_; }
 
   template <typename T>
   T to() const {
     if constexpr (std::is_same_v<T, bool>) {
-      return kind_ == Kind::Double ? d_ != 0.0 : i_ != 0;
+      return kind_ == Kind::kDouble ? d_ != 0.0 : i_ != 0;
     } else if constexpr (std::is_integral_v<T>) {
       return static_cast<T>(to_int());
     } else {
@@ -45,7 +45,7 @@ class Scalar {
 
   // The dtype a tensor made from this scalar alone would get (PyTorch's defaults).
   ScalarType default_dtype() const {
-    return kind_ == Kind::Double ? kFloat32 : kind_ == Kind::Int ? kInt64 : kBool;
+    return kind_ == Kind::kDouble ? kFloat32 : kind_ == Kind::kInt ? kInt64 : kBool;
   }
 
  private:

@@ -11,7 +11,7 @@ namespace ember {
 class SparseTensorImpl : public TensorImpl {
  public:
   SparseTensorImpl(Shape sizes, Tensor indices, Tensor values, bool coalesced);
-  Layout layout() const override { return Layout::Sparse; }
+  Layout layout() const override { return Layout::kSparse; }
   Device device() const override { return values_.device(); }
   const Tensor& indices() const { return indices_; }
   const Tensor& values() const { return values_; }

@@ -245,7 +245,7 @@ Allocator* g_allocators[2] = {nullptr, nullptr};
 Allocator* get_allocator(DeviceType type) {
   // Never destroyed: tensors freed during static destruction still deallocate through it.
   static CpuAllocator* cpu = new CpuAllocator;
-  if (type == DeviceType::CPU) return cpu;
+  if (type == DeviceType::kCPU) return cpu;
   Allocator* a = g_allocators[static_cast<int>(type)];
   EMBER_CHECK(a != nullptr, "no allocator for device type cuda: ember was built without CUDA ",
               "(build with --config=cuda)");

@@ -88,7 +88,7 @@ class Tensor {
 
   // ---- sparse COO (tensor/sparse.h) --------------------------------------------------------------
   Layout layout() const { return impl().layout(); }
-  bool is_sparse() const { return layout() == Layout::Sparse; }
+  bool is_sparse() const { return layout() == Layout::kSparse; }
 
   // ---- conversion and copies ------------------------------------------------------------------
   Tensor to(ScalarType dtype, bool copy = false) const;

@@ -23,7 +23,7 @@ struct VersionCounter {
 
 // Dense tensors are strided views of a Storage; sparse COO tensors (tensor/sparse.h) hold an
 // indices tensor and a values tensor instead and have no storage of their own.
-enum class Layout : int8_t { Strided, Sparse };
+enum class Layout : int8_t { kStrided, kSparse };
 
 // What a Tensor handle points at (PyTorch's c10::TensorImpl): a Storage viewed with sizes, strides,
 // an element offset and a dtype, plus its autograd meta and the version counter its views share.
@@ -35,7 +35,7 @@ class TensorImpl {
   TensorImpl(const TensorImpl&) = delete;
   TensorImpl& operator=(const TensorImpl&) = delete;
 
-  virtual Layout layout() const { return Layout::Strided; }
+  virtual Layout layout() const { return Layout::kStrided; }
 
   const Storage& storage() const { return storage_; }
   const Shape& sizes() const { return sizes_; }

@@ -69,7 +69,7 @@ int DistributedDataParallel::find_common_rank(bool condition) {
                  .to(process_group_->collective_device());
   std::vector<Tensor> list{t};
   AllreduceOptions max;
-  max.reduce_op = ReduceOp::MAX;
+  max.reduce_op = ReduceOp::kMax;
   process_group_->allreduce(list, max)->wait();
   const int rank = static_cast<int>(t.item<int64_t>());
   DDP_CHECK(rank >= 0, "Join: expected the condition to hold on at least one rank (internal error)");

@@ -57,10 +57,10 @@ auto bf16_compress_wrapper(Hook hook) {
 // handed back to the caller for checkpoints, which register_builtin_comm_hook(type) cannot express,
 // and :powersgd depends on this library. The tools' table adds it with a factory taking the options.
 #define EMBER_BUILTIN_COMM_HOOKS(X)                                                                \
-  X(ALLREDUCE, "allreduce", allreduce_hook, "divide by the world size, then allreduce (as none)") \
-  X(FP16_COMPRESS, "fp16", fp16_compress_hook, "allreduce in float16: half the bytes")            \
-  X(BF16_COMPRESS, "bf16", bf16_compress_hook, "allreduce in bfloat16: half the bytes")           \
-  X(NOOP, "noop", noop_hook, "no communication, to measure its cost (ranks diverge)")
+  X(kAllreduce, "allreduce", allreduce_hook, "divide by the world size, then allreduce (as none)") \
+  X(kFp16Compress, "fp16", fp16_compress_hook, "allreduce in float16: half the bytes")             \
+  X(kBf16Compress, "bf16", bf16_compress_hook, "allreduce in bfloat16: half the bytes")            \
+  X(kNoop, "noop", noop_hook, "no communication, to measure its cost (ranks diverge)")
 
 #define EMBER_BUILTIN_COMM_HOOK_ENUM(type, name, hook, help) type,
 enum class BuiltinCommHookType { EMBER_BUILTIN_COMM_HOOKS(EMBER_BUILTIN_COMM_HOOK_ENUM) };

@@ -15,7 +15,7 @@ namespace ember::examples {
 Device training_device(const TrainConfig& cfg, int local_rank) {
   if (cfg.device == "cpu") return kCPU;
   EMBER_CHECK(cuda_is_available(), "--device=cuda: ",
-              has_device_backend(DeviceType::CUDA) ? "no CUDA device is visible"
+              has_device_backend(DeviceType::kCUDA) ? "no CUDA device is visible"
                                                    : "ember was built without CUDA (build with --config=cuda)");
   return cuda_device_of_local_rank(local_rank);
 }

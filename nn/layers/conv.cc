@@ -25,8 +25,8 @@ Conv2d::Conv2d(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t 
              gen) {}
 
 void Conv2d::reset_parameters(Generator* gen) {
-  init::kaiming_uniform_(weight(), std::sqrt(5.0), init::FanMode::FanIn,
-                         init::Nonlinearity::LeakyRelu, gen);
+  init::kaiming_uniform_(weight(), std::sqrt(5.0), init::FanMode::kFanIn,
+                         init::Nonlinearity::kLeakyRelu, gen);
   if (options_.bias) {
     const int64_t fan_in = init::calculate_fan_in_and_fan_out(weight()).first;
     const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));

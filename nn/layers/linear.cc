@@ -18,8 +18,8 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool bias, Generator* 
 }
 
 void Linear::reset_parameters(Generator* gen) {
-  init::kaiming_uniform_(weight(), std::sqrt(5.0), init::FanMode::FanIn,
-                         init::Nonlinearity::LeakyRelu, gen);
+  init::kaiming_uniform_(weight(), std::sqrt(5.0), init::FanMode::kFanIn,
+                         init::Nonlinearity::kLeakyRelu, gen);
   if (has_bias_) {
     const double bound = 1.0 / std::sqrt(static_cast<double>(in_features_));
     init::uniform_(param("bias"), -bound, bound, gen);

@@ -16,11 +16,11 @@ CpuCapability detect() {
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
 #ifndef EMBER_NO_AVX512_KERNELS  // Note [Sanitizer builds compile the levels the CPU runs]
-  if (__builtin_cpu_supports("x86-64-v4")) return CpuCapability::Avx512;
+  if (__builtin_cpu_supports("x86-64-v4")) return CpuCapability::kAvx512;
 #endif
-  if (__builtin_cpu_supports("x86-64-v3")) return CpuCapability::Avx2;
+  if (__builtin_cpu_supports("x86-64-v3")) return CpuCapability::kAvx2;
 #endif
-  return CpuCapability::Default;
+  return CpuCapability::kDefault;
 }
 
 CpuCapability choose() {
@@ -29,11 +29,11 @@ CpuCapability choose() {
   if (env == nullptr || *env == '\0') return supported;
   CpuCapability asked;
   if (std::strcmp(env, "default") == 0) {
-    asked = CpuCapability::Default;
+    asked = CpuCapability::kDefault;
   } else if (std::strcmp(env, "avx2") == 0) {
-    asked = CpuCapability::Avx2;
+    asked = CpuCapability::kAvx2;
   } else if (std::strcmp(env, "avx512") == 0) {
-    asked = CpuCapability::Avx512;
+    asked = CpuCapability::kAvx512;
   } else {
     EMBER_THROW("EMBER_CPU_CAPABILITY=", env,
                 " is not a CPU capability level; use default, avx2 or avx512");
@@ -56,9 +56,9 @@ CpuCapability cpu_capability_level() {
 
 const char* cpu_capability_name(CpuCapability level) {
   switch (level) {
-    case CpuCapability::Default: return "default";
-    case CpuCapability::Avx2: return "avx2";
-    case CpuCapability::Avx512: return "avx512";
+    case CpuCapability::kDefault: return "default";
+    case CpuCapability::kAvx2: return "avx2";
+    case CpuCapability::kAvx512: return "avx512";
   }
   return "unknown";
 }

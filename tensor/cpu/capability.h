@@ -5,7 +5,7 @@
 
 namespace ember {
 
-enum class CpuCapability { Default = 0, Avx2 = 1, Avx512 = 2 };
+enum class CpuCapability { kDefault = 0, kAvx2 = 1, kAvx512 = 2 };
 
 // The level the kernels run at: the highest the CPU (and OS) supports, capped by the environment
 // variable EMBER_CPU_CAPABILITY=default|avx2|avx512. Chosen on first use and fixed for the process.

@@ -96,12 +96,12 @@ template <typename T>
 void comparison(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
   using M = opmath_t<T>;
   switch (op) {
-    case BinaryOp::Eq: return binary_loop<bool, T>(out, a, b, [](T x, T y) { return M(x) == M(y); });
-    case BinaryOp::Ne: return binary_loop<bool, T>(out, a, b, [](T x, T y) { return M(x) != M(y); });
-    case BinaryOp::Lt: return binary_loop<bool, T>(out, a, b, [](T x, T y) { return M(x) < M(y); });
-    case BinaryOp::Le: return binary_loop<bool, T>(out, a, b, [](T x, T y) { return M(x) <= M(y); });
-    case BinaryOp::Gt: return binary_loop<bool, T>(out, a, b, [](T x, T y) { return M(x) > M(y); });
-    case BinaryOp::Ge: return binary_loop<bool, T>(out, a, b, [](T x, T y) { return M(x) >= M(y); });
+    case BinaryOp::kEq: return binary_loop<bool, T>(out, a, b, [](T x, T y) { return M(x) == M(y); });
+    case BinaryOp::kNe: return binary_loop<bool, T>(out, a, b, [](T x, T y) { return M(x) != M(y); });
+    case BinaryOp::kLt: return binary_loop<bool, T>(out, a, b, [](T x, T y) { return M(x) < M(y); });
+    case BinaryOp::kLe: return binary_loop<bool, T>(out, a, b, [](T x, T y) { return M(x) <= M(y); });
+    case BinaryOp::kGt: return binary_loop<bool, T>(out, a, b, [](T x, T y) { return M(x) > M(y); });
+    case BinaryOp::kGe: return binary_loop<bool, T>(out, a, b, [](T x, T y) { return M(x) >= M(y); });
     default: break;
   }
   EMBER_INTERNAL_ASSERT(false, "not a comparison: ", binary_op_name(op));
@@ -116,7 +116,7 @@ void arithmetic(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b
   const M al = alpha.to<M>();
   const bool unit_alpha = alpha.to_double() == 1.0;
   switch (op) {
-    case BinaryOp::Add:
+    case BinaryOp::kAdd:
       if (unit_alpha) return binary_loop<T, T>(out, a, b, [](T x, T y) { return T(add_w(M(x), M(y))); });
       if constexpr (std::is_floating_point_v<M>) {  // rounded as add_scaled.h says
         return binary_loop<T, T>(out, a, b,
@@ -124,32 +124,32 @@ void arithmetic(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b
       }
       return binary_loop<T, T>(out, a, b,
                                [al](T x, T y) { return T(add_w(M(x), mul_w(al, M(y)))); });
-    case BinaryOp::Sub:
+    case BinaryOp::kSub:
       if (unit_alpha) return binary_loop<T, T>(out, a, b, [](T x, T y) { return T(sub_w(M(x), M(y))); });
       return binary_loop<T, T>(out, a, b,
                                [al](T x, T y) { return T(sub_w(M(x), mul_w(al, M(y)))); });
-    case BinaryOp::Mul:
+    case BinaryOp::kMul:
       return binary_loop<T, T>(out, a, b, [](T x, T y) { return T(mul_w(M(x), M(y))); });
-    case BinaryOp::Div:
+    case BinaryOp::kDiv:
       if constexpr (std::is_floating_point_v<M>) {
         return binary_loop<T, T>(out, a, b, [](T x, T y) { return T(M(x) / M(y)); });
       }
       break;
-    case BinaryOp::Pow:
+    case BinaryOp::kPow:
       if constexpr (std::is_floating_point_v<M>) {
         return binary_loop<T, T>(out, a, b, [](T x, T y) { return T(std::pow(M(x), M(y))); });
       } else {
         return binary_loop<T, T>(out, a, b, [](T x, T y) { return int_pow<T>(x, y); });
       }
-    case BinaryOp::Maximum:
+    case BinaryOp::kMaximum:
       return binary_loop<T, T>(out, a, b, [](T x, T y) {
         return is_nan(M(x)) ? x : is_nan(M(y)) ? y : (M(x) > M(y) ? x : y);
       });
-    case BinaryOp::Minimum:
+    case BinaryOp::kMinimum:
       return binary_loop<T, T>(out, a, b, [](T x, T y) {
         return is_nan(M(x)) ? x : is_nan(M(y)) ? y : (M(x) < M(y) ? x : y);
       });
-    case BinaryOp::ThresholdBackward:
+    case BinaryOp::kThresholdBackward:
       return binary_loop<T, T>(out, a, b, [al](T g, T x) { return M(x) <= al ? T(M(0)) : g; });
     default:
       break;
@@ -160,7 +160,7 @@ void arithmetic(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b
 void binary_kernel(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b,
                    const Scalar& alpha) {
   const char* name = binary_op_name(op);
-  if (op >= BinaryOp::Eq) {
+  if (op >= BinaryOp::kEq) {
     EMBER_DISPATCH_ALL_TYPES(a.dtype(), name, [&] { comparison<scalar_t>(op, out, a, b); });
     return;
   }
@@ -171,14 +171,14 @@ template <typename T>
 void floating_unary(UnaryOp op, const Tensor& out, const Tensor& in) {
   using M = opmath_t<T>;
   switch (op) {
-    case UnaryOp::Exp: return unary_loop<T, T>(out, in, [](T x) { return T(std::exp(M(x))); });
-    case UnaryOp::Log: return unary_loop<T, T>(out, in, [](T x) { return T(std::log(M(x))); });
-    case UnaryOp::Sqrt: return unary_loop<T, T>(out, in, [](T x) { return T(std::sqrt(M(x))); });
-    case UnaryOp::Rsqrt:
+    case UnaryOp::kExp: return unary_loop<T, T>(out, in, [](T x) { return T(std::exp(M(x))); });
+    case UnaryOp::kLog: return unary_loop<T, T>(out, in, [](T x) { return T(std::log(M(x))); });
+    case UnaryOp::kSqrt: return unary_loop<T, T>(out, in, [](T x) { return T(std::sqrt(M(x))); });
+    case UnaryOp::kRsqrt:
       return unary_loop<T, T>(out, in, [](T x) { return T(M(1) / std::sqrt(M(x))); });
-    case UnaryOp::Sigmoid:
+    case UnaryOp::kSigmoid:
       return unary_loop<T, T>(out, in, [](T x) { return T(M(1) / (M(1) + std::exp(-M(x)))); });
-    case UnaryOp::Tanh: return unary_loop<T, T>(out, in, [](T x) { return T(std::tanh(M(x))); });
+    case UnaryOp::kTanh: return unary_loop<T, T>(out, in, [](T x) { return T(std::tanh(M(x))); });
     default: break;
   }
   EMBER_INTERNAL_ASSERT(false, "unhandled unary op ", unary_op_name(op));
@@ -188,13 +188,13 @@ template <typename T>
 void numeric_unary(UnaryOp op, const Tensor& out, const Tensor& in) {
   using M = opmath_t<T>;
   switch (op) {
-    case UnaryOp::Neg: return unary_loop<T, T>(out, in, [](T x) { return T(neg_w(M(x))); });
-    case UnaryOp::Abs:
+    case UnaryOp::kNeg: return unary_loop<T, T>(out, in, [](T x) { return T(neg_w(M(x))); });
+    case UnaryOp::kAbs:
       return unary_loop<T, T>(out, in, [](T x) { return is_negative(M(x)) ? T(neg_w(M(x))) : x; });
-    case UnaryOp::Relu:
+    case UnaryOp::kRelu:
       // `x < 0 ? 0 : x` keeps NaN as NaN, like PyTorch.
       return unary_loop<T, T>(out, in, [](T x) { return is_negative(M(x)) ? T(M(0)) : x; });
-    case UnaryOp::Sign:
+    case UnaryOp::kSign:
       return unary_loop<T, T>(out, in, [](T x) {
         const M v = M(x);
         if (is_nan(v)) return T(M(0));  // PyTorch: sign(NaN) == 0
@@ -207,7 +207,7 @@ void numeric_unary(UnaryOp op, const Tensor& out, const Tensor& in) {
 
 void unary_kernel(UnaryOp op, const Tensor& out, const Tensor& in) {
   const char* name = unary_op_name(op);
-  if (op >= UnaryOp::Exp) {
+  if (op >= UnaryOp::kExp) {
     EMBER_DISPATCH_FLOATING_TYPES(in.dtype(), name, [&] { floating_unary<scalar_t>(op, out, in); });
     return;
   }

@@ -11,10 +11,10 @@ namespace {
 
 double draw(const RandomSpec& spec, Generator& g) {
   switch (spec.kind) {
-    case RandomSpec::Kind::Normal: return g.next_normal();
-    case RandomSpec::Kind::Integer:
+    case RandomSpec::Kind::kNormal: return g.next_normal();
+    case RandomSpec::Kind::kInteger:
       return static_cast<double>(spec.low + static_cast<int64_t>(g.next_below(spec.range)));
-    case RandomSpec::Kind::Uniform: break;
+    case RandomSpec::Kind::kUniform: break;
   }
   if (spec.bits == 53) return g.next_double();
   if (spec.bits == 24) return static_cast<double>(g.next_float());

@@ -125,9 +125,9 @@ void arg_extreme(bool is_max, const Tensor& out, const Tensor& in, const std::ve
   if (!out_c.is_same(out)) copy_(out, out_c);
 }
 
-void reduce_kernel(ReduceOp op, const Tensor& out, const Tensor& in, const std::vector<bool>& mask) {
+void reduce_kernel(ReduceKind op, const Tensor& out, const Tensor& in, const std::vector<bool>& mask) {
   switch (op) {
-    case ReduceOp::Sum:
+    case ReduceKind::kSum:
       EMBER_DISPATCH_ALL_TYPES(in.dtype(), "sum", [&] {
         using A = acc_t<scalar_t>;
         if (out.dtype() == dtype_of<A>() && out.is_contiguous()) {
@@ -140,15 +140,15 @@ void reduce_kernel(ReduceOp op, const Tensor& out, const Tensor& in, const std::
         }
       });
       return;
-    case ReduceOp::Max:
-    case ReduceOp::Min:
-      EMBER_DISPATCH_ALL_TYPES(in.dtype(), op == ReduceOp::Max ? "max" : "min",
-                               [&] { extreme_into<scalar_t>(op == ReduceOp::Max, out, in); });
+    case ReduceKind::kMax:
+    case ReduceKind::kMin:
+      EMBER_DISPATCH_ALL_TYPES(in.dtype(), op == ReduceKind::kMax ? "max" : "min",
+                               [&] { extreme_into<scalar_t>(op == ReduceKind::kMax, out, in); });
       return;
-    case ReduceOp::ArgMax:
-    case ReduceOp::ArgMin:
-      EMBER_DISPATCH_ALL_TYPES(in.dtype(), op == ReduceOp::ArgMax ? "argmax" : "argmin", [&] {
-        arg_extreme<scalar_t>(op == ReduceOp::ArgMax, out, in, mask);
+    case ReduceKind::kArgMax:
+    case ReduceKind::kArgMin:
+      EMBER_DISPATCH_ALL_TYPES(in.dtype(), op == ReduceKind::kArgMax ? "argmax" : "argmin", [&] {
+        arg_extreme<scalar_t>(op == ReduceKind::kArgMax, out, in, mask);
       });
       return;
   }

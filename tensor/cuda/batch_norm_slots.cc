@@ -57,7 +57,7 @@ void batch_norm_backward_transform_cuda(const Tensor& grad_input, const Tensor& 
 }
 
 const bool kRegistered = [] {
-  KernelTable& table = kernel_table(DeviceType::CUDA);
+  KernelTable& table = kernel_table(DeviceType::kCUDA);
   table.batch_norm_stats = batch_norm_stats_cuda;
   table.batch_norm_transform = batch_norm_transform_cuda;
   table.batch_norm_backward_reduce = batch_norm_backward_reduce_cuda;

@@ -96,15 +96,15 @@ int run(bool to_columns, void* dst, const void* src, const ConvShape& g, cudaStr
 
 int launch_im2col(DType dtype, void* cols, const void* in, const ConvShape& g,
                   cudaStream_t stream) {
-  if (dtype == DType::Float32) return run<float>(true, cols, in, g, stream);
-  if (dtype == DType::Float64) return run<double>(true, cols, in, g, stream);
+  if (dtype == DType::kFloat32) return run<float>(true, cols, in, g, stream);
+  if (dtype == DType::kFloat64) return run<double>(true, cols, in, g, stream);
   return static_cast<int>(cudaErrorInvalidValue);
 }
 
 int launch_col2im(DType dtype, void* in, const void* cols, const ConvShape& g,
                   cudaStream_t stream) {
-  if (dtype == DType::Float32) return run<float>(false, in, cols, g, stream);
-  if (dtype == DType::Float64) return run<double>(false, in, cols, g, stream);
+  if (dtype == DType::kFloat32) return run<float>(false, in, cols, g, stream);
+  if (dtype == DType::kFloat64) return run<double>(false, in, cols, g, stream);
   return static_cast<int>(cudaErrorInvalidValue);
 }
 

@@ -95,7 +95,7 @@ void conv2d_backward_cuda(const Tensor& grad_out, const Tensor& input, const Ten
 }
 
 const bool kRegistered = [] {
-  KernelTable& table = kernel_table(DeviceType::CUDA);
+  KernelTable& table = kernel_table(DeviceType::kCUDA);
   table.conv2d = conv2d_cuda;
   table.conv2d_backward = conv2d_backward_cuda;
   return true;

@@ -247,8 +247,8 @@ int device_count_once() {
 const bool kRegistered = [] {
   static CudaAllocator allocator;
   static CudaBackend backend;
-  set_allocator(DeviceType::CUDA, &allocator);
-  register_device_backend(DeviceType::CUDA, &backend);
+  set_allocator(DeviceType::kCUDA, &allocator);
+  register_device_backend(DeviceType::kCUDA, &backend);
   return true;
 }();
 

@@ -108,14 +108,14 @@ __host__ __device__ M scalar_as(const ScalarArg& s) {
 template <typename Body>
 int dispatch_all(DType dtype, Body&& body) {
   switch (dtype) {
-    case DType::Float32: return body(float{});
-    case DType::Float64: return body(double{});
-    case DType::Float16: return body(Half{});
-    case DType::BFloat16: return body(BFloat16{});
-    case DType::Int32: return body(int32_t{});
-    case DType::Int64: return body(int64_t{});
-    case DType::UInt8: return body(uint8_t{});
-    case DType::Bool: return body(bool{});
+    case DType::kFloat32: return body(float{});
+    case DType::kFloat64: return body(double{});
+    case DType::kFloat16: return body(Half{});
+    case DType::kBFloat16: return body(BFloat16{});
+    case DType::kInt32: return body(int32_t{});
+    case DType::kInt64: return body(int64_t{});
+    case DType::kUInt8: return body(uint8_t{});
+    case DType::kBool: return body(bool{});
   }
   return static_cast<int>(cudaErrorInvalidValue);
 }
@@ -123,8 +123,8 @@ int dispatch_all(DType dtype, Body&& body) {
 // body(float{}) or body(double{}) for the kernels that take the two floating dtypes only.
 template <typename Body>
 int dispatch_float_and_double(DType dtype, Body&& body) {
-  if (dtype == DType::Float32) return body(float{});
-  if (dtype == DType::Float64) return body(double{});
+  if (dtype == DType::kFloat32) return body(float{});
+  if (dtype == DType::kFloat64) return body(double{});
   return static_cast<int>(cudaErrorInvalidValue);
 }
 

@@ -128,11 +128,11 @@ struct Comparison {
     using M = opmath_t<T>;
     const M a = M(x), b = M(y);
     switch (op) {
-      case BinaryKind::Eq: return a == b;
-      case BinaryKind::Ne: return a != b;
-      case BinaryKind::Lt: return a < b;
-      case BinaryKind::Le: return a <= b;
-      case BinaryKind::Gt: return a > b;
+      case BinaryKind::kEq: return a == b;
+      case BinaryKind::kNe: return a != b;
+      case BinaryKind::kLt: return a < b;
+      case BinaryKind::kLe: return a <= b;
+      case BinaryKind::kGt: return a > b;
       default: return a >= b;
     }
   }
@@ -146,13 +146,13 @@ struct Arithmetic {
     using M = opmath_t<T>;
     const M a = M(x), b = M(y);
     switch (op) {
-      case BinaryKind::Add: return T(add_w(a, mul_w(alpha, b)));
-      case BinaryKind::Sub: return T(sub_w(a, mul_w(alpha, b)));
-      case BinaryKind::Mul: return T(mul_w(a, b));
-      case BinaryKind::Div:
+      case BinaryKind::kAdd: return T(add_w(a, mul_w(alpha, b)));
+      case BinaryKind::kSub: return T(sub_w(a, mul_w(alpha, b)));
+      case BinaryKind::kMul: return T(mul_w(a, b));
+      case BinaryKind::kDiv:
         if constexpr (std::is_floating_point<M>::value) return T(a / b);
         return T(M(0));  // not reached: the op promotes integer division to float32
-      case BinaryKind::Pow:
+      case BinaryKind::kPow:
         if constexpr (std::is_floating_point<M>::value) {
           return T(std::pow(a, b));
         } else if constexpr (std::is_same<M, bool>::value) {
@@ -160,9 +160,9 @@ struct Arithmetic {
         } else {
           return int_pow<M>(a, b);
         }
-      case BinaryKind::Maximum: return is_nan(a) ? x : is_nan(b) ? y : (a > b ? x : y);
-      case BinaryKind::Minimum: return is_nan(a) ? x : is_nan(b) ? y : (a < b ? x : y);
-      case BinaryKind::ThresholdBackward: return b <= alpha ? T(M(0)) : x;
+      case BinaryKind::kMaximum: return is_nan(a) ? x : is_nan(b) ? y : (a > b ? x : y);
+      case BinaryKind::kMinimum: return is_nan(a) ? x : is_nan(b) ? y : (a < b ? x : y);
+      case BinaryKind::kThresholdBackward: return b <= alpha ? T(M(0)) : x;
       default: return x;
     }
   }
@@ -175,12 +175,12 @@ struct FloatingUnary {
     using M = opmath_t<T>;
     const M v = M(x);
     switch (op) {
-      case UnaryKind::Exp: return T(std::exp(v));
-      case UnaryKind::Log: return T(std::log(v));
-      case UnaryKind::Sqrt: return T(std::sqrt(v));
-      case UnaryKind::Rsqrt: return T(M(1) / std::sqrt(v));
-      case UnaryKind::Sigmoid: return T(M(1) / (M(1) + std::exp(-v)));
-      case UnaryKind::Tanh: return T(std::tanh(v));
+      case UnaryKind::kExp: return T(std::exp(v));
+      case UnaryKind::kLog: return T(std::log(v));
+      case UnaryKind::kSqrt: return T(std::sqrt(v));
+      case UnaryKind::kRsqrt: return T(M(1) / std::sqrt(v));
+      case UnaryKind::kSigmoid: return T(M(1) / (M(1) + std::exp(-v)));
+      case UnaryKind::kTanh: return T(std::tanh(v));
       default: return x;
     }
   }
@@ -193,10 +193,10 @@ struct NumericUnary {
     using M = opmath_t<T>;
     const M v = M(x);
     switch (op) {
-      case UnaryKind::Neg: return T(sub_w(M(0), v));
-      case UnaryKind::Abs: return is_negative(v) ? T(sub_w(M(0), v)) : x;
-      case UnaryKind::Relu: return is_negative(v) ? T(M(0)) : x;  // keeps NaN, as PyTorch
-      case UnaryKind::Sign:
+      case UnaryKind::kNeg: return T(sub_w(M(0), v));
+      case UnaryKind::kAbs: return is_negative(v) ? T(sub_w(M(0), v)) : x;
+      case UnaryKind::kRelu: return is_negative(v) ? T(M(0)) : x;  // keeps NaN, as PyTorch
+      case UnaryKind::kSign:
         if (is_nan(v)) return T(M(0));
         return T(is_negative(v) ? M(-1) : (v > M(0) ? M(1) : v));
       default: return x;
@@ -223,7 +223,7 @@ int launch_binary(BinaryKind op, DType dtype, void* out, const void* a, const vo
   if (n == 0) return 0;
   return dispatch_all(dtype, [&](auto tag) {
     using T = decltype(tag);
-    if (op >= BinaryKind::Eq) {
+    if (op >= BinaryKind::kEq) {
       return run_binary<bool, T>(out, a, b, ix, n, Comparison<T>{op}, stream);
     }
     return run_binary<T, T>(out, a, b, ix, n, Arithmetic<T>{op, scalar_as<opmath_t<T>>(alpha)},
@@ -237,7 +237,7 @@ int launch_unary(UnaryKind op, DType dtype, void* out, const void* in, const Ind
   return dispatch_all(dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (is_floating_v<T>) {
-      if (op >= UnaryKind::Exp) return run_unary<T>(out, in, ix, n, FloatingUnary<T>{op}, stream);
+      if (op >= UnaryKind::kExp) return run_unary<T>(out, in, ix, n, FloatingUnary<T>{op}, stream);
     }
     if constexpr (std::is_same<T, bool>::value) {
       return static_cast<int>(cudaErrorInvalidValue);  // the glue rejects bool first

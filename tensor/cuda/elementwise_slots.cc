@@ -5,10 +5,10 @@
 namespace ember::cuda {
 namespace {
 
-static_assert(static_cast<int>(BinaryKind::ThresholdBackward) ==
-                      static_cast<int>(BinaryOp::ThresholdBackward) &&
-                  static_cast<int>(BinaryKind::Ge) == static_cast<int>(BinaryOp::Ge) &&
-                  static_cast<int>(UnaryKind::Tanh) == static_cast<int>(UnaryOp::Tanh),
+static_assert(static_cast<int>(BinaryKind::kThresholdBackward) ==
+                      static_cast<int>(BinaryOp::kThresholdBackward) &&
+                  static_cast<int>(BinaryKind::kGe) == static_cast<int>(BinaryOp::kGe) &&
+                  static_cast<int>(UnaryKind::kTanh) == static_cast<int>(UnaryOp::kTanh),
               "launch.h's kinds must follow tensor/kernels.h's ops");
 
 void binary_cuda(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b,
@@ -25,7 +25,7 @@ void binary_cuda(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& 
 void unary_cuda(UnaryOp op, const Tensor& out, const Tensor& in) {
   const char* name = unary_op_name(op);
   EMBER_CHECK(in.dtype() != kBool, name, ": not supported for bool tensors (", in.describe(), ")");
-  EMBER_CHECK(op < UnaryOp::Exp || is_floating_point(in.dtype()), name,
+  EMBER_CHECK(op < UnaryOp::kExp || is_floating_point(in.dtype()), name,
               ": expects a floating tensor, got ", in.describe());
   DeviceGuard guard(out.device().index);
   check_launch(launch_unary(static_cast<UnaryKind>(op), dtype_of(in), out.data_ptr(), in.data_ptr(),
@@ -67,7 +67,7 @@ void fill_cuda(const Tensor& t, const Scalar& value) {
 }
 
 const bool kRegistered = [] {
-  KernelTable& table = kernel_table(DeviceType::CUDA);
+  KernelTable& table = kernel_table(DeviceType::kCUDA);
   table.binary = binary_cuda;
   table.unary = unary_cuda;
   table.clamp = clamp_cuda;

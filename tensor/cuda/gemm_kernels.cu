@@ -33,14 +33,14 @@ int launch_integer_gemm(DType dtype, void* out, const void* a, const void* b, co
   const int64_t total = g.batch * g.n * g.m;
   if (total == 0) return 0;
   switch (dtype) {
-    case DType::Int32: {
+    case DType::kInt32: {
       const auto kernel = integer_gemm_kernel<int32_t>;
       EMBER_LAUNCH(kernel, blocks_for(total), kThreadsPerBlock, 0, stream,
                    static_cast<int32_t*>(out), static_cast<const int32_t*>(a),
                    static_cast<const int32_t*>(b), g, beta, alpha);
       break;
     }
-    case DType::Int64: {
+    case DType::kInt64: {
       const auto kernel = integer_gemm_kernel<int64_t>;
       EMBER_LAUNCH(kernel, blocks_for(total), kThreadsPerBlock, 0, stream,
                    static_cast<int64_t*>(out), static_cast<const int64_t*>(a),

@@ -126,7 +126,7 @@ void batched_gemm_cuda(const Tensor& out, const Tensor& a, const Tensor& b, doub
 }
 
 const bool kRegistered = [] {
-  kernel_table(DeviceType::CUDA).batched_gemm = batched_gemm_cuda;
+  kernel_table(DeviceType::kCUDA).batched_gemm = batched_gemm_cuda;
   return true;
 }();
 

@@ -95,7 +95,7 @@ void scatter_add_cuda(const Tensor& self, int64_t dim, const Tensor& index, cons
 }
 
 const bool kRegistered = [] {
-  KernelTable& table = kernel_table(DeviceType::CUDA);
+  KernelTable& table = kernel_table(DeviceType::kCUDA);
   table.index_select = index_select_cuda;
   table.index_add = index_add_cuda;
   table.gather = gather_cuda;

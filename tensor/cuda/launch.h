@@ -11,12 +11,12 @@
 namespace ember::cuda {
 
 // ember's ScalarType, in its order (cuda_kernels.cc static_asserts that they agree).
-enum class DType : int { Float32, Float64, Float16, BFloat16, Int32, Int64, UInt8, Bool };
+enum class DType : int { kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64, kUInt8, kBool };
 // BinaryOp and UnaryOp of tensor/kernels.h, in their order.
 enum class BinaryKind : int {
-  Add, Sub, Mul, Div, Pow, Maximum, Minimum, ThresholdBackward, Eq, Ne, Lt, Le, Gt, Ge
+  kAdd, kSub, kMul, kDiv, kPow, kMaximum, kMinimum, kThresholdBackward, kEq, kNe, kLt, kLe, kGt, kGe
 };
-enum class UnaryKind : int { Neg, Abs, Relu, Sign, Exp, Log, Sqrt, Rsqrt, Sigmoid, Tanh };
+enum class UnaryKind : int { kNeg, kAbs, kRelu, kSign, kExp, kLog, kSqrt, kRsqrt, kSigmoid, kTanh };
 
 // A host Scalar in the three forms a kernel may compute with.
 struct ScalarArg {
@@ -136,7 +136,7 @@ int launch_batch_norm_backward_transform(DType dtype, void* gi, const void* g, c
 // out[i] (dense, n elements) = a draw from Philox4x32-10 at counter i under `key`: uniform in
 // [0, 1) with `bits` bits, standard normal (Box-Muller), or low + (64 bits mod range).
 struct RandomDraw {
-  enum Kind : int { Uniform, Normal, Integer } kind;
+  enum Kind : int { kUniform, kNormal, kInteger } kind;
   int bits;
   int64_t low;
   uint64_t range;
@@ -150,7 +150,7 @@ int launch_random(DType dtype, void* out, int64_t n, uint64_t key, const RandomD
 struct PoolShape {
   int64_t planes, H, W, kh, kw, sh, sw, ph, pw, Ho, Wo;
 };
-enum class PoolKind : int { Max, Avg, AvgBackward, AdaptiveAvg, AdaptiveAvgBackward };
+enum class PoolKind : int { kMax, kAvg, kAvgBackward, kAdaptiveAvg, kAdaptiveAvgBackward };
 int launch_pool(PoolKind kind, DType dtype, void* out, int64_t* indices, const void* in,
                 const PoolShape& g, cudaStream_t stream);
 

@@ -146,7 +146,7 @@ __global__ void adaptive_avg_pool_backward_kernel(T* grad_in, const T* grad_out,
 
 int launch_pool(PoolKind kind, DType dtype, void* out, int64_t* indices, const void* in,
                 const PoolShape& g, cudaStream_t stream) {
-  const bool backward = kind == PoolKind::AvgBackward || kind == PoolKind::AdaptiveAvgBackward;
+  const bool backward = kind == PoolKind::kAvgBackward || kind == PoolKind::kAdaptiveAvgBackward;
   const int64_t total = backward ? g.planes * g.H * g.W : g.planes * g.Ho * g.Wo;
   if (total == 0) return 0;
   return dispatch_float_and_double(dtype, [&](auto tag) {
@@ -154,27 +154,27 @@ int launch_pool(PoolKind kind, DType dtype, void* out, int64_t* indices, const v
     T* o = static_cast<T*>(out);
     const T* i = static_cast<const T*>(in);
     switch (kind) {
-      case PoolKind::Max: {
+      case PoolKind::kMax: {
         const auto kernel = max_pool_kernel<T>;
         EMBER_LAUNCH(kernel, blocks_for(total), kThreadsPerBlock, 0, stream, o, indices, i, g);
         break;
       }
-      case PoolKind::Avg: {
+      case PoolKind::kAvg: {
         const auto kernel = avg_pool_kernel<T>;
         EMBER_LAUNCH(kernel, blocks_for(total), kThreadsPerBlock, 0, stream, o, i, g);
         break;
       }
-      case PoolKind::AvgBackward: {
+      case PoolKind::kAvgBackward: {
         const auto kernel = avg_pool_backward_kernel<T>;
         EMBER_LAUNCH(kernel, blocks_for(total), kThreadsPerBlock, 0, stream, o, i, g);
         break;
       }
-      case PoolKind::AdaptiveAvg: {
+      case PoolKind::kAdaptiveAvg: {
         const auto kernel = adaptive_avg_pool_kernel<T>;
         EMBER_LAUNCH(kernel, blocks_for(total), kThreadsPerBlock, 0, stream, o, i, g);
         break;
       }
-      case PoolKind::AdaptiveAvgBackward: {
+      case PoolKind::kAdaptiveAvgBackward: {
         const auto kernel = adaptive_avg_pool_backward_kernel<T>;
         EMBER_LAUNCH(kernel, blocks_for(total), kThreadsPerBlock, 0, stream, o, i, g);
         break;

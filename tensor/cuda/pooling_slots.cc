@@ -18,26 +18,26 @@ void run(PoolKind kind, const char* op, const Tensor& out, int64_t* indices, con
 
 void max_pool2d_cuda(const Tensor& out, const Tensor& indices, const Tensor& input,
                      const PoolGeometry& g) {
-  run(PoolKind::Max, "max_pool2d", out, static_cast<int64_t*>(indices.data_ptr()), input, g);
+  run(PoolKind::kMax, "max_pool2d", out, static_cast<int64_t*>(indices.data_ptr()), input, g);
 }
 void avg_pool2d_cuda(const Tensor& out, const Tensor& input, const PoolGeometry& g) {
-  run(PoolKind::Avg, "avg_pool2d", out, nullptr, input, g);
+  run(PoolKind::kAvg, "avg_pool2d", out, nullptr, input, g);
 }
 void avg_pool2d_backward_cuda(const Tensor& grad_input, const Tensor& grad_out,
                               const PoolGeometry& g) {
-  run(PoolKind::AvgBackward, "avg_pool2d_backward", grad_input, nullptr, grad_out, g);
+  run(PoolKind::kAvgBackward, "avg_pool2d_backward", grad_input, nullptr, grad_out, g);
 }
 void adaptive_avg_pool2d_cuda(const Tensor& out, const Tensor& input, const PoolGeometry& g) {
-  run(PoolKind::AdaptiveAvg, "adaptive_avg_pool2d", out, nullptr, input, g);
+  run(PoolKind::kAdaptiveAvg, "adaptive_avg_pool2d", out, nullptr, input, g);
 }
 void adaptive_avg_pool2d_backward_cuda(const Tensor& grad_input, const Tensor& grad_out,
                                        const PoolGeometry& g) {
-  run(PoolKind::AdaptiveAvgBackward, "adaptive_avg_pool2d_backward", grad_input, nullptr, grad_out,
+  run(PoolKind::kAdaptiveAvgBackward, "adaptive_avg_pool2d_backward", grad_input, nullptr, grad_out,
       g);
 }
 
 const bool kRegistered = [] {
-  KernelTable& table = kernel_table(DeviceType::CUDA);
+  KernelTable& table = kernel_table(DeviceType::kCUDA);
   table.max_pool2d = max_pool2d_cuda;
   table.avg_pool2d = avg_pool2d_cuda;
   table.avg_pool2d_backward = avg_pool2d_backward_cuda;

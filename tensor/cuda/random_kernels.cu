@@ -17,12 +17,12 @@ __global__ void random_kernel(T* out, int64_t n, uint64_t key, RandomDraw draw) 
     const uint64_t a = (static_cast<uint64_t>(r.x[0]) << 32) | r.x[1];
     const uint64_t b = (static_cast<uint64_t>(r.x[2]) << 32) | r.x[3];
     double v;
-    if (draw.kind == RandomDraw::Normal) {
+    if (draw.kind == RandomDraw::kNormal) {
       // Box-Muller with u1 in (0, 1] so the logarithm is finite.
       const double u1 = static_cast<double>((a >> 11) + 1) * 0x1.0p-53;
       const double u2 = static_cast<double>(b >> 11) * 0x1.0p-53;
       v = std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-    } else if (draw.kind == RandomDraw::Integer) {
+    } else if (draw.kind == RandomDraw::kInteger) {
       v = static_cast<double>(draw.low + static_cast<int64_t>(a % draw.range));
     } else {
       v = std::ldexp(static_cast<double>(a >> (64 - draw.bits)), -draw.bits);

@@ -15,16 +15,16 @@ void random_cuda(const Tensor& out, const RandomSpec& spec, Generator& gen) {
     std::lock_guard<std::mutex> lock(gen.mutex());
     key = gen.next_u64();
   }
-  RandomDraw draw{RandomDraw::Uniform, spec.bits, spec.low, spec.range};
-  if (spec.kind == RandomSpec::Kind::Normal) draw.kind = RandomDraw::Normal;
-  if (spec.kind == RandomSpec::Kind::Integer) draw.kind = RandomDraw::Integer;
+  RandomDraw draw{RandomDraw::kUniform, spec.bits, spec.low, spec.range};
+  if (spec.kind == RandomSpec::Kind::kNormal) draw.kind = RandomDraw::kNormal;
+  if (spec.kind == RandomSpec::Kind::kInteger) draw.kind = RandomDraw::kInteger;
   DeviceGuard guard(out.device().index);
   check_launch(launch_random(dtype_of(out), out.data_ptr(), out.numel(), key, draw, stream_of(out)),
                "random", out);
 }
 
 const bool kRegistered = [] {
-  kernel_table(DeviceType::CUDA).random = random_cuda;
+  kernel_table(DeviceType::kCUDA).random = random_cuda;
   return true;
 }();
 

@@ -32,11 +32,11 @@ RowsAndCols split(const char* op, const Tensor& in, const std::vector<bool>& mas
   return rc;
 }
 
-void reduce_cuda(ReduceOp op, const Tensor& out, const Tensor& in, const std::vector<bool>& mask) {
-  const char* name = op == ReduceOp::Sum      ? "sum"
-                     : op == ReduceOp::Max    ? "max"
-                     : op == ReduceOp::Min    ? "min"
-                     : op == ReduceOp::ArgMax ? "argmax"
+void reduce_cuda(ReduceKind op, const Tensor& out, const Tensor& in, const std::vector<bool>& mask) {
+  const char* name = op == ReduceKind::kSum      ? "sum"
+                     : op == ReduceKind::kMax    ? "max"
+                     : op == ReduceKind::kMin    ? "min"
+                     : op == ReduceKind::kArgMax ? "argmax"
                                               : "argmin";
   const RowsAndCols rc = split(name, in, mask);
   // A pointer to the input's first element: Indexer offsets are relative to it.
@@ -44,7 +44,7 @@ void reduce_cuda(ReduceOp op, const Tensor& out, const Tensor& in, const std::ve
   const Device device = in.device();
   DeviceGuard guard(in.device().index);
   Tensor dense;
-  if (op == ReduceOp::Sum) {
+  if (op == ReduceKind::kSum) {
     dense = empty(out.sizes(),
                   TensorOptions(is_floating_point(in.dtype()) ? kFloat64 : kInt64, device));
     check_launch(launch_sum(dtype_of(in), dense.data_ptr(), first, rc.kept, rc.reduced, rc.rows,
@@ -53,9 +53,9 @@ void reduce_cuda(ReduceOp op, const Tensor& out, const Tensor& in, const std::ve
   } else {
     EMBER_CHECK(rc.cols > 0 || rc.rows == 0, name, ": cannot reduce over an empty dimension of ",
                 in.describe());
-    const bool want_values = op == ReduceOp::Max || op == ReduceOp::Min;
+    const bool want_values = op == ReduceKind::kMax || op == ReduceKind::kMin;
     dense = empty(out.sizes(), TensorOptions(want_values ? in.dtype() : kInt64, device));
-    const bool is_max = op == ReduceOp::Max || op == ReduceOp::ArgMax;
+    const bool is_max = op == ReduceKind::kMax || op == ReduceKind::kArgMax;
     check_launch(launch_extreme(dtype_of(in), is_max, want_values ? dense.data_ptr() : nullptr,
                                 want_values ? nullptr : static_cast<int64_t*>(dense.data_ptr()),
                                 first, rc.kept, rc.reduced, rc.rows, rc.cols, stream_of(in)),
@@ -65,7 +65,7 @@ void reduce_cuda(ReduceOp op, const Tensor& out, const Tensor& in, const std::ve
 }
 
 const bool kRegistered = [] {
-  kernel_table(DeviceType::CUDA).reduce = reduce_cuda;
+  kernel_table(DeviceType::kCUDA).reduce = reduce_cuda;
   return true;
 }();
 

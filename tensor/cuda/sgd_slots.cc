@@ -16,7 +16,7 @@ void fused_sgd_cuda(const std::vector<SgdParameter>& params, const SgdHyperparam
 }
 
 const bool kRegistered = [] {
-  kernel_table(DeviceType::CUDA).fused_sgd = fused_sgd_cuda;
+  kernel_table(DeviceType::kCUDA).fused_sgd = fused_sgd_cuda;
   return true;
 }();
 

@@ -2,9 +2,9 @@
 
 namespace ember::cuda {
 
-static_assert(static_cast<int>(DType::Bool) == static_cast<int>(ScalarType::Bool) &&
-                  static_cast<int>(DType::Float16) == static_cast<int>(ScalarType::Float16) &&
-                  static_cast<int>(DType::UInt8) == static_cast<int>(ScalarType::UInt8),
+static_assert(static_cast<int>(DType::kBool) == static_cast<int>(ScalarType::kBool) &&
+                  static_cast<int>(DType::kFloat16) == static_cast<int>(ScalarType::kFloat16) &&
+                  static_cast<int>(DType::kUInt8) == static_cast<int>(ScalarType::kUInt8),
               "launch.h's DType must follow ScalarType");
 
 ScalarArg scalar_arg(const Scalar& s) {

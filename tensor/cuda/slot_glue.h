@@ -1,4 +1,4 @@
-// Shared by the CUDA backend's *_slots.cc files, which fill kernel_table(DeviceType::CUDA) with
+// Shared by the CUDA backend's *_slots.cc files, which fill kernel_table(DeviceType::kCUDA) with
 // the launchers of tensor/cuda/*.cu: turning Tensors into the plain pointers, dtypes and Indexers
 // those take, and reporting launch failures with the op and its operands.
 #pragma once

@@ -9,7 +9,7 @@
 namespace ember::autograd {
 namespace {
 
-const Device kCuda0(DeviceType::CUDA, 0);
+const Device kCuda0(DeviceType::kCUDA, 0);
 
 class CudaGradcheckTest : public ::testing::TestWithParam<std::string> {
  protected:

@@ -6,6 +6,7 @@
 #include "autograd/autograd.h"
 #include "tensor/all.h"
 #include "tensor/sparse.h"
+#include "tests/common/error_matchers.h"
 
 namespace ember::autograd {
 namespace {
@@ -18,15 +19,7 @@ Tensor leaf(std::vector<float> v, Shape s = {}) {
   return t;
 }
 
-template <typename F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using ::ember::testing::error_of;
 
 TEST(AutogradBasics, LeafGradFnDetachNoGrad) {
   Tensor x = leaf({1, 2, 3});

@@ -148,7 +148,7 @@ inline const std::map<std::string, Case>& cases() {
       {"log_softmax", {{{3, 5}}, [](const Inputs& x) { return log_softmax(x[0], 1); }}},
       {"softmax", {{{3, 4}}, [](const Inputs& x) { return softmax(x[0], 0); }}},
       {"nll_loss", {{{4, 5}}, [](const Inputs& x) {
-         return nll_loss(log_softmax(x[0], 1), idx(x[0], {1, 0, 4, 1}), Reduction::Mean);
+         return nll_loss(log_softmax(x[0], 1), idx(x[0], {1, 0, 4, 1}), Reduction::kMean);
        }}},
       {"embedding", {{{5, 3}}, [](const Inputs& x) { return embedding(x[0], idx(x[0], {0, 4, 4, 2}, {2, 2})); }}},
   };

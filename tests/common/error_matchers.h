@@ -1,5 +1,6 @@
 // The one error-message matcher every suite uses: EXPECT_EMBER_ERROR(stmt, "op", "[2, 3]", ...)
-// passes only if stmt throws ember::Error whose message contains every given string.
+// passes only if stmt throws ember::Error whose message contains every given string; error_of(fn)
+// is the message itself.
 #pragma once
 
 #include <functional>
@@ -28,6 +29,17 @@ inline ::testing::AssertionResult throws_with(const std::function<void()>& fn,
     return ::testing::AssertionFailure() << "threw a non-ember exception: " << e.what();
   }
   return ::testing::AssertionFailure() << "did not throw";
+}
+
+// The message of what `fn` throws, "" when it throws nothing: for HasSubstr matchers on one message.
+template <typename F>
+std::string error_of(F&& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
 }
 
 }  // namespace ember::testing

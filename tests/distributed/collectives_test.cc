@@ -12,8 +12,8 @@ namespace ember::distributed::testing {
 namespace {
 
 const std::vector<ScalarType> kDtypes = {kFloat32, kFloat64, kFloat16, kBFloat16, kInt64};
-const std::vector<ReduceOp> kOps = {ReduceOp::SUM, ReduceOp::AVG, ReduceOp::PRODUCT, ReduceOp::MIN,
-                                    ReduceOp::MAX};
+const std::vector<ReduceOp> kOps = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kProduct, ReduceOp::kMin,
+                                    ReduceOp::kMax};
 
 // The reduction over ranks [0, world) of input_value, element i, in double.
 double reduced(ReduceOp op, int world, int64_t i) {
@@ -21,14 +21,14 @@ double reduced(ReduceOp op, int world, int64_t i) {
   for (int r = 1; r < world; ++r) {
     const double v = input_value(r, i);
     switch (op) {
-      case ReduceOp::SUM:
-      case ReduceOp::AVG: acc += v; break;
-      case ReduceOp::PRODUCT: acc *= v; break;
-      case ReduceOp::MIN: acc = std::min(acc, v); break;
-      case ReduceOp::MAX: acc = std::max(acc, v); break;
+      case ReduceOp::kSum:
+      case ReduceOp::kAvg: acc += v; break;
+      case ReduceOp::kProduct: acc *= v; break;
+      case ReduceOp::kMin: acc = std::min(acc, v); break;
+      case ReduceOp::kMax: acc = std::max(acc, v); break;
     }
   }
-  return op == ReduceOp::AVG ? acc / world : acc;
+  return op == ReduceOp::kAvg ? acc / world : acc;
 }
 
 Tensor expected_reduction(ReduceOp op, int world, const Shape& shape) {
@@ -49,7 +49,7 @@ TEST_P(AllreduceTest, MatchesLocalReduction) {
     std::vector<Tensor> list{t};
     AllreduceOptions opts;
     opts.reduce_op = op;
-    if (op == ReduceOp::AVG && !is_floating_point(dtype)) {
+    if (op == ReduceOp::kAvg && !is_floating_point(dtype)) {
       EXPECT_THAT(error_of([&] { pg_->allreduce(list, opts); }),
                   ::testing::HasSubstr("AVG needs a floating-point tensor"));
       continue;
@@ -93,10 +93,10 @@ TEST_P(CollectiveTest, Reduce) {
   std::vector<Tensor> list{t};
   ReduceOptions opts;
   opts.root_rank = root;
-  opts.reduce_op = ReduceOp::MAX;
+  opts.reduce_op = ReduceOp::kMax;
   pg_->reduce(list, opts)->wait();
   if (rank_ == root) {
-    EXPECT_TRUE(close_to(t, expected_reduction(ReduceOp::MAX, world_, {13})));
+    EXPECT_TRUE(close_to(t, expected_reduction(ReduceOp::kMax, world_, {13})));
   } else {
     EXPECT_TRUE(close_to(t, rank_input({13}, kFloat64, rank_)));  // untouched off the root
   }
@@ -175,7 +175,7 @@ TEST_P(CollectiveTest, ReduceScatter) {
   for (int j = 0; j < world_; ++j) inputs[0].push_back(full_in.narrow(0, j * 6, 6));
   std::vector<Tensor> out{zeros({6}, dtype)};
   pg_->reduce_scatter(out, inputs)->wait();
-  Tensor expected = expected_reduction(ReduceOp::SUM, world_, {world_ * 6}).narrow(0, rank_ * 6, 6);
+  Tensor expected = expected_reduction(ReduceOp::kSum, world_, {world_ * 6}).narrow(0, rank_ * 6, 6);
   EXPECT_TRUE(close_to(out[0], expected));
 }
 
@@ -221,7 +221,7 @@ TEST_F(ProcessGroupMPITest, NonContiguousTensorsAreStagedAndWrittenBack) {
   ASSERT_FALSE(t.is_contiguous());
   std::vector<Tensor> list{t};
   pg_->allreduce(list)->wait();
-  EXPECT_TRUE(close_to(base, expected_reduction(ReduceOp::SUM, world_, {4, 6})));
+  EXPECT_TRUE(close_to(base, expected_reduction(ReduceOp::kSum, world_, {4, 6})));
 }
 
 TEST_F(ProcessGroupMPITest, PayloadBytesCountWhatThisRankHandsToCollectives) {
@@ -294,13 +294,13 @@ TEST_F(ProcessGroupMPITest, LargeOddSizedAllreduce) {
   Tensor t = rank_input({n}, kFloat32, rank_);
   std::vector<Tensor> list{t};
   pg_->allreduce(list)->wait();
-  EXPECT_TRUE(close_to(t, expected_reduction(ReduceOp::SUM, world_, {n})));
+  EXPECT_TRUE(close_to(t, expected_reduction(ReduceOp::kSum, world_, {n})));
 }
 
 TEST_F(ProcessGroupMPITest, LargeAllreducesOfEveryDtypeAndOp) {
   // >= 64 KiB: libnbc's ring algorithm (Note [Allreduce algorithm]), with the 16-bit user ops.
   for (ScalarType dtype : kDtypes) {
-    for (ReduceOp op : {ReduceOp::SUM, ReduceOp::MAX, ReduceOp::PRODUCT}) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kProduct}) {
       const Shape shape{40001};
       Tensor t = rank_input(shape, dtype, rank_);
       std::vector<Tensor> list{t};

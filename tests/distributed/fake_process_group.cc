@@ -58,9 +58,9 @@ WorkPtr FakeProcessGroup::allreduce(std::vector<Tensor>& tensors, const Allreduc
   return issue({OpType::kAllreduce, tensors, opts.reduce_op}, tensors, [list, world, op = opts.reduce_op] {
     // Every rank holds the same values: SUM is world times them, AVG/MIN/MAX leave them.
     for (const Tensor& t : list) {
-      if (op == ReduceOp::SUM) {
+      if (op == ReduceOp::kSum) {
         t.mul_(Scalar(static_cast<int64_t>(world)));
-      } else if (op == ReduceOp::PRODUCT) {
+      } else if (op == ReduceOp::kProduct) {
         const Tensor once = t.clone();
         for (int r = 1; r < world; ++r) t.mul_(once);
       }

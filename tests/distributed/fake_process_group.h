@@ -22,7 +22,7 @@ class FakeProcessGroup : public ProcessGroup {
   struct Call {
     OpType op;
     std::vector<Tensor> tensors;  // the inputs, as passed (allreduce's are its outputs too)
-    ReduceOp reduce_op = ReduceOp::SUM;
+    ReduceOp reduce_op = ReduceOp::kSum;
   };
 
   FakeProcessGroup(int rank, int size);

@@ -12,6 +12,7 @@
 #include "tensor/device_backend.h"
 #include "tensor/factories.h"
 #include "tensor/ops.h"
+#include "tests/common/error_matchers.h"
 
 namespace ember::distributed::testing {
 
@@ -86,15 +87,6 @@ inline ::testing::AssertionResult close_to(const Tensor& actual, const Tensor& e
   return ::testing::AssertionSuccess();
 }
 
-// Runs `fn` and returns the ember::Error's message, or "" when nothing was thrown.
-template <typename F>
-std::string error_of(F&& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
+using ::ember::testing::error_of;
 
 }  // namespace ember::distributed::testing

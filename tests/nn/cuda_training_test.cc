@@ -16,7 +16,7 @@
 namespace ember {
 namespace {
 
-const Device kCuda0(DeviceType::CUDA, 0);
+const Device kCuda0(DeviceType::kCUDA, 0);
 
 // |a - b| <= tol * max(1, max |b|) elementwise, so near-zero entries of a large tensor are
 // compared at the tensor's scale: the two devices sum in different orders.

@@ -8,21 +8,14 @@
 #include "autograd/gradcheck.h"
 #include "nn/nn.h"
 #include "tensor/all.h"
+#include "tests/common/error_matchers.h"
 
 namespace ember::nn {
 namespace {
 
 using ::testing::HasSubstr;
 
-template <typename F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using ::ember::testing::error_of;
 
 struct Tied : Module {
   std::shared_ptr<Linear> a, b;
@@ -228,7 +221,7 @@ TEST(Losses, CrossEntropyMatchesPyTorch) {
   Tensor x = from_vector<float>({1.0f, 2.0f, 0.5f, -1.0f, 0.0f, 3.0f}, {2, 3});
   Tensor t = from_vector<int64_t>({1, 2});
   EXPECT_NEAR(functional::cross_entropy(x, t).item<double>(), 0.265126, 1e-5);
-  EXPECT_NEAR(functional::cross_entropy(x, t, Reduction::Mean, 0.1).item<double>(), 0.423460, 1e-5);
+  EXPECT_NEAR(functional::cross_entropy(x, t, Reduction::kMean, 0.1).item<double>(), 0.423460, 1e-5);
 }
 
 }  // namespace

@@ -11,12 +11,12 @@
 namespace ember {
 namespace {
 
-const Device kCuda(DeviceType::CUDA, 0);
+const Device kCuda(DeviceType::kCUDA, 0);
 
 class CudaTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!has_device_backend(DeviceType::CUDA)) {
+    if (!has_device_backend(DeviceType::kCUDA)) {
       GTEST_SKIP() << "ember was built without CUDA (build with --config=cuda to run these)";
     }
     if (!cuda_is_available()) {
@@ -89,7 +89,7 @@ TEST_F(CudaTest, LargeTensorCoversEveryElement) {
 
 TEST_F(CudaTest, AnEmptySlotNamesTheOpAndOperands) {
   // Every slot is filled (kernel_coverage_test); empty one for the length of this test.
-  KernelTable& table = kernel_table(DeviceType::CUDA);
+  KernelTable& table = kernel_table(DeviceType::kCUDA);
   const auto saved = table.unary;
   table.unary = nullptr;
   Tensor ga = input({2, 3}, 9).to(kCuda);
@@ -105,7 +105,7 @@ TEST_F(CudaTest, MixingDevicesIsAnError) {
 
 // Runs with or without a GPU: the skip logic itself must hold.
 TEST(CudaAvailability, CountIsZeroWithoutBackendOrDevice) {
-  if (!has_device_backend(DeviceType::CUDA)) {
+  if (!has_device_backend(DeviceType::kCUDA)) {
     EXPECT_FALSE(cuda_is_available());
     EXPECT_EQ(cuda_device_count(), 0);
   }

@@ -43,16 +43,16 @@ void print_coverage(const char* device, DeviceType type) {
 }
 
 TEST(KernelCoverageTest, CpuFillsEverySlot) {
-  print_coverage("cpu", DeviceType::CPU);
-  EXPECT_EQ(missing_slots(DeviceType::CPU), "");
+  print_coverage("cpu", DeviceType::kCPU);
+  EXPECT_EQ(missing_slots(DeviceType::kCPU), "");
 }
 
 TEST(KernelCoverageTest, CudaFillsEverySlotWhenLinked) {
-  if (!has_device_backend(DeviceType::CUDA)) {
+  if (!has_device_backend(DeviceType::kCUDA)) {
     GTEST_SKIP() << "no CUDA backend in this build (run with --config=cudasim)";
   }
-  print_coverage("cuda", DeviceType::CUDA);
-  EXPECT_EQ(missing_slots(DeviceType::CUDA), "") << "CUDA kernels missing for these slots";
+  print_coverage("cuda", DeviceType::kCUDA);
+  EXPECT_EQ(missing_slots(DeviceType::kCUDA), "") << "CUDA kernels missing for these slots";
 }
 
 TEST(KernelCoverageTest, AnEmptySlotNamesTheOpAndOperands) {

@@ -379,10 +379,10 @@ TEST(CpuCapability, LevelIsSupportedAndNamed) {
   EXPECT_LE(static_cast<int>(cpu_capability_level()), static_cast<int>(cpu_capability_supported()));
   EXPECT_STREQ(cpu_capability_name(cpu_capability_level()), cpu_capability());
   const std::string extensions = cpu_vector_extensions();
-  if (cpu_capability_supported() == CpuCapability::Avx512) {
+  if (cpu_capability_supported() == CpuCapability::kAvx512) {
     EXPECT_NE(extensions.find("avx512f"), std::string::npos) << extensions;
   }
-  if (cpu_capability_supported() >= CpuCapability::Avx2) {
+  if (cpu_capability_supported() >= CpuCapability::kAvx2) {
     EXPECT_NE(extensions.find("avx2"), std::string::npos) << extensions;
   }
 }

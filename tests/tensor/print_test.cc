@@ -78,7 +78,7 @@ TEST(PrintTest, FmtFormat) {
   EXPECT_EQ(fmt::format("{}", f32({1, 2})), "tensor([1., 2.])");
   EXPECT_EQ(fmt::format("x={}", iota({2, 2}).t()), "x=tensor([[0., 2.],\n        [1., 3.]])");
   EXPECT_EQ(fmt::format("{} {}", kBFloat16, kCPU), "bfloat16 cpu");
-  EXPECT_EQ(fmt::format("{}", Device(DeviceType::CUDA, 1)), "cuda:1");
+  EXPECT_EQ(fmt::format("{}", Device(DeviceType::kCUDA, 1)), "cuda:1");
   EXPECT_EQ(iota({2}).str(), "tensor([0., 1.])");
 }
 

@@ -219,14 +219,14 @@ TEST(StorageTest, FromBlobErrors) {
 TEST(StorageTest, NoCudaAllocatorWithoutCudaBuild) {
   bool registered = true;
   try {
-    get_allocator(DeviceType::CUDA);
+    get_allocator(DeviceType::kCUDA);
   } catch (const Error&) {
     registered = false;
   }
   if (registered) GTEST_SKIP() << "built with CUDA";
-  EXPECT_EMBER_ERROR(Storage(16, Device(DeviceType::CUDA, 0)), "no allocator", "cuda",
+  EXPECT_EMBER_ERROR(Storage(16, Device(DeviceType::kCUDA, 0)), "no allocator", "cuda",
                      "--config=cuda");
-  EXPECT_EMBER_ERROR(empty({2}, TensorOptions(kFloat32, Device(DeviceType::CUDA, 0))),
+  EXPECT_EMBER_ERROR(empty({2}, TensorOptions(kFloat32, Device(DeviceType::kCUDA, 0))),
                      "no allocator", "cuda");
 }
 

@@ -129,7 +129,7 @@ WorkPtr ProcessGroupMPI::allreduce(std::vector<Tensor>& tensors, const Allreduce
   const int n = static_cast<int>(tensors[0].numel());
   MPI_Datatype dt = mpi_datatype(tensors[0].dtype());
   MPI_Op op = mpi_op(opts.reduce_op, tensors[0].dtype(), "allreduce");
-  const bool avg = opts.reduce_op == ReduceOp::AVG;
+  const bool avg = opts.reduce_op == ReduceOp::kAvg;
   return enqueue(
       OpType::kAllreduce, tensors, tensors, opts.timeout, static_cast<int>(opts.reduce_op), -1,
       false,
@@ -151,7 +151,7 @@ WorkPtr ProcessGroupMPI::allreduce_coalesced(std::vector<Tensor>& tensors,
   const int n = count_total(tensors);
   MPI_Datatype dt = mpi_datatype(tensors[0].dtype());
   MPI_Op op = mpi_op(opts.reduce_op, tensors[0].dtype(), "allreduce_coalesced");
-  const bool avg = opts.reduce_op == ReduceOp::AVG;
+  const bool avg = opts.reduce_op == ReduceOp::kAvg;
   auto flat = std::make_shared<Tensor>();
   std::vector<Tensor> list = tensors;
   return enqueue(
@@ -177,7 +177,7 @@ WorkPtr ProcessGroupMPI::reduce(std::vector<Tensor>& tensors, const ReduceOption
   const int root = static_cast<int>(opts.root_rank);
   MPI_Datatype dt = mpi_datatype(tensors[0].dtype());
   MPI_Op op = mpi_op(opts.reduce_op, tensors[0].dtype(), "reduce");
-  const bool avg = opts.reduce_op == ReduceOp::AVG;
+  const bool avg = opts.reduce_op == ReduceOp::kAvg;
   return enqueue(
       OpType::kReduce, tensors, tensors, opts.timeout, static_cast<int>(opts.reduce_op), root,
       false,
@@ -358,7 +358,7 @@ WorkPtr ProcessGroupMPI::reduce_scatter(std::vector<Tensor>& output_tensors,
   const int n = static_cast<int>(output.numel());
   MPI_Datatype dt = mpi_datatype(output.dtype());
   MPI_Op op = mpi_op(opts.reduce_op, output.dtype(), "reduce_scatter");
-  const bool avg = opts.reduce_op == ReduceOp::AVG;
+  const bool avg = opts.reduce_op == ReduceOp::kAvg;
   auto s = std::make_shared<Staged>(output);
   auto flat = std::make_shared<Tensor>();
   return enqueue(

@@ -64,11 +64,11 @@ void create_ops(MPI_Op* ops) {
 
 int op_slot(ReduceOp op) {
   switch (op) {
-    case ReduceOp::SUM:
-    case ReduceOp::AVG: return 0;
-    case ReduceOp::PRODUCT: return 1;
-    case ReduceOp::MIN: return 2;
-    case ReduceOp::MAX: return 3;
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg: return 0;
+    case ReduceOp::kProduct: return 1;
+    case ReduceOp::kMin: return 2;
+    case ReduceOp::kMax: return 3;
   }
   return 0;
 }
@@ -105,14 +105,14 @@ void free_mpi_types() {
 
 MPI_Datatype mpi_datatype(ScalarType dtype) {
   switch (dtype) {
-    case ScalarType::Float32: return MPI_FLOAT;
-    case ScalarType::Float64: return MPI_DOUBLE;
-    case ScalarType::Float16: return g_half;
-    case ScalarType::BFloat16: return g_bfloat16;
-    case ScalarType::Int32: return MPI_INT32_T;
-    case ScalarType::Int64: return MPI_INT64_T;
-    case ScalarType::UInt8: return MPI_UINT8_T;
-    case ScalarType::Bool: return MPI_C_BOOL;
+    case ScalarType::kFloat32: return MPI_FLOAT;
+    case ScalarType::kFloat64: return MPI_DOUBLE;
+    case ScalarType::kFloat16: return g_half;
+    case ScalarType::kBFloat16: return g_bfloat16;
+    case ScalarType::kInt32: return MPI_INT32_T;
+    case ScalarType::kInt64: return MPI_INT64_T;
+    case ScalarType::kUInt8: return MPI_UINT8_T;
+    case ScalarType::kBool: return MPI_C_BOOL;
   }
   EMBER_THROW("ProcessGroupMPI: no MPI datatype for dtype ", static_cast<int>(dtype));
 }
@@ -123,19 +123,19 @@ MPI_Op mpi_op(ReduceOp op, ScalarType dtype, const char* collective) {
   }
   if (dtype == kBool) {
     // PyTorch's convention for bool: SUM/MAX act as logical or, PRODUCT/MIN as logical and.
-    EMBER_CHECK(op != ReduceOp::AVG, collective, ": ReduceOp AVG is not supported for dtype bool");
-    return (op == ReduceOp::SUM || op == ReduceOp::MAX) ? MPI_LOR : MPI_LAND;
+    EMBER_CHECK(op != ReduceOp::kAvg, collective, ": ReduceOp AVG is not supported for dtype bool");
+    return (op == ReduceOp::kSum || op == ReduceOp::kMax) ? MPI_LOR : MPI_LAND;
   }
-  if (op == ReduceOp::AVG) {
+  if (op == ReduceOp::kAvg) {
     EMBER_CHECK(is_floating_point(dtype), collective,
                 ": ReduceOp AVG needs a floating-point tensor, got dtype ", dtype);
   }
   switch (op) {
-    case ReduceOp::SUM:
-    case ReduceOp::AVG: return MPI_SUM;
-    case ReduceOp::PRODUCT: return MPI_PROD;
-    case ReduceOp::MIN: return MPI_MIN;
-    case ReduceOp::MAX: return MPI_MAX;
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg: return MPI_SUM;
+    case ReduceOp::kProduct: return MPI_PROD;
+    case ReduceOp::kMin: return MPI_MIN;
+    case ReduceOp::kMax: return MPI_MAX;
   }
   return MPI_SUM;
 }

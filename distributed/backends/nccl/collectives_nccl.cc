@@ -13,29 +13,29 @@ namespace {
 
 ncclDataType_t nccl_type(ScalarType t) {
   switch (t) {
-    case ScalarType::Float32: return ncclFloat32;
-    case ScalarType::Float64: return ncclFloat64;
-    case ScalarType::Float16: return ncclFloat16;
-    case ScalarType::BFloat16: return ncclBfloat16;
-    case ScalarType::Int32: return ncclInt32;
-    case ScalarType::Int64: return ncclInt64;
-    case ScalarType::UInt8: return ncclUint8;
-    case ScalarType::Bool: return ncclUint8;
+    case ScalarType::kFloat32: return ncclFloat32;
+    case ScalarType::kFloat64: return ncclFloat64;
+    case ScalarType::kFloat16: return ncclFloat16;
+    case ScalarType::kBFloat16: return ncclBfloat16;
+    case ScalarType::kInt32: return ncclInt32;
+    case ScalarType::kInt64: return ncclInt64;
+    case ScalarType::kUInt8: return ncclUint8;
+    case ScalarType::kBool: return ncclUint8;
   }
   return ncclUint8;
 }
 
 // PyTorch's mapping: AVG is NCCL's own; on bool, SUM and PRODUCT are "or" and "and" (MAX, MIN).
 ncclRedOp_t nccl_op(ReduceOp op, ScalarType t) {
-  const bool boolean = t == ScalarType::Bool;
+  const bool boolean = t == ScalarType::kBool;
   switch (op) {
-    case ReduceOp::SUM: return boolean ? ncclMax : ncclSum;
-    case ReduceOp::AVG:
+    case ReduceOp::kSum: return boolean ? ncclMax : ncclSum;
+    case ReduceOp::kAvg:
       EMBER_CHECK(!boolean, "ProcessGroupNCCL: AVG is not defined for bool tensors");
       return ncclAvg;
-    case ReduceOp::PRODUCT: return boolean ? ncclMin : ncclProd;
-    case ReduceOp::MIN: return ncclMin;
-    case ReduceOp::MAX: return ncclMax;
+    case ReduceOp::kProduct: return boolean ? ncclMin : ncclProd;
+    case ReduceOp::kMin: return ncclMin;
+    case ReduceOp::kMax: return ncclMax;
   }
   return ncclSum;
 }
@@ -233,7 +233,7 @@ WorkPtr ProcessGroupNCCL::alltoall_base(Tensor& output, Tensor& input,
 
 WorkPtr ProcessGroupNCCL::barrier(const BarrierOptions& opts) {
   // As PyTorch's: an allreduce of one element on this rank's device; waiting on it is the barrier.
-  Tensor one = zeros({1}, TensorOptions(kFloat32, Device(DeviceType::CUDA, device_)));
+  Tensor one = zeros({1}, TensorOptions(kFloat32, Device(DeviceType::kCUDA, device_)));
   Steps steps;
   steps.launch = [this, one](void* stream) {
     return static_cast<int>(ncclAllReduce(one.data_ptr(), one.data_ptr(), 1, ncclFloat32, ncclSum,

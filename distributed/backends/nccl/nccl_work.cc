@@ -18,13 +18,13 @@ std::shared_ptr<void> create_timing_event() {
 }
 
 cudaStream_t current_stream(int device) {
-  return static_cast<cudaStream_t>(device_backend(DeviceType::CUDA, "ProcessGroupNCCL").current_stream(device));
+  return static_cast<cudaStream_t>(device_backend(DeviceType::kCUDA, "ProcessGroupNCCL").current_stream(device));
 }
 
 }  // namespace
 
 NcclWork::NcclWork(Options o)
-    : Work(o.op, o.sequence_number, std::move(o.outputs), {Device(DeviceType::CUDA, o.device)}),
+    : Work(o.op, o.sequence_number, std::move(o.outputs), {Device(DeviceType::kCUDA, o.device)}),
       device_(o.device),
       start_(create_timing_event()),
       end_(create_timing_event()),

@@ -49,7 +49,7 @@ cudaEvent_t as_event(void* e) { return static_cast<cudaEvent_t>(e); }
 class CurrentStreamScope {
  public:
   CurrentStreamScope(int device, void* stream)
-      : backend_(device_backend(DeviceType::CUDA, "ProcessGroupNCCL")),
+      : backend_(device_backend(DeviceType::kCUDA, "ProcessGroupNCCL")),
         device_(device),
         previous_(backend_.current_stream(device)) {
     backend_.set_current_stream(device, stream);
@@ -215,7 +215,7 @@ WorkPtr ProcessGroupNCCL::collective(OpType op, const std::vector<Tensor>& input
   int rc = ncclSuccess;
   std::string failure;
   try {
-    DeviceBackend& backend = device_backend(DeviceType::CUDA, "ProcessGroupNCCL");
+    DeviceBackend& backend = device_backend(DeviceType::kCUDA, "ProcessGroupNCCL");
     EMBER_CUDA_OK(cudaEventRecord(as_event(ready_), as_stream(backend.current_stream(device_))),
                   "cudaEventRecord");
     EMBER_CUDA_OK(cudaStreamWaitEvent(as_stream(stream_), as_event(ready_), 0), "cudaStreamWaitEvent");

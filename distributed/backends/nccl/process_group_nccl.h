@@ -41,7 +41,7 @@ class ProcessGroupNCCL : public ProcessGroup {
 
   std::string backend_name() const override { return "nccl"; }
   int device_index() const { return device_; }
-  Device collective_device() const override { return Device(DeviceType::CUDA, device_); }
+  Device collective_device() const override { return Device(DeviceType::kCUDA, device_); }
   // What the stall inspector found when a collective last timed out (names who did not arrive).
   StallReport stall_report() const override;
   const StallInspector* side_channel() const override { return &inspector_; }

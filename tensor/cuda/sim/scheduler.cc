@@ -44,8 +44,8 @@ constexpr size_t kMaxSharedBytes = 48 * 1024;  // static and dynamic together, a
 constexpr size_t kFiberStackBytes = 128 * 1024;
 constexpr int kWarpSize = 32;
 
-enum class Wait { None, Barrier, Warp };
-enum class WarpOp { Shuffle, Ballot, Sync };
+enum class Wait { kNone, kBarrier, kWarp };
+enum class WarpOp { kShuffle, kBallot, kSync };
 
 namespace fibers = boost::context;
 
@@ -55,9 +55,9 @@ struct SimThread {
   uint3 index{0, 0, 0};
   int linear = 0;
   bool done = false;
-  Wait wait = Wait::None;
+  Wait wait = Wait::kNone;
   // The warp intrinsic it waits at: what it offers, which lane it reads, and what it receives.
-  WarpOp op = WarpOp::Sync;
+  WarpOp op = WarpOp::kSync;
   unsigned mask = 0;
   uint64_t offered = 0;
   int source_lane = 0;
@@ -153,7 +153,7 @@ void start_fiber(BlockRun& run, int linear) {
 void resume(BlockRun& run, SimThread& t) {
   run.current = &t;
   threadIdx = t.index;
-  t.wait = Wait::None;
+  t.wait = Wait::kNone;
   t.fiber = std::move(t.fiber).resume();
   run.current = nullptr;
 }
@@ -172,9 +172,9 @@ std::string lanes_of(unsigned mask) {
 
 const char* op_name(WarpOp op) {
   switch (op) {
-    case WarpOp::Shuffle: return "a warp shuffle";
-    case WarpOp::Ballot: return "a warp vote";
-    case WarpOp::Sync: return "__syncwarp";
+    case WarpOp::kShuffle: return "a warp shuffle";
+    case WarpOp::kBallot: return "a warp vote";
+    case WarpOp::kSync: return "__syncwarp";
   }
   return "a warp intrinsic";
 }
@@ -187,13 +187,13 @@ bool release_warps(BlockRun& run) {
     unsigned existing = lanes == kWarpSize ? ~0u : (1u << lanes) - 1;
     for (int lane = 0; lane < lanes; ++lane) {
       SimThread& leader = run.threads[warp_start + lane];
-      if (leader.wait != Wait::Warp) continue;
+      if (leader.wait != Wait::kWarp) continue;
       const unsigned group = leader.mask & existing;
       bool complete = (group >> lane) & 1u;
       for (int l = 0; l < lanes && complete; ++l) {
         if (!((group >> l) & 1u)) continue;
         const SimThread& t = run.threads[warp_start + l];
-        complete = t.wait == Wait::Warp && t.mask == leader.mask && t.op == leader.op;
+        complete = t.wait == Wait::kWarp && t.mask == leader.mask && t.op == leader.op;
       }
       if (!complete) continue;
       unsigned ballot = 0;
@@ -203,7 +203,7 @@ bool release_warps(BlockRun& run) {
       for (int l = 0; l < lanes; ++l) {
         if (!((group >> l) & 1u)) continue;
         SimThread& t = run.threads[warp_start + l];
-        if (t.op == WarpOp::Shuffle) {
+        if (t.op == WarpOp::kShuffle) {
           const int src = t.source_lane;
           if (src < 0 || src >= lanes || !((group >> src) & 1u)) {
             run.failure = where(run) + ": thread " + str(t.index) + " shuffles from lane " +
@@ -215,7 +215,7 @@ bool release_warps(BlockRun& run) {
         } else {
           t.received = ballot;
         }
-        t.wait = Wait::None;
+        t.wait = Wait::kNone;
       }
       checks_on_warp_sync(run.checks, warp_start / kWarpSize, group);
       released = true;
@@ -230,9 +230,9 @@ std::string waiting_summary(const BlockRun& run) {
   for (const SimThread& t : run.threads) {
     if (t.done)
       ++finished;
-    else if (t.wait == Wait::Barrier)
+    else if (t.wait == Wait::kBarrier)
       ++at_barrier;
-    else if (t.wait == Wait::Warp)
+    else if (t.wait == Wait::kWarp)
       ++at_warp;
   }
   return std::to_string(at_barrier) + " of " + std::to_string(run.size) +
@@ -244,7 +244,7 @@ void run_fibers(BlockRun& run) {
   for (int i = 1; i < run.size; ++i) start_fiber(run, i);
   for (;;) {
     for (SimThread& t : run.threads) {
-      if (!t.done && t.wait == Wait::None) {
+      if (!t.done && t.wait == Wait::kNone) {
         resume(run, t);
         if (!run.failure.empty()) return;
       }
@@ -252,11 +252,11 @@ void run_fibers(BlockRun& run) {
     int live = 0, at_barrier = 0;
     for (const SimThread& t : run.threads) {
       live += !t.done;
-      at_barrier += !t.done && t.wait == Wait::Barrier;
+      at_barrier += !t.done && t.wait == Wait::kBarrier;
     }
     if (live == 0) return;
     if (at_barrier == run.size) {
-      for (SimThread& t : run.threads) t.wait = Wait::None;
+      for (SimThread& t : run.threads) t.wait = Wait::kNone;
       checks_on_barrier(run.checks);
       continue;
     }
@@ -270,7 +270,7 @@ void run_fibers(BlockRun& run) {
       }
     }
     run.failure = where(run) + ": divergent " +
-                  (stuck->wait == Wait::Barrier ? std::string("__syncthreads")
+                  (stuck->wait == Wait::kBarrier ? std::string("__syncthreads")
                                                 : std::string(op_name(stuck->op)) + " (mask " +
                                                       lanes_of(stuck->mask) + ")") +
                   " at thread " + str(stuck->index) + ": " + waiting_summary(run);
@@ -389,7 +389,7 @@ void run_kernel(const char* kernel_name, const LaunchConfig& config, std::functi
 
 void sync_threads() {
   BlockRun& run = running_block("__syncthreads");
-  run.current->wait = Wait::Barrier;
+  run.current->wait = Wait::kBarrier;
   wait_in_scheduler(run);
 }
 
@@ -401,7 +401,7 @@ uint64_t warp_op(const char* name, WarpOp op, unsigned mask, uint64_t value, int
     throw KernelFault{where(run) + ": thread " + str(self.index) + " calls " + name +
                       " with a mask " + lanes_of(mask) + " that leaves out its own lane"};
   }
-  self.wait = Wait::Warp;
+  self.wait = Wait::kWarp;
   self.op = op;
   self.mask = mask;
   self.offered = value;
@@ -411,14 +411,14 @@ uint64_t warp_op(const char* name, WarpOp op, unsigned mask, uint64_t value, int
 }
 }  // namespace
 
-void sync_warp(unsigned mask) { warp_op("__syncwarp", WarpOp::Sync, mask, 0, 0); }
+void sync_warp(unsigned mask) { warp_op("__syncwarp", WarpOp::kSync, mask, 0, 0); }
 
 uint64_t warp_exchange(unsigned mask, uint64_t value, int source_lane) {
-  return warp_op("a warp shuffle", WarpOp::Shuffle, mask, value, source_lane);
+  return warp_op("a warp shuffle", WarpOp::kShuffle, mask, value, source_lane);
 }
 
 unsigned warp_ballot(unsigned mask, bool predicate) {
-  return static_cast<unsigned>(warp_op("a warp vote", WarpOp::Ballot, mask, predicate ? 1 : 0, 0));
+  return static_cast<unsigned>(warp_op("a warp vote", WarpOp::kBallot, mask, predicate ? 1 : 0, 0));
 }
 
 int lane_id() {

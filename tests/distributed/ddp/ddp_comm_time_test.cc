@@ -16,7 +16,7 @@ class DdpCommTime : public MpiTest {
   struct Case {
     std::string name;
     DDPOptions options;
-    BuiltinCommHookType hook = BuiltinCommHookType::ALLREDUCE;
+    BuiltinCommHookType hook = BuiltinCommHookType::kAllreduce;
   };
 
   // Trains `steps` iterations and checks each one's reported times against its measured wall time.
@@ -76,7 +76,7 @@ class DdpCommTime : public MpiTest {
 TEST_F(DdpCommTime, SeveralBuckets) { check({"several buckets", small_buckets()}); }
 
 TEST_F(DdpCommTime, Float16Hook) {
-  check({"fp16 hook", small_buckets(), BuiltinCommHookType::FP16_COMPRESS});
+  check({"fp16 hook", small_buckets(), BuiltinCommHookType::kFp16Compress});
 }
 
 TEST_F(DdpCommTime, StaticGraph) {

@@ -20,16 +20,7 @@ class DdpConfigurations : public MpiTest {
     EXPECT_TRUE(parameters_match(ddp->module()->parameters(), reference_parameters(sc, world_), rtol));
     EXPECT_TRUE(ranks_agree(ddp->module()->parameters()));
   }
-  // Every rank holds bit-identical parameters.
-  ::testing::AssertionResult ranks_agree(const std::vector<Tensor>& params) {
-    for (size_t i = 0; i < params.size(); ++i) {
-      Tensor mine = params[i].detach().clone();
-      std::vector<Tensor> v{mine.clone()};
-      pg_->broadcast(v)->wait();
-      if (!equal(mine, v[0])) return ::testing::AssertionFailure() << "parameter " << i << " differs from rank 0's";
-    }
-    return ::testing::AssertionSuccess();
-  }
+  ::testing::AssertionResult ranks_agree(const std::vector<Tensor>& params) { return testing::ranks_agree(*pg_, params); }
 };
 
 TEST_F(DdpConfigurations, PlainMlpAtEveryWorldSize) { check(mlp_scenario()); }
@@ -173,7 +164,7 @@ TEST_F(DdpConfigurations, CommHooksWithFindUnusedParameters) {
     BuiltinCommHookType hook;
     double max_abs_diff;
   };
-  for (const Case& c : {Case{BuiltinCommHookType::ALLREDUCE, 1e-6}, Case{BuiltinCommHookType::FP16_COMPRESS, 2e-3}}) {
+  for (const Case& c : {Case{BuiltinCommHookType::kAllreduce, 1e-6}, Case{BuiltinCommHookType::kFp16Compress, 2e-3}}) {
     Scenario sc = mlp_scenario();
     sc.make_model = [](uint64_t seed) {
       auto m = std::make_shared<Branchy>(seed);

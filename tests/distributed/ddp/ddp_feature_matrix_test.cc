@@ -146,7 +146,7 @@ PowerSGDOptions powersgd_options() {
 void register_hook(DistributedDataParallel& ddp, Hook hook, ProcessGroupPtr group) {
   switch (hook) {
     case Hook::kNone: return;
-    case Hook::kFp16: ddp.register_builtin_comm_hook(BuiltinCommHookType::FP16_COMPRESS); return;
+    case Hook::kFp16: ddp.register_builtin_comm_hook(BuiltinCommHookType::kFp16Compress); return;
     case Hook::kPowerSGD:
       ddp.register_comm_hook<PowerSGDState>(std::make_shared<PowerSGDState>(group, powersgd_options()),
                                             powerSGD_hook, "powerSGD");
@@ -275,15 +275,7 @@ class DdpFeatureMatrix : public MpiTest, public ::testing::WithParamInterface<Co
     return {model->parameters(), model->buffers()};
   }
 
-  ::testing::AssertionResult ranks_agree(const std::vector<Tensor>& params) {
-    for (size_t i = 0; i < params.size(); ++i) {
-      Tensor mine = params[i].detach().clone();
-      std::vector<Tensor> v{mine.clone()};
-      pg_->broadcast(v)->wait();
-      if (!equal(mine, v[0])) return ::testing::AssertionFailure() << "parameter " << i << " differs from rank 0's";
-    }
-    return ::testing::AssertionSuccess();
-  }
+  ::testing::AssertionResult ranks_agree(const std::vector<Tensor>& params) { return testing::ranks_agree(*pg_, params); }
 };
 
 TEST_P(DdpFeatureMatrix, EqualsOneProcess) {

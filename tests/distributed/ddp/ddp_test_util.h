@@ -102,6 +102,17 @@ inline std::shared_ptr<DistributedDataParallel> train_ddp(const Scenario& sc, in
   return ddp;
 }
 
+// Every rank holds bit-identical parameters (each compared with rank 0's, broadcast).
+inline ::testing::AssertionResult ranks_agree(ProcessGroup& group, const std::vector<Tensor>& params) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    Tensor mine = params[i].detach().clone();
+    std::vector<Tensor> v{mine.clone()};
+    group.broadcast(v)->wait();
+    if (!equal(mine, v[0])) return ::testing::AssertionFailure() << "parameter " << i << " differs from rank 0's";
+  }
+  return ::testing::AssertionSuccess();
+}
+
 inline ::testing::AssertionResult parameters_match(const std::vector<Tensor>& got,
                                                    const std::vector<Tensor>& want, double rtol,
                                                    double atol = 1e-6) {

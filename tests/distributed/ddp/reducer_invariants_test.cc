@@ -12,6 +12,7 @@
 #include "nn/nn.h"
 #include "tensor/all.h"
 #include "tests/distributed/fake_process_group.h"
+#include "tests/common/error_matchers.h"
 
 namespace ember::distributed {
 
@@ -39,15 +40,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-template <typename F>
-std::string error_of(F run) {
-  try {
-    run();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using ::ember::testing::error_of;
 
 // "internal assert '<condition>' failed": the assert of that condition fired.
 std::string assert_of(const std::string& condition) { return "internal assert '" + condition + "' failed"; }

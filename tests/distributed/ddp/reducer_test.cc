@@ -17,6 +17,7 @@
 #include "tensor/all.h"
 #include "tests/distributed/ddp/reentrant_net.h"
 #include "tests/distributed/fake_process_group.h"
+#include "tests/common/error_matchers.h"
 
 namespace ember::distributed::testing {
 namespace {
@@ -25,16 +26,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// What `run` throws ("" when it does not).
-template <typename F>
-std::string error_of(F run) {
-  try {
-    run();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using ::ember::testing::error_of;
 
 // Parameters 0..5: fc0.weight (32 elements), fc0.bias (8), fc1.weight (48), fc1.bias (6),
 // fc2.weight (12), fc2.bias (2): every bucket of one parameter is known by its size.

@@ -76,7 +76,7 @@ TEST_F(DefaultHooks, AllreduceHookBitIdenticalToNoHook) {
 TEST_F(DefaultHooks, BuiltinAllreduceBitIdenticalToNoHook) {
   auto plain = train(scenario(), rank_, world_);
   auto hooked = train(scenario([](DistributedDataParallel& ddp) {
-                        ddp.register_builtin_comm_hook(BuiltinCommHookType::ALLREDUCE);
+                        ddp.register_builtin_comm_hook(BuiltinCommHookType::kAllreduce);
                       }),
                       rank_, world_);
   EXPECT_TRUE(bit_identical(hooked, plain));
@@ -87,7 +87,7 @@ TEST_F(DefaultHooks, Fp16WithinHalfTolerance) {
   auto hooked = train(scenario(with_hook(fp16_compress_hook, "fp16")), rank_, world_);
   EXPECT_TRUE(close(hooked, plain, 5e-3, 1e-3));
   auto builtin = train(scenario([](DistributedDataParallel& ddp) {
-                         ddp.register_builtin_comm_hook(BuiltinCommHookType::FP16_COMPRESS);
+                         ddp.register_builtin_comm_hook(BuiltinCommHookType::kFp16Compress);
                        }),
                        rank_, world_);
   EXPECT_TRUE(bit_identical(builtin, hooked));
@@ -134,7 +134,7 @@ TEST_F(DefaultHooks, NoopLeavesLocalGradientsUntouched) {
   auto model = mlp(1234);
   auto reference = mlp(1234);
   auto ddp = std::make_shared<DistributedDataParallel>(model);
-  ddp->register_builtin_comm_hook(BuiltinCommHookType::NOOP);
+  ddp->register_builtin_comm_hook(BuiltinCommHookType::kNoop);
   auto batch = random_batches({6}, 4)(0, world_ * 4);
   auto shard = rows(batch, rank_ * 4, 4);
   nn::functional::cross_entropy(ddp->forward(shard.first), shard.second).backward();
@@ -190,20 +190,20 @@ TEST_F(DefaultHooks, BuiltinTableGeneratesEnumNamesAndFactory) {
     EXPECT_NE(std::string(row.help), "");
     EXPECT_EQ(make_builtin_comm_hook(row.type, pg_)->name(), builtin_comm_hook_name(row.type));
   }
-  EXPECT_STREQ(builtin_comm_hook_name(BuiltinCommHookType::FP16_COMPRESS), "builtin fp16_compress_hook");
-  EXPECT_STREQ(builtin_comm_hook_name(BuiltinCommHookType::NOOP), "builtin noop_hook");
+  EXPECT_STREQ(builtin_comm_hook_name(BuiltinCommHookType::kFp16Compress), "builtin fp16_compress_hook");
+  EXPECT_STREQ(builtin_comm_hook_name(BuiltinCommHookType::kNoop), "builtin noop_hook");
 }
 
 TEST_F(DefaultHooks, RegisteringTwiceOrLateIsAnError) {
   auto ddp = std::make_shared<DistributedDataParallel>(mlp(1234));
-  ddp->register_builtin_comm_hook(BuiltinCommHookType::ALLREDUCE);
-  EXPECT_THROW(ddp->register_builtin_comm_hook(BuiltinCommHookType::FP16_COMPRESS), Error);
+  ddp->register_builtin_comm_hook(BuiltinCommHookType::kAllreduce);
+  EXPECT_THROW(ddp->register_builtin_comm_hook(BuiltinCommHookType::kFp16Compress), Error);
 
   auto late = std::make_shared<DistributedDataParallel>(mlp(1234));
   auto batch = random_batches({6}, 4)(0, world_ * 4);
   auto shard = rows(batch, rank_ * 4, 4);
   nn::functional::cross_entropy(late->forward(shard.first), shard.second).backward();
-  EXPECT_THROW(late->register_builtin_comm_hook(BuiltinCommHookType::ALLREDUCE), Error);
+  EXPECT_THROW(late->register_builtin_comm_hook(BuiltinCommHookType::kAllreduce), Error);
 }
 
 }  // namespace

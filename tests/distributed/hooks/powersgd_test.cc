@@ -131,7 +131,7 @@ TEST_F(PowerSGD, VanillaAllreduceBeforeStartIteration) {
     return sc;
   };
   auto reference = train_ddp(make([](DistributedDataParallel& ddp) {
-                               ddp.register_builtin_comm_hook(BuiltinCommHookType::ALLREDUCE);
+                               ddp.register_builtin_comm_hook(BuiltinCommHookType::kAllreduce);
                              }),
                              rank_, world_)->module()->parameters();
   for (Hook hook : {powerSGD_hook, batched_powerSGD_hook}) {
@@ -416,8 +416,8 @@ TEST_F(PowerSGD, TrainsThroughDdpAndKeepsRanksInSync) {
     EXPECT_GT(std::get<0>(state->compression_stats()), 1.0);
     for (const Tensor& p : ddp->module()->parameters()) {
       std::vector<Tensor> lo{p.clone()}, hi{p.clone()};
-      pg_->allreduce(lo, {ReduceOp::MIN})->wait();
-      pg_->allreduce(hi, {ReduceOp::MAX})->wait();
+      pg_->allreduce(lo, {ReduceOp::kMin})->wait();
+      pg_->allreduce(hi, {ReduceOp::kMax})->wait();
       EXPECT_TRUE(equal(lo[0], hi[0])) << "parameters diverged across ranks";
       EXPECT_TRUE(std::isfinite(sum(abs(p)).item<float>()));
     }

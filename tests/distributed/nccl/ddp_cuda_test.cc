@@ -148,8 +148,8 @@ TEST_F(DdpNccl, CompressionHooksRunOnDeviceBuffers) {
     BuiltinCommHookType type;
     double rtol, atol;
   };
-  const Tolerance hooks[] = {{BuiltinCommHookType::FP16_COMPRESS, 5e-3, 1e-6},
-                             {BuiltinCommHookType::BF16_COMPRESS, 4e-2, 1e-3}};
+  const Tolerance hooks[] = {{BuiltinCommHookType::kFp16Compress, 5e-3, 1e-6},
+                             {BuiltinCommHookType::kBf16Compress, 4e-2, 1e-3}};
   for (const Tolerance& t : hooks) {
     Scenario cpu = mlp_scenario();
     cpu.setup = [type = t.type](DistributedDataParallel& ddp) { ddp.register_builtin_comm_hook(type); };

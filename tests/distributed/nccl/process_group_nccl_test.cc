@@ -15,8 +15,8 @@ namespace {
 using ::testing::HasSubstr;
 
 const std::vector<ScalarType> kDtypes = {kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64, kByte};
-const std::vector<ReduceOp> kOps = {ReduceOp::SUM, ReduceOp::AVG, ReduceOp::PRODUCT, ReduceOp::MIN,
-                                    ReduceOp::MAX};
+const std::vector<ReduceOp> kOps = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kProduct, ReduceOp::kMin,
+                                    ReduceOp::kMax};
 
 // The MPI backend's staging needs only a GPU, which ranks may share.
 using CudaRankTest = MpiCudaTest;
@@ -51,7 +51,7 @@ class NcclTest : public CudaRankTest {
 TEST_F(NcclTest, AllreduceMatchesTheMpiBackendForEveryDtypeAndOp) {
   for (ScalarType dtype : kDtypes) {
     for (ReduceOp op : kOps) {
-      if (op == ReduceOp::AVG && !is_floating_point(dtype)) continue;
+      if (op == ReduceOp::kAvg && !is_floating_point(dtype)) continue;
       for (const Shape& shape : {Shape{17}, Shape{3, 5}, Shape{0}, Shape{1001}}) {
         Tensor host = rank_input(shape, dtype, rank_);
         Tensor device = on_device(host);
@@ -113,7 +113,7 @@ TEST_F(NcclTest, AllgatherAndAllgatherBase) {
 }
 
 TEST_F(NcclTest, ReduceScatterMatchesTheMpiBackend) {
-  for (ReduceOp op : {ReduceOp::SUM, ReduceOp::AVG, ReduceOp::MAX}) {
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax}) {
     std::vector<std::vector<Tensor>> h_in(1), d_in(1);
     for (int r = 0; r < world_; ++r) {
       h_in[0].push_back(rank_input({6}, kFloat32, rank_ + r));

@@ -11,7 +11,7 @@
 
 namespace ember::testing {
 
-inline const Device kCuda0(DeviceType::CUDA, 0);
+inline const Device kCuda0(DeviceType::kCUDA, 0);
 
 // Relative tolerance (|cpu - cuda| <= tol * max(1, |cpu|)) of a device result against the CPU.
 // The simulator computes with the host's libm and should match exactly; a real GPU's exp, log,

@@ -67,7 +67,7 @@ const std::vector<Case>& cases() {
   return all;
 }
 
-enum class Layout { Dense, Transposed, Broadcast };
+enum class Layout { kDense, kTransposed, kBroadcast };
 
 struct Param {
   size_t case_index;
@@ -87,8 +87,8 @@ std::vector<Param> all_params() {
     for (ScalarType dt : all_dtypes()) {
       if (cases()[c].floating_only && !is_floating_point(dt)) continue;
       if (cases()[c].numeric_only && dt == kBool) continue;
-      for (Layout l : {Layout::Dense, Layout::Transposed, Layout::Broadcast}) {
-        if (l == Layout::Broadcast && cases()[c].inputs < 2) continue;
+      for (Layout l : {Layout::kDense, Layout::kTransposed, Layout::kBroadcast}) {
+        if (l == Layout::kBroadcast && cases()[c].inputs < 2) continue;
         out.push_back({c, dt, l});
       }
     }
@@ -108,9 +108,9 @@ TEST_P(CudaElementwiseTest, MatchesCpu) {
   for (int i = 0; i < c.inputs; ++i) {
     Tensor t;
     switch (GetParam().layout) {
-      case Layout::Dense: t = parity_input({37, 29}, dt, 100 + i, c.positive); break;
-      case Layout::Transposed: t = parity_input({29, 37}, dt, 100 + i, c.positive).t(); break;
-      case Layout::Broadcast:
+      case Layout::kDense: t = parity_input({37, 29}, dt, 100 + i, c.positive); break;
+      case Layout::kTransposed: t = parity_input({29, 37}, dt, 100 + i, c.positive).t(); break;
+      case Layout::kBroadcast:
         t = i == 0 ? parity_input({37, 29}, dt, 100 + i, c.positive)
                    : parity_input({29}, dt, 100 + i, c.positive);
         break;

@@ -20,7 +20,7 @@ using Op = std::function<Tensor(const std::vector<Tensor>&)>;
 
 // How a 3-d operand's matrices lie in its storage: back to back, every other one of twice as many,
 // or interleaved row by row (stored [rows, batch, cols], as attention heads are).
-enum class Batches { Dense, EveryOther, Interleaved };
+enum class Batches { kDense, kEveryOther, kInterleaved };
 
 // An operand of logical shape `shape`, read as a view of a tensor stored otherwise: its last two
 // dims swapped in storage and read through transpose() (unit row stride, cuBLAS op T), and `pad`
@@ -29,7 +29,7 @@ struct Operand {
   Shape shape;
   bool transposed = false;
   int64_t pad = 0;
-  Batches batches = Batches::Dense;
+  Batches batches = Batches::kDense;
   std::optional<double> fill;  // every element this value instead of drawn ones
 };
 
@@ -40,16 +40,16 @@ Shape storage_shape(const Operand& o) {
   const size_t r = s.size();
   if (o.transposed && is_matrix(o)) std::swap(s[r - 2], s[r - 1]);
   s[r - 1] += o.pad;
-  if (r == 3 && o.batches == Batches::EveryOther) s[0] *= 2;
-  if (r == 3 && o.batches == Batches::Interleaved) s = {s[1], s[0], s[2]};
+  if (r == 3 && o.batches == Batches::kEveryOther) s[0] *= 2;
+  if (r == 3 && o.batches == Batches::kInterleaved) s = {s[1], s[0], s[2]};
   return s;
 }
 
 Tensor view_of(const Tensor& stored, const Operand& o) {
   const int64_t r = static_cast<int64_t>(o.shape.size());
   Tensor t = stored;
-  if (r == 3 && o.batches == Batches::EveryOther) t = t.slice(0, 0, t.size(0), 2);
-  if (r == 3 && o.batches == Batches::Interleaved) t = t.transpose(0, 1);
+  if (r == 3 && o.batches == Batches::kEveryOther) t = t.slice(0, 0, t.size(0), 2);
+  if (r == 3 && o.batches == Batches::kInterleaved) t = t.transpose(0, 1);
   const bool swap = o.transposed && is_matrix(o);
   t = t.narrow(r - 1, 0, o.shape[swap ? r - 2 : r - 1]);
   return swap ? t.transpose(r - 2, r - 1) : t;
@@ -107,10 +107,10 @@ class CudaGemmTest : public ::testing::TestWithParam<Param> {
   bool floating() const { return is_floating_point(dtype()); }
 
   // The first and second factors of a product at this test's layout.
-  Operand a(const Shape& shape, Batches batches = Batches::Dense) const {
+  Operand a(const Shape& shape, Batches batches = Batches::kDense) const {
     return {shape, GetParam().transpose_a, GetParam().padded ? 3 : 0, batches};
   }
-  Operand b(const Shape& shape, Batches batches = Batches::Dense) const {
+  Operand b(const Shape& shape, Batches batches = Batches::kDense) const {
     return {shape, GetParam().transpose_b, GetParam().padded ? 5 : 0, batches};
   }
 
@@ -170,10 +170,10 @@ TEST_P(CudaGemmTest, AddmmDefaultsAreBetaOneAlphaOne) {
 // The batch dims of both operands in each of the three storage orders, paired differently.
 TEST_P(CudaGemmTest, Bmm) {
   const std::vector<std::pair<Batches, Batches>> batch_layouts = {
-      {Batches::Dense, Batches::Dense},
-      {Batches::Dense, Batches::EveryOther},
-      {Batches::EveryOther, Batches::Interleaved},
-      {Batches::Interleaved, Batches::Dense}};
+      {Batches::kDense, Batches::kDense},
+      {Batches::kDense, Batches::kEveryOther},
+      {Batches::kEveryOther, Batches::kInterleaved},
+      {Batches::kInterleaved, Batches::kDense}};
   const char* names[] = {"dense", "every other", "interleaved"};
   for (const Dims& d : kBatchDims) {
     for (const auto& [ba, bb] : batch_layouts) {
@@ -190,7 +190,7 @@ TEST_P(CudaGemmTest, Bmm) {
 TEST_P(CudaGemmTest, Matmul) {
   struct Case {
     Shape a, b;
-    Batches batches_a = Batches::Dense;
+    Batches batches_a = Batches::kDense;
   };
   const std::vector<Case> cases = {
       {{17}, {17}},
@@ -203,8 +203,8 @@ TEST_P(CudaGemmTest, Matmul) {
       {{17}, {2, 17, 5}},
       {{2, 1, 3, 17}, {4, 17, 5}},
       {{1, 3, 17}, {4, 17, 5}},
-      {{3, 3, 17}, {3, 17, 5}, Batches::EveryOther},
-      {{3, 3, 17}, {17}, Batches::Interleaved},
+      {{3, 3, 17}, {3, 17, 5}, Batches::kEveryOther},
+      {{3, 3, 17}, {17}, Batches::kInterleaved},
   };
   for (const Case& c : cases) {
     expect_matches_cpu("matmul " + shape_to_string(c.a) + " @ " + shape_to_string(c.b),
@@ -218,7 +218,7 @@ INSTANTIATE_TEST_SUITE_P(Layouts, CudaGemmTest, ::testing::ValuesIn(all_params()
 TEST(CudaGemmDtypeTest, UnsupportedDtypesAreRefusedAsOnTheCpu) {
   EMBER_SKIP_WITHOUT_CUDA_DEVICE();
   for (ScalarType dt : {kUInt8, kBool}) {
-    for (const Device& device : {Device(DeviceType::CPU), kCuda0}) {
+    for (const Device& device : {Device(DeviceType::kCPU), kCuda0}) {
       SCOPED_TRACE(std::string(dtype_name(dt)) + " on " + device.str());
       const Tensor m = parity_input({3, 4}, dt, 1).to(device);
       const Tensor n = parity_input({4, 5}, dt, 2).to(device);

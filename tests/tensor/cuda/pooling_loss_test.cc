@@ -71,16 +71,16 @@ TEST_F(CudaPoolingLossTest, LogSoftmaxAndNllLoss) {
       EXPECT_TRUE(matches_cpu([&](auto& t) { return log_softmax(t[0], dim); }, {x}, tol));
     }
     const Tensor logits = parity_input({6, 5}, dt, 5), target = i64({1, 0, 4, -100, 2, 4});
-    for (Reduction r : {Reduction::None, Reduction::Sum, Reduction::Mean}) {
+    for (Reduction r : {Reduction::kNone, Reduction::kSum, Reduction::kMean}) {
       EXPECT_TRUE(
           matches_cpu([&](auto& t) { return nll_loss(log_softmax(t[0], 1), t[1], r, -100); },
                       {logits, target}, tol));
-      const Tensor g = r == Reduction::None ? parity_input({6}, dt, 6) : f64({0.7}).to(dt).view({});
+      const Tensor g = r == Reduction::kNone ? parity_input({6}, dt, 6) : f64({0.7}).to(dt).view({});
       EXPECT_TRUE(matches_cpu([&](auto& t) { return nll_loss_backward(t[2], t[0], t[1], r, -100); },
                               {log_softmax(logits, 1), target, g}, tol));
     }
     EXPECT_TRUE(matches_cpu(
-        [&](auto& t) { return nn::functional::cross_entropy(t[0], t[1], Reduction::Mean, 0.1); },
+        [&](auto& t) { return nn::functional::cross_entropy(t[0], t[1], Reduction::kMean, 0.1); },
         {logits, i64({1, 0, 4, 3, 2, 4})}, tol));
   }
 }
@@ -88,7 +88,7 @@ TEST_F(CudaPoolingLossTest, LogSoftmaxAndNllLoss) {
 TEST_F(CudaPoolingLossTest, OutOfRangeTargetIsTheCpuError) {
   const Tensor logits = parity_input({3, 4}, kFloat32, 7).to(kCuda0);
   EXPECT_EMBER_ERROR(
-      nll_loss(log_softmax(logits, 1), i64({1, 4, 0}).to(kCuda0), Reduction::Mean, -100),
+      nll_loss(log_softmax(logits, 1), i64({1, 4, 0}).to(kCuda0), Reduction::kMean, -100),
       "nll_loss: target 4 at position 1 is out of bounds for 4 classes");
 }
 
