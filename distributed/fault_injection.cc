@@ -43,7 +43,17 @@ StallFault parse_stall_fault() {
   return fault;
 }
 
+uint64_t number_from_env(const char* name, uint64_t fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? parse_number(name, v) : fallback;
+}
+
 }  // namespace
+
+bool faults_fire_in_this_attempt() {
+  static const bool fire = number_from_env("EMBER_RESTART_COUNT", 0) < number_from_env("EMBER_FAULT_ATTEMPTS", 1);
+  return fire;
+}
 
 const StallFault& stall_fault_from_env() {
   static const StallFault fault = parse_stall_fault();
@@ -52,7 +62,7 @@ const StallFault& stall_fault_from_env() {
 
 void maybe_inject_stall(int rank, uint64_t sequence_number) {
   const StallFault& fault = stall_fault_from_env();
-  if (fault.rank != rank || fault.at != sequence_number) return;
+  if (fault.rank != rank || fault.at != sequence_number || !faults_fire_in_this_attempt()) return;
   const bool sigstop = fault.mode == StallFault::Mode::kSigstop;
   std::fprintf(stderr, "[ember.fault] rank %d: stalling before collective #%llu (EMBER_FAULT_STALL_MODE=%s)\n",
                rank, static_cast<unsigned long long>(sequence_number), sigstop ? "sigstop" : "sleep");

@@ -10,6 +10,11 @@
 //                                included: "did not respond"
 //
 // Nothing is read unless EMBER_FAULT_STALL_RANK is set; a malformed value throws, naming the variable.
+//
+// Under the restarting launcher (scripts/elastic_run.py), which numbers its attempts in
+// EMBER_RESTART_COUNT (0 for the first), a fault fires only in the first EMBER_FAULT_ATTEMPTS
+// attempts (default 1): the restarted job is the one that must get through. The trainers'
+// EMBER_FAULT_KILL_* faults (examples/common/training.h) follow the same rule.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +27,10 @@ struct StallFault {
   uint64_t at = 0;
   Mode mode = Mode::kSleep;
 };
+
+// Whether the EMBER_FAULT_* faults fire in this attempt (EMBER_RESTART_COUNT < EMBER_FAULT_ATTEMPTS);
+// true when neither variable is set. Read once; a malformed value throws, naming the variable.
+bool faults_fire_in_this_attempt();
 
 // Parsed once per process, on first use.
 const StallFault& stall_fault_from_env();

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "distributed/fault_injection.h"
 #include "examples/common/whole_number.h"
 #include <ember/nn.h>
 
@@ -173,7 +174,7 @@ void maybe_kill_at_step(int64_t global_step, int rank) {
     const char* v = std::getenv("EMBER_FAULT_KILL_RANK");
     return v ? flags::parse_int64(v) : -1;
   }();
-  if (global_step == kill_at && (kill_rank < 0 || kill_rank == rank)) {
+  if (global_step == kill_at && (kill_rank < 0 || kill_rank == rank) && distributed::faults_fire_in_this_attempt()) {
     std::fprintf(stderr, "[rank %d] EMBER_FAULT_KILL_AT_STEP=%lld: sending myself SIGKILL\n", rank,
                  (long long)kill_at);
     std::fflush(stderr);
