@@ -1,12 +1,19 @@
 #include "examples/common/train_checkpoint.h"
 
 #include <dirent.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include <ember/tensor.h>
+
+#include "distributed/fault_injection.h"
+#include "examples/common/whole_number.h"
 
 namespace ember::examples {
 
@@ -70,12 +77,14 @@ std::string per_rank_file(const std::string& dir, const std::string& pattern, in
 }
 
 // This rank's per-rank files of earlier checkpoints at `path` (from this run or one before a
-// crash), all but `keep`.
-void remove_stale_per_rank_files(const std::string& path, int rank, const std::string& keep) {
+// crash), except `keep` (the newest) and the newest below it, which the previous checkpoint
+// (`<path>.prev`) names; files of later steps are a crashed attempt's leftovers and go too.
+void remove_stale_per_rank_files(const std::string& path, int rank, const std::string& keep, int64_t keep_step) {
   const std::string dir = dirname_of(path);
   const std::string prefix = basename_of(path) + ".step", suffix = ".rank" + std::to_string(rank);
   DIR* d = ::opendir(dir.empty() ? "." : dir.c_str());
   if (d == nullptr) return;
+  std::vector<std::pair<int64_t, std::string>> older;  // (step, file)
   std::vector<std::string> stale;
   while (const dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
@@ -84,10 +93,49 @@ void remove_stale_per_rank_files(const std::string& path, int rank, const std::s
       continue;
     }
     const std::string step = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
-    if (step.find_first_not_of("0123456789") == std::string::npos && dir + name != keep) stale.push_back(dir + name);
+    if (step.find_first_not_of("0123456789") != std::string::npos || dir + name == keep) continue;
+    const int64_t g = std::stoll(step);
+    if (g < keep_step) {
+      older.emplace_back(g, dir + name);
+    } else {
+      stale.push_back(dir + name);
+    }
   }
   ::closedir(d);
+  std::sort(older.begin(), older.end());
+  if (!older.empty()) older.pop_back();  // the previous checkpoint's
+  for (const auto& [g, f] : older) stale.push_back(f);
   for (const std::string& f : stale) ::unlink(f.c_str());
+}
+
+// Note [Two checkpoints kept]: before the new shared file is written, the current one is
+// hard-linked to `path.prev`; nn::save then renames the new file over `path`. So at every moment
+// `path` is a complete checkpoint (the rename is atomic) and `path.prev` is absent, the one before
+// it, or -- after a crash while writing -- the same one; its per-rank files are kept. A restart
+// takes the newest of the two that reads back whole (scripts/elastic_run.py).
+void keep_previous(const std::string& path) {
+  const std::string prev = previous_checkpoint_path(path);
+  if (::access(path.c_str(), F_OK) != 0) return;
+  ::unlink(prev.c_str());
+  EMBER_CHECK(::link(path.c_str(), prev.c_str()) == 0 || ::rename(path.c_str(), prev.c_str()) == 0,
+              "checkpoint: cannot keep '", path, "' as '", prev, "': ", std::strerror(errno));
+}
+
+// EMBER_FAULT_KILL_IN_CHECKPOINT=G (optionally EMBER_FAULT_KILL_RANK=R): SIGKILL while the
+// checkpoint of global step G is being written, after the per-rank files and before the shared
+// file is in place -- the window Note [Per-rank checkpoint files] protects.
+void maybe_kill_in_checkpoint(int64_t global_step, int rank) {
+  static const int64_t kill_at = [] {
+    const char* v = std::getenv("EMBER_FAULT_KILL_IN_CHECKPOINT");
+    return v && *v ? flags::parse_int64(v) : -1;
+  }();
+  if (kill_at != global_step || !distributed::faults_fire_in_this_attempt()) return;
+  const char* r = std::getenv("EMBER_FAULT_KILL_RANK");
+  if (r && *r && flags::parse_int64(r) != rank) return;
+  std::fprintf(stderr, "[rank %d] EMBER_FAULT_KILL_IN_CHECKPOINT=%lld: sending myself SIGKILL\n", rank,
+               (long long)kill_at);
+  std::fflush(stderr);
+  ::kill(::getpid(), SIGKILL);
 }
 
 int64_t metadata_int(const nn::CheckpointMetadata& meta, const std::string& key, const std::string& path) {
@@ -136,7 +184,9 @@ void CheckpointWriter::save(const TrainState& state, const TrainPosition& positi
               {"rank", std::to_string(options_.rank)}});
   }
   if (options_.barrier) options_.barrier();  // every per-rank file exists before the shared one
+  maybe_kill_in_checkpoint(position.global_step, options_.rank);
   if (options_.rank == 0) {
+    keep_previous(path);
     nn::StateDict sd;
     for (auto& kv : state.model->state_dict()) sd.emplace_back("model." + kv.first, kv.second);
     for (auto& kv : state.optimizer->state_dict()) sd.emplace_back("optim." + kv.first, kv.second);
@@ -157,8 +207,10 @@ void CheckpointWriter::save(const TrainState& state, const TrainPosition& positi
               {"per_rank_files", pattern}});
   }
   if (options_.barrier) options_.barrier();  // the shared file now names the new per-rank files
-  if (!mine.empty()) remove_stale_per_rank_files(path, options_.rank, mine);
+  if (!mine.empty()) remove_stale_per_rank_files(path, options_.rank, mine, position.global_step);
 }
+
+std::string previous_checkpoint_path(const std::string& path) { return path + ".prev"; }
 
 LoadedCheckpoint read_checkpoint(const std::string& path) {
   LoadedCheckpoint c;

@@ -59,8 +59,9 @@ struct SaveCheckpointOptions {
   std::function<void()> barrier;  // between the per-rank files and the shared file (null: 1 process)
 };
 
-// Writes checkpoints (collective when there are several ranks: every rank calls save). Once the
-// new shared file is in place, this rank's per-rank files of older checkpoints at the same path go.
+// Writes checkpoints (collective when there are several ranks: every rank calls save). The file
+// it replaces stays as previous_checkpoint_path(path) (Note [Two checkpoints kept]); once the new
+// shared file is in place, this rank's per-rank files of any older checkpoint go.
 class CheckpointWriter {
  public:
   explicit CheckpointWriter(SaveCheckpointOptions options) : options_(std::move(options)) {}
@@ -69,6 +70,9 @@ class CheckpointWriter {
  private:
   SaveCheckpointOptions options_;
 };
+
+// Where the checkpoint before the newest at `path` is kept: "<path>.prev".
+std::string previous_checkpoint_path(const std::string& path);
 
 // A checkpoint read back, before anything is restored from it.
 struct LoadedCheckpoint {

@@ -45,7 +45,9 @@ expect_success p2
 same_files p1/c.ckpt p2/c.ckpt
 same_files p1/c.ckpt.step40.rank0 p2/c.ckpt.step40.rank0
 same_files p1/c.ckpt.step40.rank1 p2/c.ckpt.step40.rank1
-[[ $(ls "$work/p2" | wc -l) -eq 3 ]]; ok=$?; check "older per-rank files were removed: $(ls "$work/p2" | tr '\n' ' ')" $ok
+files=$(ls "$work/p2" | tr '\n' ' ')
+[[ "$files" == "c.ckpt c.ckpt.prev c.ckpt.step35.rank0 c.ckpt.step35.rank1 c.ckpt.step40.rank0 c.ckpt.step40.rank1 " ]]
+check "only the last two checkpoints' per-rank files are kept: $files" $?
 
 echo "== a 2-rank checkpoint resumed by 3 ranks" >&2
 run w3 120 "${MPIRUN[@]}" -np 3 "$ddp" "${p_args[@]}" --checkpoint=w3/c.ckpt --resume=w3/c.ckpt
