@@ -25,12 +25,14 @@ TITLES = {"loss": "loss", "img_per_s": "images / s (the whole job)", "overlap": 
 
 
 def read_metrics(path):
-    """The rows as dicts of floats (None for a missing or non-finite value), from .csv or .jsonl."""
+    """The rows as dicts of floats (None for a missing or non-finite value), from .csv or .jsonl.
+    The restarting launcher's records (scripts/elastic_run.py: "# ..." lines in a CSV, objects with
+    an "event" in JSONL) are not steps and are skipped."""
     with open(path) as f:
         if path.endswith(".jsonl"):
-            rows = [json.loads(line) for line in f if line.strip()]
+            rows = [r for r in (json.loads(line) for line in f if line.strip()) if "event" not in r]
         elif path.endswith(".csv"):
-            rows = list(csv.DictReader(f))
+            rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
         else:
             sys.exit(f"plot_metrics: '{path}' must end in .csv or .jsonl")
 
