@@ -90,12 +90,19 @@ TEST_F(TrainCheckpointTest, PerRankAndWrapperStateRoundTrip) {
   TrainState st = a.state();
   st.per_rank_state = [] { return nn::StateDict{{"err", from_vector<float>({1.5f, 2.5f})}}; };
   st.wrapper_state = [] { return nn::StateDict{{"layout", from_vector<int64_t>({1, 1, 0})}}; };
+  CheckpointWriter({path("c.ckpt")}).save(st, {0, 2, 2}, {0, 1, 2, 10});
   CheckpointWriter({path("c.ckpt")}).save(st, {0, 4, 4}, {0, 1, 2, 10});
-  CheckpointWriter({path("c.ckpt")}).save(st, {0, 6, 6}, {0, 1, 2, 10});  // replaces step 4's files
+  CheckpointWriter({path("c.ckpt")}).save(st, {0, 6, 6}, {0, 1, 2, 10});  // replaces step 2's files
   const LoadedCheckpoint ckpt = read_checkpoint(path("c.ckpt"));
   // Named after the global step of the checkpoint that refers to them.
   EXPECT_EQ(ckpt.per_rank_pattern, "PerRankAndWrapperStateRoundTrip_c.ckpt.step6.rank%d");
-  EXPECT_THROW(nn::load(path("c.ckpt.step4.rank0")), Error);  // the older per-rank file is gone
+  // The checkpoint before the newest is kept, with its per-rank file (Note [Two checkpoints kept]);
+  // the one before that is gone.
+  const LoadedCheckpoint prev = read_checkpoint(path("c.ckpt") + ".prev");
+  EXPECT_EQ(prev.position.global_step, 4);
+  EXPECT_EQ(prev.per_rank_pattern, "PerRankAndWrapperStateRoundTrip_c.ckpt.step4.rank%d");
+  EXPECT_NO_THROW(nn::load(path("c.ckpt.step4.rank0")));
+  EXPECT_THROW(nn::load(path("c.ckpt.step2.rank0")), Error);
   TrainRun b;
   TrainState sb = b.state();
   nn::StateDict got_rank, got_wrapper;
