@@ -33,11 +33,14 @@ WorkPtr FakeProcessGroup::issue(Call call, std::vector<Tensor> outputs, std::fun
   auto work = std::make_shared<Work>(op, next_sequence_number_++, std::move(outputs));
   std::string failure;
   for (auto it = failures_.begin(); it != failures_.end(); ++it) {
-    if (it->first == op) {
-      failure = it->second;
-      failures_.erase(it);
+    if (it->op != op) continue;
+    if (it->skip > 0) {
+      --it->skip;
       break;
     }
+    failure = it->message;
+    failures_.erase(it);
+    break;
   }
   if (holding_) {
     pending_.push_back({work, std::move(apply), std::move(failure)});
@@ -130,9 +133,9 @@ size_t FakeProcessGroup::held() const {
   return pending_.size();
 }
 
-void FakeProcessGroup::fail_next(OpType op, std::string message) {
+void FakeProcessGroup::fail_next(OpType op, std::string message, size_t skip) {
   std::lock_guard<std::mutex> lock(mutex_);
-  failures_.emplace_back(op, std::move(message));
+  failures_.push_back({op, std::move(message), skip});
 }
 
 }  // namespace ember::distributed::testing

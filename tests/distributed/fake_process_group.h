@@ -43,8 +43,9 @@ class FakeProcessGroup : public ProcessGroup {
   void hold();
   void release_held();
   size_t held() const;
-  // The next collective of kind `op` fails with `message` (an ember::Error from wait()).
-  void fail_next(OpType op, std::string message);
+  // The next collective of kind `op` after `skip` more of that kind fails with `message` (an
+  // ember::Error from wait()); the skipped ones complete normally.
+  void fail_next(OpType op, std::string message, size_t skip = 0);
 
  private:
   // Records the call and runs `apply` (the data movement) now or at release.
@@ -59,7 +60,12 @@ class FakeProcessGroup : public ProcessGroup {
     std::string failure;
   };
   std::vector<Pending> pending_;
-  std::vector<std::pair<OpType, std::string>> failures_;
+  struct Failure {
+    OpType op;
+    std::string message;
+    size_t skip;
+  };
+  std::vector<Failure> failures_;
   uint64_t next_sequence_number_ = 0;
 };
 

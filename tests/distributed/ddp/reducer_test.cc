@@ -290,6 +290,33 @@ TEST_F(ReducerTest, AFailedReductionNamesItsBucket) {
   }
 }
 
+// A failure half-way through the buckets: the third of six fails, the others still complete and
+// are waited for, the error names the third, no gradient is written back, and the next iteration
+// runs clean with every bucket (finalize resets the state whatever happened).
+TEST_F(ReducerTest, AFailureHalfWayLeavesTheNextIterationClean) {
+  auto wrapped = ddp(mlp(5));
+  wrapped->reducer().load_rebuilt_buckets({{5}, {4}, {3}, {2}, {1}, {0}});
+  group_->clear_calls();
+  group_->fail_next(OpType::kAllreduce, "injected failure", /*skip=*/2);
+  const std::string msg = error_of([&] { sum(wrapped->forward(batch())).backward(); });
+  EXPECT_THAT(msg, HasSubstr("the reduction of bucket 2 of 6 (1 parameters: 2.bias) did not complete"));
+  EXPECT_THAT(msg, HasSubstr("injected failure"));
+  EXPECT_EQ(group_->count(OpType::kAllreduce), 6u);  // every bucket was launched
+  for (const Tensor& p : wrapped->parameters()) {  // the local, unreduced gradients stay
+    EXPECT_TRUE(p.grad().defined());
+  }
+  // The next iteration: all six reduce, and the result is the two identical ranks' average.
+  group_->clear_calls();
+  for (Tensor& p : wrapped->parameters()) p.mutable_grad() = Tensor();
+  sum(wrapped->forward(batch())).backward();
+  EXPECT_EQ(group_->count(OpType::kAllreduce), 6u);
+  EXPECT_EQ(wrapped->reducer().logging_data().num_buckets_reduced, 6);
+  auto reference = mlp(5);
+  sum(reference->forward(batch())).backward();
+  const auto want = reference->parameters(), got = wrapped->parameters();
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(equal(got[i].grad(), want[i].grad())) << "parameter " << i;
+}
+
 // A parameter whose gradient hook fires twice in one backward (reentrant_net.h).
 TEST_F(ReducerTest, AParameterMarkedReadyTwiceIsNamed) {
   Generator g(6);
