@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Restarts a failed DDP job from its newest complete checkpoint (issue 51; scripts/train.sh uses it).
 
-    scripts/elastic_run.py --np=2 --max_restarts=3 [--min_ranks=M] [--mpirun="mpirun --bind-to none"] \\
+    scripts/elastic_run.py --np=2 --max_restarts=3 [--mpirun="mpirun --bind-to none"] \\
         -- bazel-bin/examples/ddp_resnet --checkpoint=c.ckpt [--metrics=m.csv] [trainer flags]
 
 Each attempt is one `mpirun -np N TRAINER ...` in a session of its own. When it fails (non-zero exit:
@@ -16,9 +16,7 @@ and adds a record to the trainer's --metrics file ("# restart ..." in a CSV, {"e
 in a JSONL file). The attempt number goes to the trainer in EMBER_RESTART_COUNT (0 first), which
 the fault-injection variables obey (distributed/fault_injection.h). With no restarts left, one line
 says so (with the last attempt's status) and the launcher exits with status 1, as torchrun does.
-
---min_ranks: the job needs at least this many ranks; on one host the ranks are a fixed --np, so it
-is checked against --np once (shrinking to fewer hosts is not implemented).
+Every attempt runs the same --np ranks.
 """
 
 import argparse
@@ -189,7 +187,6 @@ def main():
     parser.add_argument("--np", type=int, required=True, help="ranks (mpirun -np)")
     parser.add_argument("--max_restarts", type=int, default=None,
                         help="restarts after a failed attempt (default 3 with --checkpoint, else 0)")
-    parser.add_argument("--min_ranks", type=int, default=1, help="the fewest ranks the job may run on")
     parser.add_argument("--mpirun", default="mpirun", help="the mpirun command and its flags, as one string")
     parser.add_argument("trainer", nargs=argparse.REMAINDER, help="-- TRAINER [ARGS]")
     a = parser.parse_args()
@@ -199,13 +196,10 @@ def main():
     checkpoint = trainer_flag(trainer, "checkpoint")
     metrics = trainer_flag(trainer, "metrics")
     max_restarts = a.max_restarts if a.max_restarts is not None else (3 if checkpoint else 0)
-    if max_restarts < 0 or a.min_ranks < 1:
-        parser.error(f"--max_restarts={max_restarts} and --min_ranks={a.min_ranks} must be >= 0 and >= 1")
+    if max_restarts < 0:
+        parser.error(f"--max_restarts={max_restarts} must be >= 0")
     if max_restarts > 0 and not checkpoint:
         parser.error(f"--max_restarts={max_restarts} needs the trainer's --checkpoint=PATH to restart from")
-    if a.np < a.min_ranks:
-        say(f"--min_ranks={a.min_ranks}, but the job has {a.np} rank(s) (--np): not starting")
-        return 2
     attempts = max_restarts + 1
     args = list(trainer[1:])
     for attempt in range(1, attempts + 1):

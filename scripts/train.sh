@@ -2,7 +2,7 @@
 # The main job: installs what is missing, builds, and trains ResNet-20 on Fashion-MNIST with
 # DistributedDataParallel on 2 MPI ranks (5 epochs). Extra arguments go to the trainer
 # (e.g. scripts/train.sh --epochs=1); EMBER_RANKS=N changes the number of ranks.
-# --max_restarts=N (default 3 with --checkpoint) and --min_ranks=M run the job through
+# --checkpoint or --max_restarts=N (default 3 with --checkpoint) runs the job through
 # scripts/elastic_run.py, which restarts a failed attempt from its newest complete checkpoint.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +22,7 @@ trainer_args=()
 with_checkpoint=0
 for arg in "$@"; do
   case "$arg" in
-    --max_restarts=* | --min_ranks=*) restart_flags+=("$arg") ;;
+    --max_restarts=*) restart_flags+=("$arg") ;;
     --checkpoint | --checkpoint=*) with_checkpoint=1; trainer_args+=("$arg") ;;
     *) trainer_args+=("$arg") ;;
   esac

@@ -35,9 +35,9 @@ Reducer::~Reducer() {
   }
 }
 
-std::string Reducer::param_name(size_t index) const {
-  return index < param_names_.size() && !param_names_[index].empty() ? param_names_[index]
-                                                                      : "<unnamed>";
+const std::string& Reducer::param_name(size_t index) const {
+  static const std::string kUnnamed = "<unnamed>";
+  return index < param_names_.size() && !param_names_[index].empty() ? param_names_[index] : kUnnamed;
 }
 
 std::string Reducer::param_names_of(const Bucket& bucket) const {

@@ -148,7 +148,7 @@ class Reducer {
   bool should_skip_all_reduce_bucket(const Bucket& bucket) const;
   void skip_all_reduce_bucket(Bucket& bucket, size_t bucket_index);
   void all_reduce_bucket(Bucket& bucket, size_t bucket_index);
-  GradBucket grad_bucket(const Bucket& bucket, size_t bucket_index, const Tensor& buffer) const;
+  GradBucket make_grad_bucket(const Bucket& bucket, size_t bucket_index, const Tensor& buffer) const;
   FuturePtr run_comm_hook(GradBucket& grad_bucket);
   // CUDA buckets: the bucket stream current for the scope, after the compute stream's work so far
   // (Note [Bucket copies on the communication stream]); nothing for CPU buckets.
@@ -181,7 +181,8 @@ class Reducer {
 
   bool static_graph_after_first_iteration() const { return options_.static_graph && num_iterations_ > 1; }
   bool tracks_local_use() const { return dynamic_graph_find_unused() || static_graph_first_iteration(); }
-  std::string param_name(size_t index) const;
+  // By reference: autograd_hook passes it to the statistics on every gradient.
+  const std::string& param_name(size_t index) const;
   std::string param_names_of(const Bucket& bucket) const;
   int ddp_rank() const { return process_group_->rank(); }  // for DDP_CHECK (ddp_check.h)
   std::vector<int64_t> bucket_sizes_in_bytes(const std::vector<std::vector<size_t>>& indices) const;

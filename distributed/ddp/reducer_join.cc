@@ -54,7 +54,7 @@ void Reducer::match_all_reduce_for_bwd_pass() {
     } else {
       zeros_buffer = zeros_like(bucket.gradients);
     }
-    GradBucket zeros_bucket = grad_bucket(bucket, b, zeros_buffer);
+    GradBucket zeros_bucket = make_grad_bucket(bucket, b, zeros_buffer);
     futures.emplace_back(b, run_comm_hook(zeros_bucket));
   }
   WorkPtr used_map_work;

@@ -46,7 +46,7 @@ void Reducer::skip_all_reduce_bucket(Bucket& bucket, size_t bucket_index) {
 // collective waits for the bucket's copies, not for the rest of backward (Note [Bucket copies on
 // the communication stream]); the hook's own kernels run there too.
 void Reducer::all_reduce_bucket(Bucket& bucket, size_t bucket_index) {
-  GradBucket grad_bucket = this->grad_bucket(
+  GradBucket grad_bucket = make_grad_bucket(
       bucket, bucket_index, bucket.expect_sparse_gradient ? bucket.sparse_gradient : bucket.gradients);
   const auto on_stream = on_bucket_stream();
   const BucketFacts facts{bucket_index, bucket.expect_sparse_gradient ? 0 : bucket.gradients.nbytes(),
@@ -56,7 +56,7 @@ void Reducer::all_reduce_bucket(Bucket& bucket, size_t bucket_index) {
 
 // What the comm hook sees of a bucket: `buffer` (its gradients, or a joined rank's zeros) and
 // where each parameter's gradient lies in it.
-GradBucket Reducer::grad_bucket(const Bucket& bucket, size_t bucket_index, const Tensor& buffer) const {
+GradBucket Reducer::make_grad_bucket(const Bucket& bucket, size_t bucket_index, const Tensor& buffer) const {
   return GradBucket(bucket_index, buckets_.size(), buffer, bucket.offsets, bucket.lengths, bucket.sizes,
                     bucket.variables);
 }

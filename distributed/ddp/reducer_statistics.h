@@ -15,11 +15,12 @@
 
 namespace ember::distributed {
 
-// The facts of one bucket that the statistics and the trace need.
+// The facts of one bucket that the statistics and the trace need; the indices are the bucket's
+// own (read only while tracing, so no launch copies them).
 struct BucketFacts {
-  size_t index = 0;
-  size_t bytes = 0;                   // 0 for a sparse bucket
-  std::vector<size_t> param_indices;  // the parameters whose hooks fed it
+  size_t index;
+  size_t bytes;                               // 0 for a sparse bucket
+  const std::vector<size_t>& param_indices;  // the parameters whose hooks fed it
 };
 
 // Owned by the Reducer and touched under its mutex, except each bucket's completion time, which the

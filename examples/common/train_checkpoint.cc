@@ -1,19 +1,16 @@
 #include "examples/common/train_checkpoint.h"
 
 #include <dirent.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 
 #include <ember/tensor.h>
 
-#include "distributed/fault_injection.h"
-#include "examples/common/whole_number.h"
+#include "examples/common/kill_fault.h"
 
 namespace ember::examples {
 
@@ -121,22 +118,6 @@ void keep_previous(const std::string& path) {
               "checkpoint: cannot keep '", path, "' as '", prev, "': ", std::strerror(errno));
 }
 
-// EMBER_FAULT_KILL_IN_CHECKPOINT=G (optionally EMBER_FAULT_KILL_RANK=R): SIGKILL while the
-// checkpoint of global step G is being written, after the per-rank files and before the shared
-// file is in place -- the window Note [Per-rank checkpoint files] protects.
-void maybe_kill_in_checkpoint(int64_t global_step, int rank) {
-  static const int64_t kill_at = [] {
-    const char* v = std::getenv("EMBER_FAULT_KILL_IN_CHECKPOINT");
-    return v && *v ? flags::parse_int64(v) : -1;
-  }();
-  if (kill_at != global_step || !distributed::faults_fire_in_this_attempt()) return;
-  const char* r = std::getenv("EMBER_FAULT_KILL_RANK");
-  if (r && *r && flags::parse_int64(r) != rank) return;
-  std::fprintf(stderr, "[rank %d] EMBER_FAULT_KILL_IN_CHECKPOINT=%lld: sending myself SIGKILL\n", rank,
-               (long long)kill_at);
-  std::fflush(stderr);
-  ::kill(::getpid(), SIGKILL);
-}
 
 int64_t metadata_int(const nn::CheckpointMetadata& meta, const std::string& key, const std::string& path) {
   auto it = meta.find(key);
@@ -184,7 +165,9 @@ void CheckpointWriter::save(const TrainState& state, const TrainPosition& positi
               {"rank", std::to_string(options_.rank)}});
   }
   if (options_.barrier) options_.barrier();  // every per-rank file exists before the shared one
-  maybe_kill_in_checkpoint(position.global_step, options_.rank);
+  // EMBER_FAULT_KILL_IN_CHECKPOINT=G: killed after the per-rank files, before the shared file is
+  // in place -- the window Note [Per-rank checkpoint files] protects.
+  maybe_kill_self("EMBER_FAULT_KILL_IN_CHECKPOINT", position.global_step, options_.rank);
   if (options_.rank == 0) {
     keep_previous(path);
     nn::StateDict sd;

@@ -1,14 +1,11 @@
 #include "examples/common/training.h"
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <iostream>
 
-#include "distributed/fault_injection.h"
-#include "examples/common/whole_number.h"
+#include "examples/common/kill_fault.h"
 #include <ember/nn.h>
 
 namespace ember::examples {
@@ -166,20 +163,7 @@ EpochStats train_epoch(nn::Module& model, data::DataLoader& loader, optim::Optim
 }
 
 void maybe_kill_at_step(int64_t global_step, int rank) {
-  static const int64_t kill_at = [] {
-    const char* v = std::getenv("EMBER_FAULT_KILL_AT_STEP");
-    return v ? flags::parse_int64(v) : -1;
-  }();
-  static const int64_t kill_rank = [] {
-    const char* v = std::getenv("EMBER_FAULT_KILL_RANK");
-    return v ? flags::parse_int64(v) : -1;
-  }();
-  if (global_step == kill_at && (kill_rank < 0 || kill_rank == rank) && distributed::faults_fire_in_this_attempt()) {
-    std::fprintf(stderr, "[rank %d] EMBER_FAULT_KILL_AT_STEP=%lld: sending myself SIGKILL\n", rank,
-                 (long long)kill_at);
-    std::fflush(stderr);
-    ::kill(::getpid(), SIGKILL);
-  }
+  maybe_kill_self("EMBER_FAULT_KILL_AT_STEP", global_step, rank);
 }
 
 std::function<void(const TrainPosition&)> after_step_actions(const TrainConfig& cfg, CheckpointWriter& writer,
