@@ -17,7 +17,6 @@ struct Accumulator {
   BucketKey key;
   std::vector<size_t> indices;
   size_t size = 0;
-  size_t size_limit = 0;
   size_t limit_pos = 0;  // position in bucket_size_limits for this key
 };
 
@@ -35,12 +34,12 @@ void check_arguments(const std::vector<Tensor>& tensors, const std::vector<size_
 
 }  // namespace
 
-BucketAssignment compute_bucket_assignment_by_size(const std::vector<Tensor>& tensors,
-                                                   const std::vector<size_t>& bucket_size_limits,
-                                                   const std::vector<bool>& expect_sparse_gradient,
-                                                   const std::vector<int64_t>& tensor_indices) {
+std::vector<std::vector<size_t>> compute_bucket_assignment_by_size(const std::vector<Tensor>& tensors,
+                                                                   const std::vector<size_t>& bucket_size_limits,
+                                                                   const std::vector<bool>& expect_sparse_gradient,
+                                                                   const std::vector<int64_t>& tensor_indices) {
   check_arguments(tensors, bucket_size_limits, expect_sparse_gradient, tensor_indices);
-  std::vector<std::pair<std::vector<size_t>, size_t>> result;
+  std::vector<std::vector<size_t>> result;
   // Accumulators in first-seen order of their (dtype, device) key.
   std::vector<Accumulator> buckets;
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -51,20 +50,19 @@ BucketAssignment compute_bucket_assignment_by_size(const std::vector<Tensor>& te
     // As in PyTorch, the sparse flag is looked up by the tensor's index.
     if (!expect_sparse_gradient.empty() && index < expect_sparse_gradient.size() &&
         expect_sparse_gradient[index]) {
-      result.emplace_back(std::vector<size_t>{index}, 0);
+      result.push_back({index});
       continue;
     }
     BucketKey key{t.dtype(), t.device()};
     auto it = std::find_if(buckets.begin(), buckets.end(), [&](const Accumulator& a) { return a.key == key; });
     if (it == buckets.end()) {
-      buckets.push_back(Accumulator{key, {}, 0, 0, 0});
+      buckets.push_back(Accumulator{key, {}, 0, 0});
       it = buckets.end() - 1;
     }
     it->indices.push_back(index);
     it->size += static_cast<size_t>(t.numel()) * t.element_size();
-    it->size_limit = bucket_size_limits[it->limit_pos];
-    if (it->size >= it->size_limit) {
-      result.emplace_back(std::move(it->indices), it->size_limit);
+    if (it->size >= bucket_size_limits[it->limit_pos]) {
+      result.push_back(std::move(it->indices));
       it->indices.clear();
       it->size = 0;
       if (it->limit_pos + 1 < bucket_size_limits.size()) ++it->limit_pos;
@@ -76,22 +74,16 @@ BucketAssignment compute_bucket_assignment_by_size(const std::vector<Tensor>& te
   // It only shows when tensor_indices is given (rebuild path: no sort afterwards); any fixed order
   // would be correct since rank 0's rebuilt assignment is broadcast, but we match PyTorch's.
   for (auto a = buckets.rbegin(); a != buckets.rend(); ++a) {
-    if (!a->indices.empty()) result.emplace_back(std::move(a->indices), a->size_limit);
+    if (!a->indices.empty()) result.push_back(std::move(a->indices));
   }
   // Without explicit indices, order buckets by their smallest tensor index (tensors are assumed to
   // be in forward order, so buckets then become ready in consecutive order once reversed).
   if (tensor_indices.empty()) {
     std::stable_sort(result.begin(), result.end(), [](const auto& a, const auto& b) {
-      return *std::min_element(a.first.begin(), a.first.end()) <
-             *std::min_element(b.first.begin(), b.first.end());
+      return *std::min_element(a.begin(), a.end()) < *std::min_element(b.begin(), b.end());
     });
   }
-  BucketAssignment out;
-  for (auto& r : result) {
-    out.bucket_indices.push_back(std::move(r.first));
-    out.per_bucket_size_limits.push_back(r.second);
-  }
-  return out;
+  return result;
 }
 
 }  // namespace ember::distributed

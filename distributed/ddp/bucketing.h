@@ -13,14 +13,9 @@
 
 namespace ember::distributed {
 
-// compute_bucket_assignment_by_size's result, as PyTorch's pair: each bucket's parameter indices,
-// and the size limit in bytes it was filled against.
-struct BucketAssignment {
-  std::vector<std::vector<size_t>> bucket_indices;
-  std::vector<size_t> per_bucket_size_limits;  // 0 for sparse buckets (no limit)
-};
-
-BucketAssignment compute_bucket_assignment_by_size(
+// Each bucket's parameter indices. PyTorch also returns the size limit each bucket was filled
+// against, which nothing reads (its Reducer takes and ignores them); ember does not.
+std::vector<std::vector<size_t>> compute_bucket_assignment_by_size(
     const std::vector<Tensor>& tensors, const std::vector<size_t>& bucket_size_limits,
     const std::vector<bool>& expect_sparse_gradient = {}, const std::vector<int64_t>& tensor_indices = {});
 

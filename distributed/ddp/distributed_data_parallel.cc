@@ -53,9 +53,9 @@ std::vector<std::vector<size_t>> DistributedDataParallel::compute_initial_bucket
   const bool one_bucket_first = options_.static_graph || !options_.find_unused_parameters;
   const std::vector<size_t> limits = one_bucket_first ? std::vector<size_t>{std::numeric_limits<size_t>::max()}
                                                       : std::vector<size_t>{first_bucket_bytes(), bucket_bytes_cap()};
-  BucketAssignment a = compute_bucket_assignment_by_size(params_, limits, expect_sparse_gradient_);
-  std::reverse(a.bucket_indices.begin(), a.bucket_indices.end());
-  return std::move(a.bucket_indices);
+  std::vector<std::vector<size_t>> indices = compute_bucket_assignment_by_size(params_, limits, expect_sparse_gradient_);
+  std::reverse(indices.begin(), indices.end());
+  return indices;
 }
 
 size_t DistributedDataParallel::bucket_bytes_cap() const {

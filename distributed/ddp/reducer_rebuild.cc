@@ -25,10 +25,10 @@ bool Reducer::rebuild_buckets() {
   for (size_t i = params_.size(); i-- > 0;) {
     if (!seen[i]) push_rebuilt_params(i);
   }
-  BucketAssignment a = compute_bucket_assignment_by_size(
+  std::vector<std::vector<size_t>> indices = compute_bucket_assignment_by_size(
       rebuilt_params_, {options_.first_bucket_bytes, options_.bucket_bytes_cap}, expect_sparse_gradient_,
       rebuilt_param_indices_);
-  initialize_buckets(sync_bucket_indices(std::move(a.bucket_indices)));
+  initialize_buckets(sync_bucket_indices(std::move(indices)));
   has_rebuilt_bucket_ = true;
   rebuilt_params_.clear();
   rebuilt_param_indices_.clear();

@@ -57,9 +57,8 @@ def emit(items, end, indent="     ", width=104):
 
 for name, (specs, limits, sparse, indices) in cases.items():
     tensors = [torch.zeros(n, dtype=d) for n, d in specs]
-    buckets, sizes = dist._compute_bucket_assignment_by_size(tensors, limits, sparse, indices)
+    buckets, _ = dist._compute_bucket_assignment_by_size(tensors, limits, sparse, indices)
     print(f'    {{"{name}",')
     emit([f"{{{n}, k{N[d]}}}" for n, d in specs], ",")
     print(f"     {{{cs(limits)}}}, {{{cs(sparse)}}}, {{{cs(indices)}}},")
-    emit(["{" + cs(b) + "}" for b in buckets], ",")
-    emit([str(x) for x in sizes], "},")
+    emit(["{" + cs(b) + "}" for b in buckets], "},")
