@@ -3,7 +3,9 @@
 # DistributedDataParallel on 2 MPI ranks (5 epochs). Extra arguments go to the trainer
 # (e.g. scripts/train.sh --epochs=1); EMBER_RANKS=N changes the number of ranks.
 # --checkpoint or --max_restarts=N (default 3 with --checkpoint) runs the job through
-# scripts/elastic_run.py, which restarts a failed attempt from its newest complete checkpoint.
+# scripts/elastic_run.py, which restarts a failed attempt from its newest complete checkpoint;
+# with a hostfile (--hostfile=F, or scripts/cluster.sh's) and --min_ranks=M it leaves out hosts
+# that are gone and goes on with at least M ranks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh
@@ -22,7 +24,7 @@ trainer_args=()
 with_checkpoint=0
 for arg in "$@"; do
   case "$arg" in
-    --max_restarts=*) restart_flags+=("$arg") ;;
+    --max_restarts=* | --min_ranks=* | --hostfile=*) restart_flags+=("$arg") ;;
     --checkpoint | --checkpoint=*) with_checkpoint=1; trainer_args+=("$arg") ;;
     *) trainer_args+=("$arg") ;;
   esac
