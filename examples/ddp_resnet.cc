@@ -192,6 +192,7 @@ int main(int argc, char** argv) {
       bytes_at_last_step = bytes_before;  // the evaluation's allreduce is no step's
       examples::EpochOptions eo{pos.epoch, cfg.epochs, steps, pos, world * cfg.batch, rank == 0, after_step};
       eo.metrics = metrics.get();
+      eo.before_backward = [&writer] { writer.wait_for_write(); };
       eo.step_extras = step_extras;
       examples::EpochStats st = examples::train_epoch(*ddp, loader, opt, schedule, criterion, eo);
       pos.global_step += st.steps;
@@ -213,6 +214,7 @@ int main(int argc, char** argv) {
       }
       if (!cfg.checkpoint.empty()) writer.save(state, {pos.epoch, steps, pos.global_step}, shape);
     }
+    writer.wait_for_write();  // the last checkpoint is in place before the RESULT line
     if (rank == 0) {
       std::printf("RESULT test_acc=%.4f img_per_s=%.1f ms_per_step=%.2f comm_hook=%s bytes_per_step=%.0f "
                   "compression=%.2f",
@@ -225,6 +227,9 @@ int main(int argc, char** argv) {
                     (long long)powersgd->matrix_approximation_rank, (long long)powersgd->start_powerSGD_iter, rate);
       }
       std::printf("\n");
+      const std::string cost =
+          examples::checkpoint_cost_summary(writer.cost(), 1000.0 * train_seconds, trained_steps, cfg.checkpoint_every);
+      if (!cost.empty()) std::fprintf(stderr, "%s\n", cost.c_str());
     }
     ddp.reset();
     distributed::destroy_process_group();

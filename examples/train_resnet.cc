@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
     for (; pos.epoch < cfg.epochs; ++pos.epoch, pos.step = 0) {
       examples::EpochOptions eo{pos.epoch, cfg.epochs, steps, pos, cfg.batch, true, after_step};
       eo.metrics = metrics.get();
+      eo.before_backward = [&writer] { writer.wait_for_write(); };
       examples::EpochStats st = examples::train_epoch(*model, loader, opt, schedule, criterion, eo);
       pos.global_step += st.steps;
       train_seconds += st.seconds;
@@ -54,9 +55,13 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
       if (!cfg.checkpoint.empty()) writer.save(state, {pos.epoch, steps, pos.global_step}, shape);
     }
+    writer.wait_for_write();  // the last checkpoint is in place before the RESULT line
     const double ms_per_step = trained_steps ? 1000.0 * train_seconds / trained_steps : 0.0;
     std::printf("RESULT test_acc=%.4f img_per_s=%.1f ms_per_step=%.2f\n", acc,
                 trained_steps ? trained_steps * cfg.batch / train_seconds : 0.0, ms_per_step);
+    const std::string cost =
+        examples::checkpoint_cost_summary(writer.cost(), 1000.0 * train_seconds, trained_steps, cfg.checkpoint_every);
+    if (!cost.empty()) std::fprintf(stderr, "%s\n", cost.c_str());
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "train_resnet: " << e.what() << "\n";

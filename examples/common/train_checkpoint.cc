@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -105,6 +106,12 @@ void remove_stale_per_rank_files(const std::string& path, int rank, const std::s
   for (const std::string& f : stale) ::unlink(f.c_str());
 }
 
+std::string format_fixed(double v, int digits) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
 // Note [Two checkpoints kept]: before the new shared file is written, the current one is
 // hard-linked to `path.prev`; nn::save then renames the new file over `path`. So at every moment
 // `path` is a complete checkpoint (the rename is atomic) and `path.prev` is absent, the one before
@@ -152,9 +159,83 @@ void check_same_model(const nn::StateDict& model, const nn::StateDict& saved, co
   }
 }
 
+// The shared file's contents: the tensors under their prefixes, and the position and shape.
+struct SharedCheckpoint {
+  nn::StateDict tensors;
+  nn::CheckpointMetadata metadata;
+};
+
+// With copy_tensors, every tensor is a CPU copy of its own, so training may go on changing the
+// originals while another thread writes them.
+SharedCheckpoint copy_shared_state(const TrainState& state, const TrainPosition& position, const TrainShape& shape,
+                                   const std::string& per_rank_pattern, bool copy_tensors) {
+  SharedCheckpoint c;
+  const auto add = [&](const std::string& prefix, const nn::StateDict& sd) {
+    for (const auto& [name, t] : sd) c.tensors.emplace_back(prefix + name, copy_tensors ? t.to(kCPU, true) : t);
+  };
+  add("model.", state.model->state_dict());
+  add("optim.", state.optimizer->state_dict());
+  add("sched.", state.scheduler->state_dict());
+  c.tensors.emplace_back("rng.default", generator_to_tensor(default_generator().get_state()));
+  if (state.wrapper_state) add("ddp.", state.wrapper_state());
+  c.metadata = {{"format", kFormat},
+                {"epoch", std::to_string(position.epoch)},
+                {"step_in_epoch", std::to_string(position.step)},
+                {"global_step", std::to_string(position.global_step)},
+                {"seed", std::to_string(shape.seed)},
+                {"world_size", std::to_string(shape.world_size)},
+                {"batch_per_rank", std::to_string(shape.batch)},
+                {"steps_per_epoch", std::to_string(shape.steps_per_epoch)},
+                {"per_rank_files", per_rank_pattern}};
+  return c;
+}
+
 }  // namespace
 
 void CheckpointWriter::save(const TrainState& state, const TrainPosition& position, const TrainShape& shape) {
+  wait_for_write();  // one write in flight at a time (counted as a wait)
+  const auto start = std::chrono::steady_clock::now();
+  write_per_rank_and_shared(state, position, shape);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  cost_.save_ms.push_back(ms);
+  if (position.step < shape.steps_per_epoch) cost_.between_steps_ms += ms;
+}
+
+void CheckpointWriter::wait_for_write() {
+  if (!shared_write_.valid()) return;
+  const auto start = std::chrono::steady_clock::now();
+  shared_write_.get();  // rethrows the write's error
+  cost_.waited_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+CheckpointWriter::~CheckpointWriter() {
+  if (!shared_write_.valid()) return;
+  try {
+    shared_write_.get();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "[rank %d] checkpoint: %s\n", options_.rank, e.what());
+  }
+}
+
+std::string checkpoint_cost_summary(const CheckpointCost& cost, double train_ms, int64_t steps, int64_t every) {
+  if (cost.save_ms.empty() || steps <= 0) return "";
+  std::vector<double> sorted = cost.save_ms;
+  std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  const double step_ms = std::max(0.0, train_ms - cost.between_steps_ms - cost.waited_ms) / static_cast<double>(steps);
+  std::string out = "checkpoints: " + std::to_string(cost.save_ms.size()) + " written, median " +
+                    format_fixed(median, 1) + " ms each on the training thread";
+  if (step_ms <= 0) return out + ", " + format_fixed(cost.waited_ms, 1) + " ms in all waiting for writes in flight";
+  out += " (" + format_fixed(100.0 * median / step_ms, 1) + " % of a " + format_fixed(step_ms, 1) + " ms step";
+  if (every > 0) {
+    out += "; every " + std::to_string(every) + " steps: " + format_fixed(100.0 * median / step_ms / every, 2) +
+           " % per step";
+  }
+  return out + "), " + format_fixed(cost.waited_ms, 1) + " ms in all waiting for writes in flight";
+}
+
+void CheckpointWriter::write_per_rank_and_shared(const TrainState& state, const TrainPosition& position,
+                                                 const TrainShape& shape) {
   const std::string& path = options_.path;
   const std::string pattern = state.per_rank_state ? per_rank_pattern(path, position.global_step) : "";
   std::string mine;
@@ -164,32 +245,26 @@ void CheckpointWriter::save(const TrainState& state, const TrainPosition& positi
              {{"format", std::string(kFormat) + "-rank"}, {"global_step", std::to_string(position.global_step)},
               {"rank", std::to_string(options_.rank)}});
   }
-  if (options_.barrier) options_.barrier();  // every per-rank file exists before the shared one
-  // EMBER_FAULT_KILL_IN_CHECKPOINT=G: killed after the per-rank files, before the shared file is
-  // in place -- the window Note [Per-rank checkpoint files] protects.
-  maybe_kill_self("EMBER_FAULT_KILL_IN_CHECKPOINT", position.global_step, options_.rank);
+  const bool in_background = options_.in_background && !state.per_rank_state;
+  if (options_.barrier && !in_background) options_.barrier();  // every per-rank file exists before the shared one
   if (options_.rank == 0) {
-    keep_previous(path);
-    nn::StateDict sd;
-    for (auto& kv : state.model->state_dict()) sd.emplace_back("model." + kv.first, kv.second);
-    for (auto& kv : state.optimizer->state_dict()) sd.emplace_back("optim." + kv.first, kv.second);
-    for (auto& kv : state.scheduler->state_dict()) sd.emplace_back("sched." + kv.first, kv.second);
-    sd.emplace_back("rng.default", generator_to_tensor(default_generator().get_state()));
-    if (state.wrapper_state) {
-      for (auto& kv : state.wrapper_state()) sd.emplace_back("ddp." + kv.first, kv.second);
+    SharedCheckpoint shared = copy_shared_state(state, position, shape, pattern, /*copy_tensors=*/in_background);
+    const auto write = [path, global_step = position.global_step, rank = options_.rank, shared = std::move(shared)] {
+      // EMBER_FAULT_KILL_IN_CHECKPOINT=G: killed after the per-rank files, before the shared file is
+      // in place -- the window Note [Per-rank checkpoint files] protects.
+      maybe_kill_self("EMBER_FAULT_KILL_IN_CHECKPOINT", global_step, rank);
+      keep_previous(path);
+      nn::save(shared.tensors, path, shared.metadata);
+    };
+    if (in_background) {
+      shared_write_ = std::async(std::launch::async, write);
+    } else {
+      write();
     }
-    nn::save(sd, path,
-             {{"format", kFormat},
-              {"epoch", std::to_string(position.epoch)},
-              {"step_in_epoch", std::to_string(position.step)},
-              {"global_step", std::to_string(position.global_step)},
-              {"seed", std::to_string(shape.seed)},
-              {"world_size", std::to_string(shape.world_size)},
-              {"batch_per_rank", std::to_string(shape.batch)},
-              {"steps_per_epoch", std::to_string(shape.steps_per_epoch)},
-              {"per_rank_files", pattern}});
+  } else {
+    maybe_kill_self("EMBER_FAULT_KILL_IN_CHECKPOINT", position.global_step, options_.rank);
   }
-  if (options_.barrier) options_.barrier();  // the shared file now names the new per-rank files
+  if (options_.barrier && !in_background) options_.barrier();  // the shared file now names the new per-rank files
   if (!mine.empty()) remove_stale_per_rank_files(path, options_.rank, mine, position.global_step);
 }
 

@@ -131,6 +131,7 @@ EpochStats train_epoch(nn::Module& model, data::DataLoader& loader, optim::Optim
     const double lr = schedule.get_last_lr().empty() ? 0.0 : schedule.get_last_lr()[0];
     Tensor loss = criterion(model.forward(batch.data.to(device)), batch.target.to(device));
     opt.zero_grad();
+    if (options.before_backward) options.before_backward();
     loss.backward();
     opt.step();
     schedule.step();

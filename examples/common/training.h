@@ -99,6 +99,8 @@ struct EpochOptions {
   bool show = false;             // draw progress
   // Called after every step with the position reached (checkpoints, fault injection).
   std::function<void(const TrainPosition&)> after_step;
+  // Called before every backward (Note [Checkpoints off the training thread]).
+  std::function<void()> before_backward;
   // --metrics (rank 0 only; null: none): a row per step. `step_extras` fills in what only the
   // caller knows before the row is written (DDP's overlap and bytes sent).
   MetricsWriter* metrics = nullptr;

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "nn/layers/linear.h"
 #include "optim/sgd.h"
 #include "tensor/all.h"
@@ -136,6 +139,40 @@ TEST_F(TrainCheckpointTest, AnotherWorldSizeKeepsSharedStateAndResetsPerRankStat
             std::string::npos) << warnings[0];
   EXPECT_NE(warnings[0].find("continues at step 8 of epoch 2"), std::string::npos) << warnings[0];
   EXPECT_NE(warnings[1].find("cannot be redistributed to 3: it is reset"), std::string::npos) << warnings[1];
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Note [Checkpoints off the training thread]: the background write holds the state as save() saw
+// it, byte for byte the synchronous file, however training changes the originals meanwhile.
+TEST_F(TrainCheckpointTest, ABackgroundWriteHoldsTheStateAtSaveTime) {
+  TrainRun a;
+  a.train(2);
+  const TrainShape shape{0, 1, 2, 10};
+  CheckpointWriter({path("sync.ckpt"), 0, nullptr, /*in_background=*/false}).save(a.state(), {0, 2, 2}, shape);
+  CheckpointWriter writer({path("async.ckpt"), 0, nullptr});
+  writer.save(a.state(), {0, 2, 2}, shape);
+  a.train(3);  // changes the parameters and momentum the write may still be reading
+  writer.wait_for_write();
+  const std::string sync = file_bytes(path("sync.ckpt"));
+  EXPECT_FALSE(sync.empty());
+  EXPECT_EQ(file_bytes(path("async.ckpt")), sync);
+  writer.save(a.state(), {0, 5, 5}, shape);  // waits for nothing, and keeps step 2's as .prev
+  writer.wait_for_write();
+  EXPECT_EQ(file_bytes(previous_checkpoint_path(path("async.ckpt"))), sync);
+  EXPECT_EQ(read_checkpoint(path("async.ckpt")).position.global_step, 5);
+  EXPECT_EQ(writer.cost().save_ms.size(), 2u);
+}
+
+TEST_F(TrainCheckpointTest, ABackgroundWriteThatFailsThrowsAtTheNextWait) {
+  TrainRun a;
+  CheckpointWriter writer({::testing::TempDir() + "/no/such/dir/c.ckpt", 0, nullptr});
+  writer.save(a.state(), {0, 1, 1}, {0, 1, 2, 10});  // returns before the write fails
+  EXPECT_EMBER_ERROR(writer.wait_for_write(), "no/such/dir/c.ckpt");
+  writer.wait_for_write();  // the error was reported once
 }
 
 TEST_F(TrainCheckpointTest, RefusesAnotherModelNamingTheFirstMismatch) {
