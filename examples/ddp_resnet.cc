@@ -171,7 +171,8 @@ int main(int argc, char** argv) {
       auto d = ddp->get_ddp_logging_data();
       std::fprintf(stderr, "DDP: %d ranks on %s over %s, ResNet-%lld, batch %lld per rank, lr %.3g, %lld buckets, "
                    "%lld steps/epoch, comm hook %s, timeout %llds\n",
-                   world, device.str().c_str(), backend.c_str(), (long long)cfg.depth, (long long)cfg.batch, cfg.lr,
+                   world, device.str().c_str(), backend.c_str(), (long long)cfg.depth, (long long)cfg.batch,
+                   schedule.base_lrs().empty() ? cfg.lr : schedule.base_lrs()[0],  // a resumed run's is the checkpoint's
                    (long long)d.num_buckets, (long long)steps, hook.name.c_str(), (long long)timeout_s);
     }
     // --metrics: rank 0 writes a row per step with DDP's overlap and the bytes it sent in the step.
