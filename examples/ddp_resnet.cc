@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
     }
     const examples::TrainShape shape{cfg.seed, world, cfg.batch, steps};
     examples::TrainPosition pos = examples::resume_from(resume, state, shape, rank, rank == 0);
-    examples::CheckpointWriter writer({cfg.checkpoint, rank, [&pg] { pg->barrier()->wait(); }});
+    examples::CheckpointWriter writer({cfg.checkpoint, rank, [&pg] { pg->barrier()->wait(); }, !cfg.checkpoint_in_line});
     const auto checkpoint_actions = examples::after_step_actions(cfg, writer, state, shape, rank);
     // Note [Straggler check]: rank 0 reports the first check and each that names other ranks than the last.
     int64_t reported_check = -1;

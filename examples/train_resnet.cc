@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
     const examples::TrainState state{model.get(), &opt, &schedule};
     const examples::TrainShape shape{cfg.seed, 1, cfg.batch, steps};
     examples::TrainPosition pos = examples::resume_from(resume, state, shape, 0, true);
-    examples::CheckpointWriter writer({cfg.checkpoint, 0, nullptr});
+    examples::CheckpointWriter writer({cfg.checkpoint, 0, nullptr, !cfg.checkpoint_in_line});
     const auto after_step = examples::after_step_actions(cfg, writer, state, shape, 0);
     nn::CrossEntropyLoss criterion(Reduction::kMean, cfg.label_smoothing);
     // One process: the metrics' overlap and bytes_sent stay 0 (metrics_writer.h).

@@ -58,6 +58,9 @@ void add_train_flags(flags::CommandLine& cli, TrainConfig* c) {
                  "write a checkpoint here after every epoch (and every --checkpoint_every steps)");
   cli.add_option("--checkpoint_every", c->checkpoint_every, "steps between checkpoints (0 = only at epoch ends)")
       ->check(flags::non_negative_integer());
+  cli.add_option("--checkpoint_in_line", c->checkpoint_in_line,
+                 "write checkpoints on the training thread, not beside the next step (0 or 1)")
+      ->check(flags::zero_or_one());
   cli.add_option("--resume", c->resume,
                  "continue exactly from this checkpoint (model, optimizer, schedule, RNG, data position)");
   flags::add_device(cli, &c->device);

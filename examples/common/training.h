@@ -36,6 +36,7 @@ struct TrainConfig {
   int64_t test_limit = -1;   // evaluate on the first N test images only (-1: all)
   std::string checkpoint;    // written after every epoch (rank 0), and every checkpoint_every steps
   int64_t checkpoint_every = 0;  // steps between checkpoints (0: only at the end of each epoch)
+  bool checkpoint_in_line = false;  // write checkpoints on the training thread (Note [Checkpoints off the training thread])
   std::string resume;        // a checkpoint to continue from, exactly (train_checkpoint.h)
   std::string device = "cpu";  // "cpu" or "cuda" (one GPU per process: training_device)
   std::string metrics;       // per-step metrics, .csv or .jsonl, written by rank 0 (metrics_writer.h)
