@@ -10,6 +10,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
   dataset-fashion-mnist
+  bible-kjv bible-kjv-text  # the GPT example's corpus: `bible` prints the King James text from its data
   python3  # the trace merge and the pictures (scripts/merge_traces.py, make_pictures.sh): standard library only
 )
 # Optional: PyTorch as a reference for benchmarks (EMBER_WITH_TORCH=1).
