@@ -23,6 +23,15 @@ small=(--depth=8 --width=4 --batch=16 --epochs=1 --checkpoint_every=125 --timeou
 elastic=(/usr/bin/python3 "$launcher" --np=3 --min_ranks=2 --mpirun="${MPIRUN[*]}" --)
 mkdir -p "$work"/{ref,cut,back}
 
+# cluster_run NAME LIMIT -- COMMAND...: COMMAND on a 3-host cluster. The cluster gets SIGTERM 10 s
+# before run's SIGKILL, so that it removes its namespaces even when the limit is hit (cluster_test
+# fails on any cluster's leftovers).
+cluster_run() {
+  local name="$1" limit="$2"
+  shift 2
+  run "$name" "$limit" timeout --kill-after=5 "$((limit - 10))" "$cluster" 3 "$@"
+}
+
 # accuracy NAME: epoch 1's test accuracy in NAME's output, in percent.
 accuracy() {
   grep -m1 -E '^epoch 1: ' "$work/$1.out" | sed -E 's/.*test accuracy ([0-9.]+).*/\1/' | awk '{ printf "%.2f", 100 * $1 }'
@@ -66,11 +75,11 @@ SAB
 chmod +x "$work/saboteur.sh"
 
 echo "== uninterrupted, 3 hosts" >&2
-run ref 180 "$cluster" 3 -- "${elastic[@]}" "$ddp" "${small[@]}" --checkpoint="$work/ref/c.ckpt"
+cluster_run ref 60 -- "${elastic[@]}" "$ddp" "${small[@]}" --checkpoint="$work/ref/c.ckpt"
 expect_success ref
 
 echo "== host 2's link cut for good half-way through the epoch: the job ends on hosts 0 and 1" >&2
-run cut 240 "$cluster" 3 -- "$work/saboteur.sh" " 625/1250 " 2 "" "" -- "${elastic[@]}" "$ddp" "${small[@]}" \
+cluster_run cut 100 -- "$work/saboteur.sh" " 625/1250 " 2 "" "" -- "${elastic[@]}" "$ddp" "${small[@]}" \
   --checkpoint="$work/cut/c.ckpt" --metrics="$work/cut/m.csv"
 expect_success cut
 expect_line cut "^elastic_run: attempt 2 of 4: attempt 1 ended \(exit [0-9]+\): (rank 2 did not arrive .*|mpirun lost its daemon on host 10\.77\.[0-9]+\.3 .*); leaving out host 10\.77\.[0-9]+\.3 \(unreachable: a probe .mpirun -np 1 true. on it alone .*\); on 2 rank\(s\), hosts 10\.77\.[0-9]+\.1, 10\.77\.[0-9]+\.2, global batch 48 kept \(24 per rank\); resuming from global step 625 \(epoch 1, step 625\) of /\S+/cut/c\.ckpt$"
@@ -84,7 +93,7 @@ awk -v a="$ref_acc" -v b="$cut_acc" 'BEGIN { d = a - b; if (d < 0) d = -d; exit 
 check "cut: epoch 1's test accuracy ${cut_acc}% on 2 hosts is within 0.5 points of ${ref_acc}% on 3" $?
 
 echo "== host 2's link cut, then back once the job runs on 2 hosts; a rank killed: host 2 is taken back in" >&2
-run back 300 "$cluster" 3 -- "$work/saboteur.sh" " 250/1250 " 2 "^resumed from " " 625/1250 " -- "${elastic[@]}" \
+cluster_run back 120 -- "$work/saboteur.sh" " 250/1250 " 2 "^resumed from " " 625/1250 " -- "${elastic[@]}" \
   "$ddp" "${small[@]}" --checkpoint="$work/back/c.ckpt"
 expect_success back
 expect_line back "^elastic_run: attempt 2 of 4: .*; leaving out host 10\.77\.[0-9]+\.3 \(unreachable: .*; on 2 rank\(s\)"
