@@ -1,4 +1,4 @@
-// Umbrella header for nn: Module, layers, losses, init, functional, models.
+// Umbrella header for nn: Module, layers, losses, init, functional, models, utils.
 #pragma once
 
 #include "nn/functional.h"
@@ -11,3 +11,4 @@
 #include "nn/loss.h"
 #include "nn/models/resnet.h"
 #include "nn/module.h"
+#include "nn/utils/clip_grad.h"

@@ -102,4 +102,23 @@ double LinearLR::lr_at(double base_lr, int64_t epoch) const {
   return base_lr * (start_factor_ + (end_factor_ - start_factor_) * progress);
 }
 
+WarmupCosineLR::WarmupCosineLR(Optimizer& optimizer, int64_t warmup_iters, int64_t decay_iters, double min_lr_factor)
+    : LRScheduler(optimizer), warmup_iters_(warmup_iters), decay_iters_(decay_iters), min_lr_factor_(min_lr_factor) {
+  EMBER_CHECK(warmup_iters >= 0 && warmup_iters < decay_iters, "WarmupCosineLR: needs 0 <= warmup_iters < decay_iters, ",
+              "got warmup_iters ", warmup_iters, " and decay_iters ", decay_iters);
+  EMBER_CHECK(min_lr_factor >= 0 && min_lr_factor <= 1, "WarmupCosineLR: min_lr_factor must be in [0, 1], got ",
+              min_lr_factor);
+  initial_step();
+}
+
+double WarmupCosineLR::lr_at(double base_lr, int64_t epoch) const {
+  if (epoch < warmup_iters_) {
+    return base_lr * static_cast<double>(epoch + 1) / static_cast<double>(warmup_iters_ + 1);
+  }
+  const double min_lr = base_lr * min_lr_factor_;
+  if (epoch > decay_iters_) return min_lr;
+  const double r = static_cast<double>(epoch - warmup_iters_) / static_cast<double>(decay_iters_ - warmup_iters_);
+  return min_lr + (base_lr - min_lr) * (1 + std::cos(M_PI * r)) / 2;
+}
+
 }  // namespace ember::optim

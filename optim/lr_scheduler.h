@@ -1,10 +1,12 @@
-// Learning-rate schedulers: StepLR, MultiStepLR, CosineAnnealingLR and LinearLR (linear warmup).
+// Learning-rate schedulers: StepLR, MultiStepLR, CosineAnnealingLR, LinearLR (linear warmup) and
+// WarmupCosineLR (nanoGPT's warm-up then cosine decay).
 // Each computes PyTorch's closed form (torch.optim.lr_scheduler's _get_closed_form_lr) from the
 // group's base lr and the epoch counter, then writes it into every parameter group:
 //   StepLR             base * gamma^(epoch / step_size)            (integer division)
 //   MultiStepLR        base * gamma^(number of milestones <= epoch)
 //   CosineAnnealingLR  eta_min + (base - eta_min) * (1 + cos(pi * epoch / T_max)) / 2
 //   LinearLR           base * (start + (end - start) * min(epoch, total_iters) / total_iters)
+//   WarmupCosineLR     nanoGPT's get_lr, below
 // As in PyTorch, constructing a scheduler records each group's current lr as its base lr and
 // applies epoch 0; each step() advances one epoch. Because the closed forms overwrite the lr,
 // two schedulers on one optimizer do not compose (PyTorch's chainable form would).
@@ -116,6 +118,26 @@ class LinearWarmup : public LinearLR {
  public:
   LinearWarmup(Optimizer& optimizer, int64_t warmup_iters, double start_factor = 1.0 / 3)
       : LinearLR(optimizer, start_factor, 1.0, warmup_iters) {}
+};
+
+// nanoGPT's learning rate (train.py's get_lr), with min_lr = base * min_lr_factor:
+//   epoch < warmup_iters          base * (epoch + 1) / (warmup_iters + 1)
+//   epoch > decay_iters           min_lr
+//   otherwise                     min_lr + (base - min_lr) * (1 + cos(pi * r)) / 2,
+//                                 r = (epoch - warmup_iters) / (decay_iters - warmup_iters)
+// PyTorch has no one scheduler for it (SequentialLR of LinearLR and CosineAnnealingLR comes
+// close). Throws unless 0 <= warmup_iters < decay_iters and min_lr_factor is in [0, 1].
+class WarmupCosineLR : public LRScheduler {
+ public:
+  WarmupCosineLR(Optimizer& optimizer, int64_t warmup_iters, int64_t decay_iters, double min_lr_factor = 0.1);
+
+ protected:
+  double lr_at(double base_lr, int64_t epoch) const override;
+
+ private:
+  int64_t warmup_iters_;
+  int64_t decay_iters_;
+  double min_lr_factor_;
 };
 
 }  // namespace ember::optim

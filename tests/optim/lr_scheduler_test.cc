@@ -95,6 +95,15 @@ TEST(LRScheduler, StateDictResumes) {
   EXPECT_EQ(a.get_last_lr(), b.get_last_lr());
 }
 
+// nanoGPT's get_lr with learning_rate 0.5, warmup_iters 2, lr_decay_iters 6, min_lr 0.05.
+TEST(WarmupCosineLR, MatchesNanoGPTsGetLr) {
+  auto lrs = schedule([](Optimizer& o) { return WarmupCosineLR(o, 2, 6, 0.1); }, 8);
+  expect_near_all(lrs, {0.5 * 1 / 3, 0.5 * 2 / 3, 0.5, 0.05 + 0.45 * (1 + std::cos(M_PI / 4)) / 2, 0.275,
+                        0.05 + 0.45 * (1 + std::cos(3 * M_PI / 4)) / 2, 0.05, 0.05, 0.05});
+  EXPECT_NEAR(lrs[3], 0.4340990257669732, 1e-15);  // the formula's values, as Python prints them
+  EXPECT_NEAR(lrs[5], 0.11590097423302682, 1e-15);
+}
+
 TEST(LRScheduler, RejectsBadArguments) {
   Tensor p = param({0.0});
   SGD sgd({p}, SGDOptions(0.5));
@@ -103,6 +112,8 @@ TEST(LRScheduler, RejectsBadArguments) {
   EXPECT_EMBER_ERROR(CosineAnnealingLR(sgd, 0), "CosineAnnealingLR", "T_max");
   EXPECT_EMBER_ERROR(LinearLR(sgd, 0.0), "LinearLR", "start_factor");
   EXPECT_EMBER_ERROR(LinearWarmup(sgd, 0), "LinearLR", "total_iters");
+  EXPECT_EMBER_ERROR(WarmupCosineLR(sgd, 5, 5), "WarmupCosineLR: needs 0 <= warmup_iters < decay_iters, got warmup_iters 5");
+  EXPECT_EMBER_ERROR(WarmupCosineLR(sgd, 0, 5, 1.5), "min_lr_factor must be in [0, 1], got 1.5");
 }
 
 }  // namespace
