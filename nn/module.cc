@@ -171,24 +171,41 @@ void Module::for_each_tensor(F f) {
   for (auto& kv : children_) kv.second->for_each_tensor(f);
 }
 
-void Module::to(ScalarType dtype) {
-  EMBER_CHECK(is_floating_point(dtype), type_name_, ".to: expected a floating dtype, got ", dtype);
-  for_each_tensor([dtype](Tensor& t, bool is_param) {
-    if (!t.defined() || !t.is_floating_point()) return;
+// Tied parameters (one tensor under several names, as GPT's head and token embedding) stay tied,
+// as PyTorch's in-place .data conversion keeps them: each distinct tensor is converted once.
+template <typename Convert>
+void Module::convert_tensors(Convert convert) {
+  std::vector<std::pair<Tensor, Tensor>> converted;  // (before, after); holding `before` keeps its address unique
+  for_each_tensor([&](Tensor& t, bool is_param) {
+    if (!t.defined()) return;
+    for (const auto& [before, after] : converted) {
+      if (before.unsafe_impl() == t.unsafe_impl()) {
+        t = after;
+        return;
+      }
+    }
+    const Tensor before = t;
     NoGradGuard g;
     const bool rg = t.requires_grad();
-    t = t.to(dtype).detach();
+    if (!convert(t)) return;
     if (is_param && rg) t.set_requires_grad(true);
+    converted.emplace_back(before, t);
+  });
+}
+
+void Module::to(ScalarType dtype) {
+  EMBER_CHECK(is_floating_point(dtype), type_name_, ".to: expected a floating dtype, got ", dtype);
+  convert_tensors([dtype](Tensor& t) {
+    if (!t.is_floating_point()) return false;
+    t = t.to(dtype).detach();
+    return true;
   });
 }
 
 void Module::to(Device device) {
-  for_each_tensor([device](Tensor& t, bool is_param) {
-    if (!t.defined()) return;
-    NoGradGuard g;
-    const bool rg = t.requires_grad();
+  convert_tensors([device](Tensor& t) {
     t = t.to(device).detach();
-    if (is_param && rg) t.set_requires_grad(true);
+    return true;
   });
 }
 

@@ -84,6 +84,9 @@ class Module : public std::enable_shared_from_this<Module> {
   void check_new_name(const std::string& name) const;
   template <typename F>
   void for_each_tensor(F f);
+  // Replaces each distinct parameter and buffer by convert(tensor) (which returns false to keep it).
+  template <typename Convert>
+  void convert_tensors(Convert convert);
 
   std::string type_name_;
   bool training_ = true;

@@ -101,6 +101,7 @@ class Embedding : public Module {
   Tensor forward(const Tensor& indices) override;
   std::string extra_repr() const override;
   bool sparse() const { return sparse_; }
+  Tensor& weight() { return param("weight"); }
 
  private:
   int64_t num_, dim_;

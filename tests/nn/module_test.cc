@@ -37,6 +37,16 @@ TEST(Module, NamedParametersRecurseInOrderAndDeduplicateSharedOnes) {
   EXPECT_EQ(m->state_dict().size(), 3u);
 }
 
+// PyTorch's .to() converts .data in place, so tied parameters stay one tensor; so do ember's.
+TEST(Module, ToKeepsTiedParametersTied) {
+  auto m = std::make_shared<Tied>();
+  m->to(kFloat64);
+  EXPECT_EQ(m->a->weight().dtype(), kFloat64);
+  EXPECT_EQ(m->a->weight().unsafe_impl(), m->b->weight().unsafe_impl());
+  EXPECT_EQ(m->named_parameters().size(), 2u);
+  EXPECT_TRUE(m->b->weight().requires_grad());
+}
+
 TEST(Module, BuffersModulesTrainEval) {
   auto net = std::make_shared<Sequential>(std::vector<ModulePtr>{
       std::make_shared<Conv2d>(1, 2, 3), std::make_shared<BatchNorm2d>(2), std::make_shared<ReLU>()});
