@@ -58,11 +58,20 @@ def shares(hosts, np):
     return out
 
 
-# What an attempt's stderr says about the rank or host that failed it.
-KILLED_RANK = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exited on signal")
-MISSING_RANK = re.compile(r"^\[rank \d+\] .*timed out after \d+ ms.*?rank (\d+) (?:did not arrive|did not respond)")
+# What an attempt's stderr says about the rank or host that failed it (elastic_run.py words its
+# reason from the same matches): mpirun's line for a rank that died of a signal, the library's line
+# for a collective that timed out (group 4 names the rank that did not arrive or respond), the
+# daemon mpirun lost, and the host the library found unreachable.
+KILLED = re.compile(r"process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+) \(([^)]*)\)")
+TIMEOUT = re.compile(r"^\[rank (\d+)\] [^:]+: .*?(\w+ #\d+) .*?(timed out after \d+ ms).*?"
+                     r"(rank \d+ (?:did not arrive|did not respond|has not arrived))(?: \(((?:[^()]|\([^()]*\))*)\))?")
 LOST_DAEMON = re.compile(r"Remote daemon: \S+ on node (\S+)")
 UNREACHABLE_HOST = re.compile(r"its host (\S+) \((\S+)\) cannot be reached")
+
+
+def missing_rank(timeout):
+    """The rank a TIMEOUT match says did not arrive or respond."""
+    return int(timeout[4].split()[1])
 
 
 class HostPool:
@@ -91,10 +100,11 @@ class HostPool:
         """The hosts of `hosts` (an attempt's, in rank order) its stderr names as the failure."""
         named = set()
         for line in lines:
-            for pattern in (KILLED_RANK, MISSING_RANK):
-                m = pattern.search(line)
-                if m:
-                    named.add(self.host_of_rank(int(m[1]), hosts))
+            killed, timeout = KILLED.search(line), TIMEOUT.search(line)
+            if killed:
+                named.add(self.host_of_rank(int(killed[1]), hosts))
+            if timeout:
+                named.add(self.host_of_rank(missing_rank(timeout), hosts))
             m = UNREACHABLE_HOST.search(line) or LOST_DAEMON.search(line)
             if m:
                 named.update(h for h in hosts if h in m.groups())
@@ -116,6 +126,8 @@ class HostPool:
     def probe(self, mpirun, env, timeout_s):
         """Probes every host not retired; returns what changed, as phrases."""
         candidates = [h for h in self.order if h not in self.retired]
+        if not candidates:
+            return []
         with ThreadPoolExecutor(max_workers=len(candidates)) as pool:
             results = dict(zip(candidates, pool.map(lambda h: probe_host(mpirun, env, h, timeout_s), candidates)))
         changes = []

@@ -111,9 +111,7 @@ def newest_checkpoint(path):
 # names it and its host), the rank a collective timeout named (the library's line names the rank
 # that did not arrive or respond), the first error line a rank printed, then the host whose Open
 # MPI daemon mpirun lost (a link cut before any rank's timeout ran out).
-KILLED = re.compile(r"process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+) \(([^)]*)\)")
-TIMEOUT = re.compile(r"^\[rank (\d+)\] [^:]+: .*?(\w+ #\d+) .*?(timed out after \d+ ms).*?"
-                     r"(rank \d+ (?:did not arrive|did not respond|has not arrived))(?: \(((?:[^()]|\([^()]*\))*)\))?")
+KILLED, TIMEOUT = elastic_hosts.KILLED, elastic_hosts.TIMEOUT
 RANK_ERROR = re.compile(r"^\[rank (\d+)\] (\S+): (.*)")
 
 
@@ -127,14 +125,14 @@ def reason_of(lines, rc):
         m = TIMEOUT.search(line)
         if m:
             # The rank that did not arrive may have said why itself (an error, not a timeout of its own).
-            missing = re.match(r"rank (\d+)", m[4])[1]
+            missing = str(elastic_hosts.missing_rank(m))
             own = [e for e in errors if e[1] == missing and not TIMEOUT.search(e[0])]
             if own:
                 return f"rank {missing}: {own[0][3][:160]}"
             detail = f": {m[5]}" if m[5] else ""
             return f"{m[4]} at {m[2]} (rank {m[1]}: {m[3]}){detail}"
-    for m in errors:
-        return f"rank {m[1]}: {m[3][:160]}"
+    if errors:
+        return f"rank {errors[0][1]}: {errors[0][3][:160]}"
     for line in lines:
         m = elastic_hosts.LOST_DAEMON.search(line)
         if m:

@@ -225,13 +225,15 @@ std::string checkpoint_cost_summary(const CheckpointCost& cost, double train_ms,
   const double step_ms = std::max(0.0, train_ms - cost.between_steps_ms - cost.waited_ms) / static_cast<double>(steps);
   std::string out = "checkpoints: " + std::to_string(cost.save_ms.size()) + " written, median " +
                     format_fixed(median, 1) + " ms each on the training thread";
-  if (step_ms <= 0) return out + ", " + format_fixed(cost.waited_ms, 1) + " ms in all waiting for writes in flight";
-  out += " (" + format_fixed(100.0 * median / step_ms, 1) + " % of a " + format_fixed(step_ms, 1) + " ms step";
-  if (every > 0) {
-    out += "; every " + std::to_string(every) + " steps: " + format_fixed(100.0 * median / step_ms / every, 2) +
-           " % per step";
+  if (step_ms > 0) {
+    out += " (" + format_fixed(100.0 * median / step_ms, 1) + " % of a " + format_fixed(step_ms, 1) + " ms step";
+    if (every > 0) {
+      out += "; every " + std::to_string(every) + " steps: " + format_fixed(100.0 * median / step_ms / every, 2) +
+             " % per step";
+    }
+    out += ")";
   }
-  return out + "), " + format_fixed(cost.waited_ms, 1) + " ms in all waiting for writes in flight";
+  return out + ", " + format_fixed(cost.waited_ms, 1) + " ms in all waiting for writes in flight";
 }
 
 void CheckpointWriter::write_per_rank_and_shared(const TrainState& state, const TrainPosition& position,
