@@ -48,6 +48,7 @@ using BatchNorm = Tensor (*)(const Tensor&, const Tensor&, const Tensor&, const 
 using BatchNormRelu = Tensor (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                                  const Tensor&, bool, double, double, const Tensor&);
 using NllLoss = Tensor (*)(const Tensor&, const Tensor&, Reduction, int64_t);
+using Gelu = Tensor (*)(const Tensor&, GeluApproximation);
 using Embedding = Tensor (*)(const Tensor&, const Tensor&, bool);
 }  // namespace autograd_fn
 
@@ -60,6 +61,7 @@ using Embedding = Tensor (*)(const Tensor&, const Tensor&, bool);
   _(add_scalar, TS) _(sub_scalar, TS) _(mul_scalar, TS) _(div_scalar, TS) _(pow_scalar, TS)     \
   _(rsub, TS) _(rdiv, TS) _(where, Where) _(neg, T1) _(exp, T1) _(log, T1) _(sqrt, T1)          \
   _(rsqrt, T1) _(abs, T1) _(relu, T1) _(sigmoid, T1) _(tanh, T1) _(sign, T1) _(clamp, Clamp)    \
+  _(gelu, Gelu)                                                                                 \
   /* in place */                                                                                \
   _(add_, InplaceTTS) _(sub_, InplaceTTS) _(mul_, InplaceTT) _(div_, InplaceTT)                 \
   _(copy_, InplaceTT) _(add_scalar_, InplaceTS) _(mul_scalar_, InplaceTS)                       \

@@ -277,6 +277,18 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   return out;
 }
 
+Tensor masked_fill(const Tensor& t, const Tensor& mask, const Scalar& value) {
+  EMBER_CHECK(t.defined() && mask.defined(), "masked_fill: undefined tensor");
+  EMBER_CHECK(mask.dtype() == kBool, "masked_fill: expected a bool mask, got ", mask.describe());
+  EMBER_CHECK(mask.device() == t.device(), "masked_fill: mask ", mask.describe(),
+              " must be on the device of ", t.describe());
+  const Shape shape = broadcast_shapes(t.sizes(), mask.sizes(), "masked_fill");
+  EMBER_CHECK(shape == t.sizes(), "masked_fill: mask of shape ", mask.shape_str(),
+              " does not broadcast to the tensor's shape ", t.shape_str());
+  // The fill keeps t's dtype, as the in-place Tensor.masked_fill_ does.
+  return where(mask, scalar_tensor(value, TensorOptions(t.dtype(), t.device())), t);
+}
+
 Tensor neg(const Tensor& t) {
   if (auto f = autograd_kernel(&AutogradKernels::neg, {&t})) return f(t);
   return unary(UnaryOp::kNeg, t, false);
@@ -335,6 +347,32 @@ Tensor sigmoid(const Tensor& t) {
 Tensor tanh(const Tensor& t) {
   if (auto f = autograd_kernel(&AutogradKernels::tanh, {&t})) return f(t);
   return unary(UnaryOp::kTanh, t, true);
+}
+
+GeluApproximation gelu_approximation(const std::string& approximate) {
+  if (approximate == "none") return GeluApproximation::kNone;
+  if (approximate == "tanh") return GeluApproximation::kTanh;
+  EMBER_CHECK(false, "gelu: approximate must be 'none' or 'tanh', got '", approximate, "'");
+  return GeluApproximation::kNone;
+}
+Tensor gelu(const Tensor& input, const std::string& approximate) {
+  return gelu(input, gelu_approximation(approximate));
+}
+Tensor gelu(const Tensor& input, GeluApproximation approximate) {
+  if (auto f = autograd_kernel(&AutogradKernels::gelu, {&input})) return f(input, approximate);
+  EMBER_CHECK(input.defined(), "gelu: undefined input");
+  EMBER_CHECK(is_floating_point(input.dtype()), "gelu: expects a floating tensor, got ",
+              input.describe());
+  return unary(approximate == GeluApproximation::kTanh ? UnaryOp::kGeluTanh : UnaryOp::kGelu,
+               input, true);
+}
+Tensor gelu_backward(const Tensor& grad_out, const Tensor& input, GeluApproximation approximate) {
+  EMBER_CHECK(grad_out.defined() && input.defined(), "gelu_backward: undefined tensor");
+  const Tensor derivative =
+      unary(approximate == GeluApproximation::kTanh ? UnaryOp::kGeluTanhDerivative
+                                                    : UnaryOp::kGeluDerivative,
+            input, true);
+  return mul(grad_out, derivative);
 }
 
 Tensor clamp(const Tensor& t, std::optional<Scalar> lo, std::optional<Scalar> hi) {

@@ -36,6 +36,10 @@ const char* unary_op_name(UnaryOp op) {
     case UnaryOp::kRsqrt: return "rsqrt";
     case UnaryOp::kSigmoid: return "sigmoid";
     case UnaryOp::kTanh: return "tanh";
+    case UnaryOp::kGelu: return "gelu";
+    case UnaryOp::kGeluTanh: return "gelu(approximate='tanh')";
+    case UnaryOp::kGeluDerivative: return "gelu_backward";
+    case UnaryOp::kGeluTanhDerivative: return "gelu_backward(approximate='tanh')";
   }
   return "unary op";
 }

@@ -22,7 +22,12 @@ struct ConvGeometry;  // tensor/cpu/conv_geometry.h
 enum class BinaryOp {
   kAdd, kSub, kMul, kDiv, kPow, kMaximum, kMinimum, kThresholdBackward, kEq, kNe, kLt, kLe, kGt, kGe
 };
-enum class UnaryOp { kNeg, kAbs, kRelu, kSign, kExp, kLog, kSqrt, kRsqrt, kSigmoid, kTanh };
+// The floating ops start at kExp. kGelu* compute GELU (erf form, or tanh approximation) and
+// kGelu*Derivative its derivative d gelu / dx, which the backward multiplies by the gradient.
+enum class UnaryOp {
+  kNeg, kAbs, kRelu, kSign, kExp, kLog, kSqrt, kRsqrt, kSigmoid, kTanh,
+  kGelu, kGeluTanh, kGeluDerivative, kGeluTanhDerivative
+};
 enum class ReduceKind { kSum, kMax, kMin, kArgMax, kArgMin };
 
 const char* binary_op_name(BinaryOp op);

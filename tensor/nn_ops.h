@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <string>
 #include <tuple>
 
 #include "tensor/tensor.h"
@@ -83,6 +84,15 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_relu_backward(const Tensor& grad_o
                                                             const BatchNormReluForward& forward,
                                                             bool training,
                                                             std::array<bool, 3> mask);
+
+// GELU (torch.nn.functional.gelu): approximate "none" is x * Phi(x) with the erf form of the
+// normal CDF, "tanh" is 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). Floating inputs only.
+enum class GeluApproximation { kNone, kTanh };
+GeluApproximation gelu_approximation(const std::string& approximate);  // throws for other names
+Tensor gelu(const Tensor& input, const std::string& approximate = "none");
+Tensor gelu(const Tensor& input, GeluApproximation approximate);
+// grad_out * d gelu(input) / d input.
+Tensor gelu_backward(const Tensor& grad_out, const Tensor& input, GeluApproximation approximate);
 
 Tensor log_softmax(const Tensor& input, int64_t dim);
 Tensor log_softmax_backward(const Tensor& grad_out, const Tensor& output, int64_t dim);

@@ -33,6 +33,9 @@ Tensor flatten(const Tensor& t, int64_t start_dim = 0, int64_t end_dim = -1);
 Tensor as_strided(const Tensor& t, const Shape& sizes, const Shape& strides,
                   int64_t storage_offset = -1);
 Tensor contiguous(const Tensor& t);
+// torch.split with an int size: views of `split_size` along dim, the last one shorter when the
+// size does not divide.
+std::vector<Tensor> split(const Tensor& t, int64_t split_size, int64_t dim = 0);
 
 // ---- copies and conversion ---------------------------------------------------------------------
 // Copies src into dst (broadcasting src, converting dtype, across devices).
@@ -85,6 +88,8 @@ Tensor ge(const Tensor& a, const Scalar& b);
 
 // cond ? a : b, all three broadcast together; cond must be bool.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+// Tensor.masked_fill: `value` where the bool mask (broadcast to t's shape) is true, t elsewhere.
+Tensor masked_fill(const Tensor& t, const Tensor& mask, const Scalar& value);
 
 // In place into `self` (other must broadcast to self's shape; result dtype must cast to self's).
 const Tensor& add_(const Tensor& self, const Tensor& other, const Scalar& alpha = 1);

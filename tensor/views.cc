@@ -144,6 +144,21 @@ Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
   return slice(t, dim, start, start + length, 1);
 }
 
+std::vector<Tensor> split(const Tensor& t, int64_t split_size, int64_t dim) {
+  EMBER_CHECK(t.dim() > 0, "split: cannot split a 0-dim tensor");
+  dim = wrap_dim(dim, t.dim(), "split");
+  const int64_t size = t.sizes()[dim];
+  EMBER_CHECK(split_size > 0 || (split_size == 0 && size == 0), "split: split_size ", split_size,
+              " must be positive (0 only for an empty dimension); dimension ", dim, " of ",
+              t.describe());
+  std::vector<Tensor> parts;
+  if (size == 0) return {t};
+  for (int64_t start = 0; start < size; start += split_size) {
+    parts.push_back(narrow(t, dim, start, std::min(split_size, size - start)));
+  }
+  return parts;
+}
+
 Tensor slice(const Tensor& t, int64_t dim, int64_t start, int64_t end, int64_t step) {
   if (auto f = autograd_kernel(&AutogradKernels::slice, {&t})) return f(t, dim, start, end, step);
   EMBER_CHECK(t.dim() > 0, "slice: cannot slice a 0-dim tensor");

@@ -169,6 +169,12 @@ void register_elementwise_formulas(AutogradKernels& k) {
       return mul(g, rsub(mul(out, out), 1));
     });
   };
+  k.gelu = [](const Tensor& t, GeluApproximation approximate) {
+    return record_op({"GeluBackward", {t}, {t}}, [&] { return gelu(t, approximate); },
+                     [approximate](const Tensor& g, const variable_list& s, const Needs&) -> variable_list {
+                       return {gelu_backward(g, s[0], approximate)};
+                     });
+  };
   k.sign = [](const Tensor& t) {
     return unary("SignBackward", t, sign, false, [](const Tensor& g, const Tensor&) { return zeros_like(g); });
   };

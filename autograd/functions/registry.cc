@@ -24,7 +24,7 @@ const std::vector<std::string>& differentiable_op_names() {
     // The composites of those, which have no slot of their own.
     for (const char* composite : {"mean", "var", "max_dim", "min_dim", "matmul", "reshape",
                                   "flatten", "narrow", "t", "contiguous", "stack", "zero_",
-                                  "softmax"}) {
+                                  "softmax", "masked_fill", "split"}) {
       all.push_back(composite);
     }
     return all;

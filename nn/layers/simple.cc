@@ -24,6 +24,11 @@ std::string Dropout::extra_repr() const { return detail::str_cat("p=", p_); }
 
 Tensor Flatten::forward(const Tensor& input) { return input.flatten(start_, end_); }
 
+GELU::GELU(const std::string& approximate)
+    : Module("GELU"), name_(approximate), approximate_(gelu_approximation(approximate)) {}
+Tensor GELU::forward(const Tensor& input) { return gelu(input, approximate_); }
+std::string GELU::extra_repr() const { return detail::str_cat("approximate='", name_, "'"); }
+
 LayerNorm::LayerNorm(Shape normalized_shape, double eps, bool elementwise_affine)
     : Module("LayerNorm"), shape_(std::move(normalized_shape)), eps_(eps), affine_(elementwise_affine) {
   if (affine_) {

@@ -68,6 +68,19 @@ class Dropout : public Module {
   Generator* gen_;
 };
 
+// PyTorch's torch.nn.GELU: gelu(input, approximate), approximate "none" (erf) or "tanh"; the
+// constructor throws for other names.
+class GELU : public Module {
+ public:
+  explicit GELU(const std::string& approximate = "none");
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override;
+
+ private:
+  std::string name_;
+  GeluApproximation approximate_;
+};
+
 // PyTorch's torch.nn.Flatten: input.flatten(start_dim, end_dim); by default all dims but the first.
 class Flatten : public Module {
  public:

@@ -167,6 +167,32 @@ void binary_kernel(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor
   EMBER_DISPATCH_ALL_TYPES(a.dtype(), name, [&] { arithmetic<scalar_t>(op, out, a, b, alpha); });
 }
 
+// GELU as PyTorch computes it: x * Phi(x) with the erf form of the normal CDF, or the tanh
+// approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); and their derivatives in x.
+constexpr double kSqrtHalf = 0.70710678118654752440;     // 1 / sqrt(2)
+constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2 / pi)
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;   // 1 / sqrt(2 pi)
+constexpr double kGeluCubic = 0.044715;
+
+template <typename M>
+M gelu_erf(M x) {
+  return x * M(0.5) * (M(1) + std::erf(x * M(kSqrtHalf)));
+}
+template <typename M>
+M gelu_erf_derivative(M x) {
+  return M(0.5) * (M(1) + std::erf(x * M(kSqrtHalf))) + x * M(kInvSqrt2Pi) * std::exp(M(-0.5) * x * x);
+}
+template <typename M>
+M gelu_tanh(M x) {
+  return M(0.5) * x * (M(1) + std::tanh(M(kSqrt2OverPi) * (x + M(kGeluCubic) * x * x * x)));
+}
+template <typename M>
+M gelu_tanh_derivative(M x) {
+  const M t = std::tanh(M(kSqrt2OverPi) * (x + M(kGeluCubic) * x * x * x));
+  const M du = M(kSqrt2OverPi) * (M(1) + M(3 * kGeluCubic) * x * x);
+  return M(0.5) * (M(1) + t) + M(0.5) * x * (M(1) - t * t) * du;
+}
+
 template <typename T>
 void floating_unary(UnaryOp op, const Tensor& out, const Tensor& in) {
   using M = opmath_t<T>;
@@ -179,6 +205,13 @@ void floating_unary(UnaryOp op, const Tensor& out, const Tensor& in) {
     case UnaryOp::kSigmoid:
       return unary_loop<T, T>(out, in, [](T x) { return T(M(1) / (M(1) + std::exp(-M(x)))); });
     case UnaryOp::kTanh: return unary_loop<T, T>(out, in, [](T x) { return T(std::tanh(M(x))); });
+    case UnaryOp::kGelu: return unary_loop<T, T>(out, in, [](T x) { return T(gelu_erf(M(x))); });
+    case UnaryOp::kGeluTanh:
+      return unary_loop<T, T>(out, in, [](T x) { return T(gelu_tanh(M(x))); });
+    case UnaryOp::kGeluDerivative:
+      return unary_loop<T, T>(out, in, [](T x) { return T(gelu_erf_derivative(M(x))); });
+    case UnaryOp::kGeluTanhDerivative:
+      return unary_loop<T, T>(out, in, [](T x) { return T(gelu_tanh_derivative(M(x))); });
     default: break;
   }
   EMBER_INTERNAL_ASSERT(false, "unhandled unary op ", unary_op_name(op));

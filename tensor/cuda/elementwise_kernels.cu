@@ -168,6 +168,10 @@ struct Arithmetic {
   }
 };
 
+constexpr double kSqrtHalf = 0.70710678118654752440;     // 1 / sqrt(2)
+constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2 / pi)
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;   // 1 / sqrt(2 pi)
+
 template <typename T>
 struct FloatingUnary {
   UnaryKind op;
@@ -181,6 +185,20 @@ struct FloatingUnary {
       case UnaryKind::kRsqrt: return T(M(1) / std::sqrt(v));
       case UnaryKind::kSigmoid: return T(M(1) / (M(1) + std::exp(-v)));
       case UnaryKind::kTanh: return T(std::tanh(v));
+      // GELU and its derivative: the formulas of tensor/cpu/elementwise_kernels.cc.
+      case UnaryKind::kGelu: return T(v * M(0.5) * (M(1) + std::erf(v * M(kSqrtHalf))));
+      case UnaryKind::kGeluTanh: {
+        const M t = std::tanh(M(kSqrt2OverPi) * (v + M(0.044715) * v * v * v));
+        return T(M(0.5) * v * (M(1) + t));
+      }
+      case UnaryKind::kGeluDerivative:
+        return T(M(0.5) * (M(1) + std::erf(v * M(kSqrtHalf))) +
+                 v * M(kInvSqrt2Pi) * std::exp(M(-0.5) * v * v));
+      case UnaryKind::kGeluTanhDerivative: {
+        const M t = std::tanh(M(kSqrt2OverPi) * (v + M(0.044715) * v * v * v));
+        const M du = M(kSqrt2OverPi) * (M(1) + M(3 * 0.044715) * v * v);
+        return T(M(0.5) * (M(1) + t) + M(0.5) * v * (M(1) - t * t) * du);
+      }
       default: return x;
     }
   }

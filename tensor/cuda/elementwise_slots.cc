@@ -8,7 +8,8 @@ namespace {
 static_assert(static_cast<int>(BinaryKind::kThresholdBackward) ==
                       static_cast<int>(BinaryOp::kThresholdBackward) &&
                   static_cast<int>(BinaryKind::kGe) == static_cast<int>(BinaryOp::kGe) &&
-                  static_cast<int>(UnaryKind::kTanh) == static_cast<int>(UnaryOp::kTanh),
+                  static_cast<int>(UnaryKind::kGeluTanhDerivative) ==
+                      static_cast<int>(UnaryOp::kGeluTanhDerivative),
               "launch.h's kinds must follow tensor/kernels.h's ops");
 
 void binary_cuda(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b,

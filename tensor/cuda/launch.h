@@ -16,7 +16,10 @@ enum class DType : int { kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64
 enum class BinaryKind : int {
   kAdd, kSub, kMul, kDiv, kPow, kMaximum, kMinimum, kThresholdBackward, kEq, kNe, kLt, kLe, kGt, kGe
 };
-enum class UnaryKind : int { kNeg, kAbs, kRelu, kSign, kExp, kLog, kSqrt, kRsqrt, kSigmoid, kTanh };
+enum class UnaryKind : int {
+  kNeg, kAbs, kRelu, kSign, kExp, kLog, kSqrt, kRsqrt, kSigmoid, kTanh,
+  kGelu, kGeluTanh, kGeluDerivative, kGeluTanhDerivative
+};
 
 // A host Scalar in the three forms a kernel may compute with.
 struct ScalarArg {

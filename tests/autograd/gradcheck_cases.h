@@ -58,6 +58,16 @@ inline const std::map<std::string, Case>& cases() {
       {"relu", {{{3, 4}}, [](const Inputs& x) { return relu(add(x[0], 0.05)); }}},
       {"sigmoid", {{{3, 4}}, [](const Inputs& x) { return sigmoid(x[0]); }}},
       {"tanh", {{{3, 4}}, [](const Inputs& x) { return tanh(x[0]); }}},
+      {"gelu", {{{3, 4}}, [](const Inputs& x) { return gelu(mul(x[0], 2.0)); }}},
+      {"gelu_tanh", {{{3, 4}}, [](const Inputs& x) { return gelu(mul(x[0], 2.0), "tanh"); }}},
+      {"masked_fill", {{{3, 4}}, [](const Inputs& x) {
+         Tensor mask = gt(arange(4, kFloat64), 1.5).to(x[0].device());
+         return masked_fill(x[0], mask, -2.5);
+       }}},
+      {"split", {{{5, 4}}, [](const Inputs& x) {
+         std::vector<Tensor> parts = split(x[0], 2, 0);  // 2, 2 and 1 rows
+         return cat({mul(parts[0], 3.0), parts[2], neg(parts[1])}, 0);
+       }}},
       {"sign", {{{3, 4}}, [](const Inputs& x) { return mul(sign(add(x[0], 0.05)), x[0]); }}},
       {"clamp", {{{3, 4}}, [](const Inputs& x) { return clamp(x[0], -0.45, 0.55); }}},
       {"add_", {{{3, 4}, {4}}, [](const Inputs& x) { Tensor y = x[0].clone(); add_(y, x[1], 2.0); return y; }}},

@@ -15,6 +15,7 @@ using testing::f64;
 using testing::i32;
 using testing::i64;
 using testing::iota;
+using testing::values;
 
 TEST(ElementwiseTest, BinaryContiguous) {
   Tensor a = f32({1, 2, 3, 4}, {2, 2}), b = f32({4, 3, 2, 1}, {2, 2});
@@ -44,6 +45,21 @@ TEST(ElementwiseTest, BinaryWithScalars) {
   EXPECT_TENSOR(pow(a, 0.5), (Shape{3}), ({1, std::sqrt(2.0), 2}));
   EXPECT_TENSOR(rsub(a, 1), (Shape{3}), ({0, -1, -3}));
   EXPECT_TENSOR(rdiv(a, 1), (Shape{3}), ({1, 0.5, 0.25}));
+}
+
+// Tensor.masked_fill: the mask broadcasts to the tensor, never the other way; the dtype is kept.
+TEST(ElementwiseTest, MaskedFillBroadcastsTheMask) {
+  Tensor a = iota({2, 3});
+  Tensor mask = gt(f32({1, 0, 1}, {3}), 0.5);
+  Tensor filled = masked_fill(a, mask, -1.5);
+  EXPECT_EQ(filled.dtype(), a.dtype());
+  EXPECT_EQ(values(filled), (std::vector<double>{-1.5, 1, -1.5, -1.5, 4, -1.5}));
+  Tensor ints = masked_fill(i64({1, 2, 3}, {3}), mask, 7);
+  EXPECT_EQ(ints.dtype(), kInt64);
+  EXPECT_EQ(values(ints), (std::vector<double>{7, 2, 7}));
+  EXPECT_EMBER_ERROR(masked_fill(a, f32({1, 0, 1}, {3}), 0), "masked_fill", "expected a bool mask");
+  EXPECT_EMBER_ERROR(masked_fill(a.select(0, 0), gt(iota({2, 3}), 0.5), 0),
+                     "masked_fill", "[2, 3]", "does not broadcast to the tensor's shape [3]");
 }
 
 TEST(ElementwiseTest, StridedInputs) {

@@ -50,6 +50,24 @@ TEST(ViewsTest, ViewErrors) {
   EXPECT_EMBER_ERROR(a.t().view({6}), "view", "[6]", "[3, 2]", "[1, 3]", "reshape");
 }
 
+// torch.split(t, 2, dim): views of 2 along dim, the last shorter; split_size 0 only when empty.
+TEST(ViewsTest, SplitGivesViewsTheLastShorter) {
+  Tensor a = iota({5, 3});
+  std::vector<Tensor> parts = split(a, 2, 0);
+  ASSERT_EQ(parts.size(), 3u);
+  EXPECT_EQ(parts[0].sizes(), (Shape{2, 3}));
+  EXPECT_EQ(parts[2].sizes(), (Shape{1, 3}));
+  for (const Tensor& p : parts) expect_view_of(p, a);
+  EXPECT_EQ(values(parts[2]), (std::vector<double>{12, 13, 14}));
+  std::vector<Tensor> columns = split(a, 3, -1);
+  ASSERT_EQ(columns.size(), 1u);
+  EXPECT_EQ(columns[0].sizes(), (Shape{5, 3}));
+  EXPECT_EQ(split(empty({0, 2}), 0, 0).size(), 1u);
+  EXPECT_EMBER_ERROR(split(a, 0, 0), "split", "split_size 0 must be positive");
+  EXPECT_EMBER_ERROR(split(a, 2, 2), "split");
+  EXPECT_EMBER_ERROR(split(scalar_tensor(1.0), 1, 0), "split", "0-dim");
+}
+
 TEST(ViewsTest, ReshapeViewsWhenPossibleCopiesOtherwise) {
   Tensor a = iota({2, 3});
   Tensor r = a.reshape({3, 2});
