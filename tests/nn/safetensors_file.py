@@ -28,3 +28,24 @@ def save(tensors, path, metadata=None):
         f.write(raw)
         for b in blobs:
             f.write(b)
+
+
+TORCH_DTYPES = {v: k for k, v in DTYPES.items()}
+
+
+def load(path):
+    """The file's tensors in saved (data offset) order, as a dict; its __metadata__ is dropped."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    (n,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + n])
+    header.pop("__metadata__", None)
+    data = blob[8 + n:]
+    out = {}
+    for name, info in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0]):
+        begin, end = info["data_offsets"]
+        dtype = TORCH_DTYPES[info["dtype"]]
+        flat = torch.frombuffer(bytearray(data[begin:end]), dtype=dtype) if end > begin else \
+            torch.empty(0, dtype=dtype)
+        out[name] = flat.reshape(info["shape"]).clone()
+    return out
