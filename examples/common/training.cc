@@ -90,10 +90,10 @@ double evaluate(nn::Module& model, const std::shared_ptr<data::TensorDataset>& d
   return n ? static_cast<double>(count_correct(model, dataset, 0, n)) / static_cast<double>(n) : 0.0;
 }
 
-Progress::Progress(int64_t epoch, int64_t epochs, int64_t steps)
-    : epoch_(epoch), epochs_(epochs), steps_(steps), tty_(isatty(fileno(stderr))) {}
+Progress::Progress(int64_t epoch, int64_t epochs, int64_t steps, const char* unit)
+    : epoch_(epoch), epochs_(epochs), steps_(steps), unit_(unit), tty_(isatty(fileno(stderr))) {}
 
-void Progress::update(int64_t step, double loss, double img_per_s) {
+void Progress::update(int64_t step, double loss, double per_s) {
   const int64_t pct = steps_ ? (100 * step) / steps_ : 100;
   if (!tty_ && pct / 10 == last_pct_ / 10) return;
   last_pct_ = pct;
@@ -101,10 +101,10 @@ void Progress::update(int64_t step, double loss, double img_per_s) {
   const int filled = static_cast<int>(kWidth * step / std::max<int64_t>(steps_, 1));
   std::string bar(filled, '=');
   if (filled < kWidth) bar += '>' + std::string(kWidth - filled - 1, ' ');
-  std::fprintf(stderr, "%sepoch %lld/%lld [%s] %lld/%lld loss %.4f %.0f img/s%s",
+  std::fprintf(stderr, "%sepoch %lld/%lld [%s] %lld/%lld loss %.4f %.0f %s%s",
                tty_ ? "\r" : "", static_cast<long long>(epoch_), static_cast<long long>(epochs_),
                bar.c_str(), static_cast<long long>(step), static_cast<long long>(steps_), loss,
-               img_per_s, tty_ ? "" : "\n");
+               per_s, unit_, tty_ ? "" : "\n");
   std::fflush(stderr);
 }
 

@@ -117,12 +117,14 @@ EpochStats train_epoch(nn::Module& model, data::DataLoader& loader, optim::Optim
 // A one-line progress report, redrawn in place on a terminal and printed every 10% otherwise.
 class Progress {
  public:
-  Progress(int64_t epoch, int64_t epochs, int64_t steps);
-  void update(int64_t step, double loss, double img_per_s);
+  // `unit` names the rate update() is given (images or tokens per second).
+  Progress(int64_t epoch, int64_t epochs, int64_t steps, const char* unit = "img/s");
+  void update(int64_t step, double loss, double per_s);
   void finish();
 
  private:
   int64_t epoch_, epochs_, steps_, last_pct_ = -1;
+  const char* unit_;
   bool tty_;
 };
 

@@ -3,6 +3,7 @@
 // clamp, where, dtype-converting and strided copies, and fills.
 #include <gtest/gtest.h>
 
+#include "tensor/nn_ops.h"
 #include "tests/tensor/cuda/device_buffer.h"
 #include "tests/tensor/cuda/device_parity.h"
 
