@@ -23,3 +23,13 @@ bench_binary() {
   fi
   echo "$PWD/bazel-out/k8-fastbuild/bin/${1/://}"
 }
+
+# The machine a benchmark ran on: cores and load, CPU model, vector extensions (three lines).
+print_machine() {
+  echo "== machine: $(nproc) cores, $(uptime | sed 's/.*load average/load average/')"
+  echo "   CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+  echo "   vector extensions: $(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(sse4_2|avx|avx2|fma|f16c|avx512[a-z_0-9]*|avx_vnni)$' | tr '\n' ' ')"
+}
+
+# median X... -> the median of the numbers
+median() { tr ' ' '\n' <<<"$*" | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }

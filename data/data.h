@@ -1,5 +1,5 @@
 // Umbrella header for ember's data pipeline: datasets, IDX/CIFAR readers, transforms, samplers
-// (including DistributedSampler) and the prefetching DataLoader.
+// (including DistributedSampler), the prefetching DataLoader, and character text corpora.
 #pragma once
 
 #include "data/cifar_reader.h"
@@ -9,4 +9,5 @@
 #include "data/idx_reader.h"
 #include "data/samplers.h"
 #include "data/tensor_dataset.h"
+#include "data/text_corpus.h"
 #include "data/transforms.h"

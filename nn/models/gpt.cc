@@ -6,6 +6,7 @@
 
 #include "nn/functional.h"
 #include "nn/init.h"
+#include "optim/adam.h"
 #include "tensor/all.h"
 
 namespace ember::nn {
@@ -156,6 +157,10 @@ std::vector<optim::OptimizerParamGroup> GPT::configure_optimizer_groups(double w
   groups.emplace_back(tensors(split.decay), decay);
   groups.emplace_back(tensors(split.no_decay), no_decay);
   return groups;
+}
+
+std::vector<optim::OptimizerParamGroup> GPT::configure_optimizer_groups(double weight_decay) const {
+  return configure_optimizer_groups(weight_decay, optim::AdamWOptions());
 }
 
 int64_t GPT::num_parameters(bool non_embedding) const {

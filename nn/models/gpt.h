@@ -16,8 +16,14 @@
 #include "nn/layers/linear.h"
 #include "nn/layers/simple.h"
 #include "nn/module.h"
-#include "optim/adam.h"
 #include "tensor/generator.h"
+
+// Declared only: nn/ does not depend on optim/, and <ember/nn.h> reaches no optimizer header
+// (configure_optimizer_groups' callers include <ember/optim.h>).
+namespace ember::optim {
+class AdamOptions;
+class OptimizerParamGroup;
+}  // namespace ember::optim
 
 namespace ember::nn {
 
@@ -102,8 +108,10 @@ class GPT : public Module {
   WeightDecaySplit weight_decay_split() const;
   // The two groups of that split for Adam/AdamW: copies of `options` with weight_decay set to
   // `weight_decay` for the first and 0 for the second.
-  std::vector<optim::OptimizerParamGroup> configure_optimizer_groups(
-      double weight_decay, const optim::AdamOptions& options = optim::AdamWOptions()) const;
+  std::vector<optim::OptimizerParamGroup> configure_optimizer_groups(double weight_decay,
+                                                                     const optim::AdamOptions& options) const;
+  // The same with AdamW's defaults (optim::AdamWOptions()).
+  std::vector<optim::OptimizerParamGroup> configure_optimizer_groups(double weight_decay) const;
 
   // Appends max_new_tokens tokens to idx [B, T], each sampled from softmax(logits / temperature)
   // of the last position (the context cropped to block_size), kept to the top_k most likely when

@@ -9,6 +9,7 @@
 
 #include "nn/checkpoint.h"
 #include "nn/models/gpt.h"
+#include "optim/adam.h"
 #include "optim/sgd.h"
 #include "tensor/all.h"
 #include "tests/common/error_matchers.h"

@@ -1,0 +1,113 @@
+// What the GPT trainers share (train_gpt, one process; ddp_gpt, under mpirun): flags, the corpus,
+// nanoGPT's optimizer groups and schedule, the training loop with gradient clipping, the
+// validation estimate, samples, and the final machine-readable RESULT line
+//   RESULT val_loss=... train_loss=... tokens_per_s=... ms_per_step=... steps=...
+// The loop is nanoGPT's train.py: lr from the schedule, forward, cross entropy over B*T, backward
+// (DDP's allreduce), clip the global norm, AdamW step; every eval_interval steps the mean loss of
+// eval_iters batches on each split.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <ember/nn.h>
+#include <ember/optim.h>
+
+#include "data/text_corpus.h"
+#include "examples/common/flags.h"
+#include "examples/common/metrics_writer.h"
+#include "examples/common/train_checkpoint.h"
+#include "nn/models/gpt.h"
+
+namespace ember::examples {
+
+struct GptTrainConfig {
+  std::string corpus;          // a text file; empty: the King James Bible (Debian's bible-kjv)
+  int64_t n_layer = 4;
+  int64_t n_head = 4;
+  int64_t n_embd = 128;
+  int64_t block_size = 64;
+  double dropout = 0.0;
+  int64_t batch = 12;          // windows per process and step
+  int64_t max_iters = 2000;
+  double lr = 1e-3;            // peak, after warmup_iters; cosine decay to lr * min_lr_factor
+  double min_lr_factor = 0.1;
+  int64_t warmup_iters = 100;
+  int64_t lr_decay_iters = -1;  // -1: max_iters
+  double weight_decay = 0.1;
+  double beta1 = 0.9;
+  double beta2 = 0.99;
+  double grad_clip = 1.0;      // 0: no clipping
+  int64_t eval_interval = 250;
+  int64_t eval_iters = 20;     // batches per split and evaluation (all ranks together)
+  int64_t threads = 1;
+  uint64_t seed = 1337;
+  std::string checkpoint;      // written every checkpoint_every steps and at the end (rank 0)
+  int64_t checkpoint_every = 0;
+  std::string resume;
+  std::string metrics;         // per-step metrics, .csv or .jsonl (rank 0)
+  int64_t sample = 0;          // characters generated at the end
+  double temperature = 0.8;
+  int64_t top_k = 0;           // 0: sample from the whole vocabulary
+};
+
+// Parses the GPT trainers' flags; --help prints them (when print_help) and sets *help. Throws one
+// line naming the flag and value for a bad one, and for combinations that cannot work
+// (n_embd not a multiple of n_head, --checkpoint_every without --checkpoint).
+GptTrainConfig parse_gpt_flags(int argc, char** argv, const std::string& program, bool* help,
+                               const std::function<void(flags::CommandLine&)>& extra = {},
+                               bool print_help = true);
+
+// --corpus, or the King James Bible.
+data::TextCorpus load_corpus(const GptTrainConfig& cfg);
+nn::GPTConfig gpt_config(const GptTrainConfig& cfg, int64_t vocab_size);
+
+// nanoGPT's configure_optimizers: AdamW over two groups, weight decay for the parameters of two
+// or more dims (matrices and embeddings), none for biases and LayerNorm weights
+// (GPT::configure_optimizer_groups), betas (beta1, beta2).
+optim::AdamW make_gpt_optimizer(const GptTrainConfig& cfg, const nn::GPT& model);
+
+// What the loop needs beyond the model: the DDP wrapper or the model itself as `forward`,
+// the communication for the validation mean, and where checkpoints go.
+struct GptLoop {
+  nn::Module* forward = nullptr;      // DistributedDataParallel, or the model itself
+  nn::GPT* model = nullptr;
+  optim::Optimizer* optimizer = nullptr;
+  optim::LRScheduler* scheduler = nullptr;
+  int rank = 0;
+  int world = 1;
+  // The mean over ranks of one number per rank (identity for one process).
+  std::function<double(double)> mean_over_ranks = [](double v) { return v; };
+  CheckpointWriter* writer = nullptr;  // null: no checkpoints
+  const TrainState* state = nullptr;
+  TrainShape shape;
+  MetricsWriter* metrics = nullptr;
+};
+
+struct GptResult {
+  double val_loss = 0;
+  double train_loss = 0;
+  int64_t steps = 0;     // taken by this run (a resumed run counts from where it resumed)
+  double seconds = 0;    // of training steps, evaluations excluded
+  int64_t tokens = 0;    // trained on, all ranks together
+};
+
+// Trains from `start` to cfg.max_iters. Rank 0 prints progress and the evaluations.
+GptResult train_gpt(const GptTrainConfig& cfg, const data::TextCorpus& corpus, const GptLoop& loop,
+                    TrainPosition start);
+
+// Mean cross entropy of cfg.eval_iters global batches of `tokens` (windows drawn from the seed
+// and the evaluation's index), split over the ranks; eval mode, no grad.
+double estimate_loss(const GptTrainConfig& cfg, const Tensor& tokens, const GptLoop& loop, uint64_t draw);
+
+// `n` characters sampled from the model after a newline, with cfg.temperature and cfg.top_k.
+std::string sample_text(const GptTrainConfig& cfg, nn::GPT& model, const data::CharVocabulary& vocab, int64_t n);
+
+// The closing line.
+void print_gpt_result(const GptResult& result, int64_t tokens_per_step);
+
+}  // namespace ember::examples
