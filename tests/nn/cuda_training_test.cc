@@ -7,7 +7,9 @@
 #include "nn/functional.h"
 #include "nn/layers/linear.h"
 #include "nn/layers/simple.h"
+#include "nn/models/gpt.h"
 #include "nn/models/resnet.h"
+#include "nn/utils/clip_grad.h"
 #include "optim/adam.h"
 #include "optim/sgd.h"
 #include "tests/tensor/cuda/device_buffer.h"
@@ -115,6 +117,45 @@ TEST(CudaTrainingTest, SparseEmbeddingStepsMatchTheCpu) {
     gpu_opt.step();
   }
   EXPECT_TRUE(close_at_scale(gpu_emb.parameters()[0], cpu_emb.parameters()[0], 1e-6));
+}
+
+// The GPT on the device (attention's batched products, the causal fill, softmax, GELU, LayerNorm,
+// the tied embedding and head) with AdamW's two groups and clipping, against the CPU.
+TEST(CudaTrainingTest, GptStepsMatchTheCpu) {
+  EMBER_SKIP_WITHOUT_CUDA_DEVICE();
+  nn::GPTConfig config;
+  config.block_size = 8;
+  config.vocab_size = 11;
+  config.n_layer = 2;
+  config.n_head = 2;
+  config.n_embd = 16;
+  Generator init_cpu(9), init_gpu(9), data(10);
+  nn::GPT cpu_model(config, &init_cpu), gpu_model(config, &init_gpu);
+  gpu_model.to(kCuda0);
+  ASSERT_TRUE(gpu_model.wte_weight().is_same(gpu_model.lm_head_weight()));
+  const auto options = optim::AdamWOptions(3e-3);
+  optim::AdamW cpu_opt(cpu_model.configure_optimizer_groups(0.1, options), options);
+  optim::AdamW gpu_opt(gpu_model.configure_optimizer_groups(0.1, options), options);
+  for (int step = 0; step < 3; ++step) {
+    const Tensor x = randint(0, 11, {3, 8}, &data), y = randint(0, 11, {3, 8}, &data);
+    Tensor cpu_loss = cpu_model.loss(cpu_model.forward(x), y);
+    Tensor gpu_loss = gpu_model.loss(gpu_model.forward(x.to(kCuda0)), y.to(kCuda0));
+    ASSERT_TRUE(gpu_loss.is_cuda());
+    EXPECT_NEAR(gpu_loss.item<double>(), cpu_loss.item<double>(), 1e-4) << "step " << step;
+    cpu_opt.zero_grad();
+    gpu_opt.zero_grad();
+    cpu_loss.backward();
+    gpu_loss.backward();
+    nn::utils::clip_grad_norm_(cpu_model.parameters(), 0.5);
+    nn::utils::clip_grad_norm_(gpu_model.parameters(), 0.5);
+    cpu_opt.step();
+    gpu_opt.step();
+  }
+  const auto cpu_params = cpu_model.named_parameters(), gpu_params = gpu_model.named_parameters();
+  ASSERT_EQ(cpu_params.size(), gpu_params.size());
+  for (size_t i = 0; i < cpu_params.size(); ++i) {
+    EXPECT_TRUE(close_at_scale(gpu_params[i].second, cpu_params[i].second, 1e-4)) << cpu_params[i].first;
+  }
 }
 
 }  // namespace
