@@ -54,5 +54,5 @@ printf '%-22s %14s %14s %8s\n' "configuration" "ember tok/s" "torch tok/s" "rati
 for pair in "1 process, 1 thread:1" "2-rank DDP:2"; do
   name="${pair%%:*}" n="${pair##*:}"
   e=$(median ${results[ember$n]}) t=$(median ${results[torch$n]})
-  printf '%-22s %14.1f %14.1f %8.2f\n' "$name" "$e" "$t" "$(awk -v a="$e" -v b="$t" 'BEGIN { print b > 0 ? a / b : 0 }')"
+  printf '%-22s %14.1f %14.1f %8.2f\n' "$name" "$e" "$t" "$(awk -v a="$e" -v b="$t" 'BEGIN { print (b > 0 ? a / b : 0) }')"
 done

@@ -196,13 +196,14 @@ def main():
     for name, default in [("world", 1), ("max_iters", 2000), ("batch", 12), ("block_size", 64),
                           ("n_layer", 4), ("n_head", 4), ("n_embd", 128), ("warmup_iters", 100),
                           ("eval_iters", 20), ("bench_steps", 0),
-                          ("seed", 1337), ("port", 29531)]:
+                          ("seed", 1337), ("port", 0)]:
         p.add_argument("--" + name, type=int, default=default)
     for name, default in [("lr", 1e-3), ("min_lr_factor", 0.1), ("weight_decay", 0.1),
                           ("beta2", 0.99), ("grad_clip", 1.0)]:
         p.add_argument("--" + name, type=float, default=default)
     p.add_argument("--corpus", default="")
     a = p.parse_args()
+    a.port = a.port or 29500 + os.getpid() % 1000  # runs side by side do not share a port
     if a.world > 1:
         mp.spawn(run, args=(a,), nprocs=a.world, join=True)
     else:
