@@ -1,6 +1,11 @@
 // Trains ResNet-20 on Fashion-MNIST with DistributedDataParallel under mpirun (the main job):
 //   mpirun -np 2 bazel-bin/examples/ddp_resnet --epochs=5 [--comm_hook=powersgd --powersgd_rank=4]
 //   mpirun -np 2 bazel-bin/examples/ddp_resnet --device=cuda   (--config=cuda: NCCL, one GPU per rank)
+//   mpirun -np 2 bazel-bin/examples/ddp_resnet --zero=1 [--zero_overlap=1] [--optimizer=adamw]
+// --zero=1: ZeroRedundancyOptimizer (ZeRO stage 1, docs/zero.md): each rank keeps the optimizer
+// state of its shard of the parameters only; --zero_overlap=1 steps each bucket's shard in DDP's
+// comm hook as its allreduce completes. Checkpoints hold the consolidated (unsharded) optimizer
+// state, so a run saved at one world size resumes at another.
 // Every rank reads its DistributedSampler shard with a per-rank batch; DDP averages gradients
 // with bucketed allreduces overlapped with backward (through a comm hook when one is chosen).
 // Rank 0 shows progress, evaluation is split across ranks, checkpoints resume exactly
@@ -55,6 +60,27 @@ void load_bucket_layout_state(distributed::DistributedDataParallel& ddp, const n
   ddp.load_bucket_layout(std::move(layout));
 }
 
+// SGD (the trainers' usual) or AdamW, sharded across the ranks with --zero=1.
+std::unique_ptr<optim::Optimizer> make_optimizer(const examples::TrainConfig& cfg, const std::string& name, bool zero,
+                                                 bool overlap, distributed::DistributedDataParallel& ddp,
+                                                 const distributed::ProcessGroupPtr& pg) {
+  const distributed::OptimizerFactory factory =
+      [cfg, name](std::vector<optim::OptimizerParamGroup> groups) -> std::unique_ptr<optim::Optimizer> {
+    if (name == "adamw") {
+      return std::make_unique<optim::AdamW>(std::move(groups),
+                                            optim::AdamWOptions(cfg.lr).weight_decay(cfg.weight_decay));
+    }
+    return std::make_unique<optim::SGD>(
+        std::move(groups), optim::SGDOptions(cfg.lr).momentum(cfg.momentum).weight_decay(cfg.weight_decay));
+  };
+  std::vector<optim::OptimizerParamGroup> groups;
+  groups.emplace_back(ddp.parameters());
+  if (!zero) return factory(std::move(groups));
+  distributed::ZeroRedundancyOptimizerOptions options;
+  options.overlap_with_ddp = overlap;
+  return std::make_unique<distributed::ZeroRedundancyOptimizer>(std::move(groups), factory, pg, options);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -69,6 +95,8 @@ int main(int argc, char** argv) {
     int64_t straggler_check_every = 0;
     double bucket_cap_mb = 0, first_bucket_mb = 0;  // 0: PyTorch's caps (DDPOptions)
     std::string backend;  // default: nccl for --device=cuda, mpi for the CPU
+    bool zero = false, zero_overlap = false;
+    std::string optimizer = "sgd";
     const auto ddp_flags = [&](flags::CommandLine& cli) {
       examples::add_comm_hook_flags(
           cli, &hook, flags::integer_where([](int64_t i) { return i == -1 || i >= 2; }, "-1 or at least 2"),
@@ -85,11 +113,21 @@ int main(int argc, char** argv) {
       cli.add_option("--first_bucket_mb", first_bucket_mb,
                      "the first bucket's cap in MiB (0: as PyTorch, 1 with the default bucket cap, else that cap)")
           ->check(flags::number_in(0, 1e6, "a size in MiB"));
+      cli.add_option("--zero", zero, "ZeRO stage 1: shard the optimizer state across the ranks, 0 or 1")
+          ->check(flags::zero_or_one());
+      cli.add_option("--zero_overlap", zero_overlap,
+                     "with --zero=1: step each bucket's shard in DDP's comm hook, overlapped with backward, 0 or 1")
+          ->check(flags::zero_or_one());
+      cli.add_option("--optimizer", optimizer, "sgd (momentum, --weight_decay) or adamw (--weight_decay)")
+          ->check(flags::one_of({"sgd", "adamw"}));
     };
     // Linear scaling: the global batch grows with the world size, so does the default peak lr.
     examples::TrainConfig cfg = examples::parse_flags(argc, argv, "ddp_resnet", &help, ddp_flags, rank == 0);
     if (help) return 0;
     flags_parsed = true;
+    EMBER_CHECK(!zero_overlap || zero, "--zero_overlap=1 needs --zero=1");
+    EMBER_CHECK(!zero_overlap || hook.name == "none" || hook.name.empty(),
+                "--zero_overlap=1 is a comm hook of its own: drop --comm_hook=", hook.name);
     // A stalled or dead peer ends the job within --timeout, not after PyTorch's library default.
     distributed::ProcessGroup::Options pg_options;
     pg_options.timeout = std::chrono::seconds(timeout_s);
@@ -110,7 +148,7 @@ int main(int argc, char** argv) {
     rank = pg->rank();
     const int world = pg->size();
     examples::use_threads(cfg, "ddp_resnet", local ? std::atoi(local) : world, rank == 0);
-    if (!cfg.lr_given) cfg.lr = 0.1 * world;
+    if (!cfg.lr_given) cfg.lr = optimizer == "adamw" ? 1e-3 * world : 0.1 * world;
     manual_seed(cfg.seed);
     const auto resume = examples::read_resume_checkpoint(cfg);  // bad files fail before any work
     examples::FashionMnist data = examples::load_fashion_mnist(cfg);
@@ -128,11 +166,20 @@ int main(int argc, char** argv) {
     const int64_t steps = cfg.max_steps > 0 ? std::min(cfg.max_steps, loader.num_batches()) : loader.num_batches();
     // PowerSGD's minimum start is 2 (buckets are rebuilt after the first iteration).
     if (hook.powersgd_start_iter < 0) hook.powersgd_start_iter = std::max<int64_t>(2, cfg.epochs * steps / 10);
-    auto powersgd = examples::register_comm_hook_by_name(*ddp, pg, hook);
-    optim::SGD opt = examples::make_sgd(cfg, ddp->parameters());
-    optim::CosineAnnealingLR schedule(opt, cfg.epochs * steps);
+    auto powersgd = zero_overlap ? nullptr : examples::register_comm_hook_by_name(*ddp, pg, hook);
+    std::unique_ptr<optim::Optimizer> opt = make_optimizer(cfg, optimizer, zero, zero_overlap, *ddp, pg);
+    if (zero_overlap) {
+      ddp->register_comm_hook(
+          std::make_unique<distributed::ZeroStepCommHook>(static_cast<distributed::ZeroRedundancyOptimizer&>(*opt)));
+      hook.name = "zero_step";
+    }
+    optim::CosineAnnealingLR schedule(*opt, cfg.epochs * steps);
     // Every rank restores the same shared state; PowerSGD's error feedback is per rank.
-    examples::TrainState state{model.get(), &opt, &schedule};
+    examples::TrainState state{model.get(), opt.get(), &schedule};
+    if (zero) {
+      // Every rank sends its shard to rank 0, which writes the whole (unsharded) state.
+      state.before_save = [&opt] { static_cast<distributed::ZeroRedundancyOptimizer&>(*opt).consolidate_state_dict(0); };
+    }
     state.wrapper_state = [&] { return bucket_layout_state(*ddp); };
     state.load_wrapper_state = [&](const nn::StateDict& sd) { load_bucket_layout_state(*ddp, sd); };
     if (powersgd) {
@@ -169,9 +216,10 @@ int main(int argc, char** argv) {
     nn::CrossEntropyLoss criterion(Reduction::kMean, cfg.label_smoothing);
     if (rank == 0) {
       auto d = ddp->get_ddp_logging_data();
-      std::fprintf(stderr, "DDP: %d ranks on %s over %s, ResNet-%lld, batch %lld per rank, lr %.3g, %lld buckets, "
+      std::fprintf(stderr, "DDP: %d ranks on %s over %s, ResNet-%lld, batch %lld per rank, %s%s lr %.3g, %lld buckets, "
                    "%lld steps/epoch, comm hook %s, timeout %llds\n",
                    world, device.str().c_str(), backend.c_str(), (long long)cfg.depth, (long long)cfg.batch,
+                   optimizer.c_str(), zero ? (zero_overlap ? " (ZeRO-1, overlapped)" : " (ZeRO-1)") : "",
                    schedule.base_lrs().empty() ? cfg.lr : schedule.base_lrs()[0],  // a resumed run's is the checkpoint's
                    (long long)d.num_buckets, (long long)steps, hook.name.c_str(), (long long)timeout_s);
     }
@@ -195,7 +243,7 @@ int main(int argc, char** argv) {
       eo.metrics = metrics.get();
       eo.before_backward = [&writer] { writer.wait_for_write(); };
       eo.step_extras = step_extras;
-      examples::EpochStats st = examples::train_epoch(*ddp, loader, opt, schedule, criterion, eo);
+      examples::EpochStats st = examples::train_epoch(*ddp, loader, *opt, schedule, criterion, eo);
       pos.global_step += st.steps;
       bytes_per_step = st.steps ? static_cast<double>(pg->payload_bytes() - bytes_before) / st.steps : 0.0;
       train_seconds += st.seconds;

@@ -81,7 +81,7 @@ void Adam::step() {
     const double beta1 = o.betas().first, beta2 = o.betas().second;
     for (const Tensor& p : group.params()) {
       const size_t i = index++;
-      const Tensor& grad = p.grad();
+      const Tensor& grad = gradient_for_step(p);
       if (!grad.defined()) continue;
       EMBER_CHECK(!grad.is_sparse(), name(), " does not support sparse gradients (parameter ", i,
                   ", grad ", grad.describe(), "), please consider SparseAdam instead");

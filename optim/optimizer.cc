@@ -94,6 +94,37 @@ const ParamState* Optimizer::state(const Tensor& param) const {
   return it == state_.end() ? nullptr : &it->second;
 }
 
+void Optimizer::step_parameters(const std::vector<Tensor>& params, const std::vector<Tensor>& grads) {
+  EMBER_CHECK(params.size() == grads.size(), name(), "::step_parameters: ", params.size(),
+              " parameters but ", grads.size(), " gradients");
+  std::unordered_set<const TensorImpl*> mine;
+  for (const auto& g : param_groups_) {
+    for (const Tensor& p : g.params()) mine.insert(p.unsafe_impl());
+  }
+  std::unordered_map<const TensorImpl*, Tensor> subset;
+  for (size_t i = 0; i < params.size(); ++i) {
+    EMBER_CHECK(mine.count(params[i].unsafe_impl()) != 0, name(), "::step_parameters: parameter ", i,
+                " (", params[i].describe(), ") is not in any of this optimizer's groups");
+    EMBER_CHECK(!grads[i].defined() || grads[i].sizes() == params[i].sizes(), name(),
+                "::step_parameters: gradient ", i, " has shape ", grads[i].shape_str(),
+                " but its parameter has shape ", params[i].shape_str());
+    subset[params[i].unsafe_impl()] = grads[i];
+  }
+  struct Reset {
+    const std::unordered_map<const TensorImpl*, Tensor>*& slot;
+    ~Reset() { slot = nullptr; }
+  } reset{step_subset_};
+  step_subset_ = &subset;
+  step();
+}
+
+const Tensor& Optimizer::gradient_for_step(const Tensor& param) const {
+  if (step_subset_ == nullptr) return param.grad();
+  static const Tensor kNone;
+  auto it = step_subset_->find(param.unsafe_impl());
+  return it == step_subset_->end() ? kNone : it->second;
+}
+
 ParamState& Optimizer::mutable_state(const Tensor& param) { return state_[param.unsafe_impl()]; }
 
 Tensor& Optimizer::buffer(ParamState& state, const std::string& name) {

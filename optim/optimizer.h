@@ -98,6 +98,12 @@ class Optimizer {
 
   // One update of every parameter that has a gradient; runs under NoGradGuard, in place.
   virtual void step() = 0;
+  // One update of `params` only (each in one of this optimizer's groups), with grads[i] in place
+  // of params[i].grad(): the others are skipped as if they had no gradient. ZeRO's overlap hook
+  // (distributed/optim/) steps the parameters of one DDP bucket with the bucket's reduced
+  // gradients before the Reducer has written them back to .grad. The arithmetic is step()'s, so
+  // stepping a model bucket by bucket gives step()'s bits.
+  void step_parameters(const std::vector<Tensor>& params, const std::vector<Tensor>& grads);
   // Clears gradients: set_to_none resets p.grad to undefined (the default, as in PyTorch 2.x);
   // otherwise a dense grad is zeroed in place (keeping DDP's bucket views aliased) and a sparse one
   // replaced by an empty sparse tensor.
@@ -113,8 +119,10 @@ class Optimizer {
   // The state of `param`, or nullptr before its first update.
   const ParamState* state(const Tensor& param) const;
 
-  nn::StateDict state_dict() const;
-  void load_state_dict(const nn::StateDict& sd);
+  // Virtual so that a wrapper (ZeroRedundancyOptimizer) can answer with a state gathered from
+  // several processes in the same layout.
+  virtual nn::StateDict state_dict() const;
+  virtual void load_state_dict(const nn::StateDict& sd);
 
   // "SGD", "Adam", ... for error messages.
   virtual const char* name() const = 0;
@@ -130,6 +138,9 @@ class Optimizer {
   virtual bool is_state_buffer(const std::string& buffer) const = 0;
   // The mutable state of `param`, created empty on first use.
   ParamState& mutable_state(const Tensor& param);
+  // What step() uses as `param`'s gradient: param.grad(), or, inside step_parameters, the given
+  // gradient for a parameter in the subset and an undefined tensor (skip it) for the others.
+  const Tensor& gradient_for_step(const Tensor& param) const;
   // Looks up `name` in `state`, or returns an undefined tensor.
   static Tensor& buffer(ParamState& state, const std::string& name);
 
@@ -138,6 +149,10 @@ class Optimizer {
   // Keyed by TensorImpl: a parameter's identity is its handle's impl, which stays fixed because
   // parameters are only ever modified in place.
   std::unordered_map<const TensorImpl*, ParamState> state_;
+
+ private:
+  // Set only while step_parameters runs: the subset and its gradients.
+  const std::unordered_map<const TensorImpl*, Tensor>* step_subset_ = nullptr;
 };
 
 // Helpers for OptimizerOptions::save_to / load_from.

@@ -60,7 +60,7 @@ void SGD::step() {
     // The group's dense parameters, one fused_sgd_ call per device and dtype.
     std::vector<std::vector<SgdParameter>> fused;
     for (const Tensor& p : group.params()) {
-      const Tensor& grad = p.grad();
+      const Tensor& grad = gradient_for_step(p);
       if (!grad.defined()) {
         ++index;
         continue;

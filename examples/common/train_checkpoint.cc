@@ -195,6 +195,7 @@ SharedCheckpoint copy_shared_state(const TrainState& state, const TrainPosition&
 void CheckpointWriter::save(const TrainState& state, const TrainPosition& position, const TrainShape& shape) {
   wait_for_write();  // one write in flight at a time (counted as a wait)
   const auto start = std::chrono::steady_clock::now();
+  if (state.before_save) state.before_save();
   write_per_rank_and_shared(state, position, shape);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   cost_.save_ms.push_back(ms);

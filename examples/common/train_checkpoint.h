@@ -50,6 +50,9 @@ struct TrainState {
   // A wrapper's own shared state (DDP's rebuilt bucket layout), saved as "ddp.*"; may be null.
   std::function<nn::StateDict()> wrapper_state;
   std::function<void(const nn::StateDict&)> load_wrapper_state;
+  // Runs on every rank at the start of each save, before anything is read: ZeRO gathers its
+  // sharded optimizer state on rank 0 here (consolidate_state_dict is collective). May be null.
+  std::function<void()> before_save;
   // This rank's own state (PowerSGD): saved to and loaded from this rank's file.
   std::function<nn::StateDict()> per_rank_state;
   std::function<void(const nn::StateDict&)> load_per_rank_state;

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# ZeRO stage 1 (//bench:zero_bench under mpirun) against DDP with the unsharded optimizer.
+#   bench/zero_bench.sh memory   optimizer state (the largest rank's) and peak RSS per rank, AdamW,
+#                                ResNet-20 and the 25.2 M-parameter MLP, at 1-4 ranks (RANKS="1 2 3 4")
+#   bench/zero_bench.sh time     step time at 2 ranks: ddp, zero, zero_overlap (STEPS=20, ROUNDS=3;
+#                                the rounds alternate the modes so a slow phase of the host hits all)
+# Environment: NO_BUILD=1 uses the binary already built; MPIRUN_ARGS adds mpirun flags (for
+# scripts/cluster.sh, its host list). Prints the machine's load and CPU first: the figures in
+# docs/zero.md quote them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source bench/lib.sh
+what="${1:-memory}"
+bin=$(bench_binary bench:zero_bench)
+mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none ${MPIRUN_ARGS:-})
+echo "uptime: $(uptime)"
+echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+case "$what" in
+  memory)
+    printf '%-9s %-6s %-5s %10s %12s %18s\n' model world mode state_mb peak_rss_mb state_mb_per_rank
+    for model in resnet20 mlp; do
+      for world in ${RANKS:-1 2 3 4}; do
+        for mode in ddp zero; do
+          line=$("${mpi[@]}" -np "$world" "$bin" --model="$model" --mode="$mode" --optimizer=adamw --steps=2 \
+                   --warmup=1 | grep '^RESULT')
+          printf '%-9s %-6s %-5s %10s %12s %18s\n' "$model" "$world" "$mode" "$(field state_mb "$line")" \
+            "$(field peak_rss_mb "$line")" "$(field state_mb_per_rank "$line")"
+        done
+      done
+    done
+    ;;
+  time)
+    printf '%-6s %-9s %-13s %12s\n' round model mode ms_per_step
+    for round in $(seq "${ROUNDS:-3}"); do
+      modes="ddp zero zero_overlap"
+      ((round % 2 == 0)) && modes="zero_overlap zero ddp"
+      for model in ${MODELS:-mlp resnet20}; do
+        for mode in $modes; do
+          line=$("${mpi[@]}" -np 2 "$bin" --model="$model" --mode="$mode" --optimizer=adamw --steps="${STEPS:-20}" \
+                   --warmup=3 | grep '^RESULT')
+          printf '%-6s %-9s %-13s %12s\n' "$round" "$model" "$mode" "$(field ms_per_step "$line")"
+        done
+      done
+    done
+    ;;
+  *) echo "usage: bench/zero_bench.sh memory|time" >&2; exit 2 ;;
+esac

@@ -1,0 +1,92 @@
+// ZeRO stage 1 overlapped with DDP's backward: Note [ZeRO step in the comm hook].
+#include "distributed/optim/zero_step_hook.h"
+
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "distributed/hooks/default_hooks.h"
+#include "distributed/utils.h"
+#include "tensor/autograd_interface.h"
+#include "tensor/factories.h"
+
+namespace ember::distributed {
+
+namespace {
+// One owner's parameters of a bucket, flattened for its broadcast.
+struct OwnerBroadcast {
+  int owner;
+  std::vector<Tensor> params;
+  Tensor flat;
+};
+
+// The bucket's parameters grouped by owner, in rank order, so every rank issues the same
+// broadcasts in the same order.
+std::vector<OwnerBroadcast> group_by_owner(const ZeroRedundancyOptimizer& zero, const std::vector<Tensor>& params) {
+  std::vector<OwnerBroadcast> out;
+  for (int r = 0; r < zero.process_group().size(); ++r) {
+    OwnerBroadcast b{r, {}, Tensor()};
+    for (const Tensor& p : params) {
+      if (zero.owner_of(p) == r) b.params.push_back(p);
+    }
+    if (!b.params.empty()) out.push_back(std::move(b));
+  }
+  return out;
+}
+
+// Starts the bucket's broadcasts (the owner sends its freshly stepped parameters) and returns a
+// future that completes once every one has been copied into the parameters.
+FuturePtr broadcast_owned(ProcessGroup& group, std::shared_ptr<std::vector<OwnerBroadcast>> plan,
+                          const Tensor& result) {
+  NoGradGuard no_grad;
+  std::vector<FuturePtr> futures;
+  for (auto& b : *plan) {
+    const int64_t n = check_same_dtype_device(b.params, "ZeroStepCommHook");
+    b.flat = group.rank() == b.owner ? flatten_dense_tensors(b.params)
+                                     : empty({n}, TensorOptions(b.params[0].dtype(), b.params[0].device()));
+    std::vector<Tensor> t{b.flat};
+    futures.push_back(group.broadcast(t, BroadcastOptions{b.owner})->get_future());
+  }
+  // One worker runs them in order, so the last completing means all did; chain them anyway, so
+  // an error in any one reaches the bucket's future.
+  FuturePtr all = std::make_shared<Future>(std::vector<Device>{result.device()});
+  all->mark_completed({result});
+  for (auto& f : futures) {
+    all = all->then_future([f](Future&) { return f; });
+  }
+  const int rank = group.rank();
+  return all->then([plan, result, rank](Future&) {
+    NoGradGuard guard;
+    for (const auto& b : *plan) {
+      if (b.owner != rank) copy_from_flat(b.flat, b.params);
+    }
+    return std::vector<Tensor>{result};
+  });
+}
+}  // namespace
+
+ZeroStepCommHook::ZeroStepCommHook(ZeroRedundancyOptimizer& zero) : zero_(zero) {
+  EMBER_CHECK(zero_.options().overlap_with_ddp, "ZeroStepCommHook (rank ", zero_.process_group().rank(),
+              "): the ZeroRedundancyOptimizer was built without overlap_with_ddp; set it, or register no hook");
+}
+
+FuturePtr ZeroStepCommHook::run_hook(GradBucket& bucket) {
+  EMBER_CHECK(!bucket.buffer().is_sparse(), "ZeroStepCommHook (rank ", zero_.process_group().rank(),
+              "): bucket ", bucket.index(), " holds sparse gradients, which ZeRO does not shard");
+  ProcessGroup& group = zero_.process_group();
+  FuturePtr reduced = allreduce_hook(group, bucket);
+  ZeroRedundancyOptimizer* zero = &zero_;
+  GradBucket copy = bucket;  // the Reducer's GradBucket lives only for this call
+  auto plan = std::make_shared<std::vector<OwnerBroadcast>>(group_by_owner(zero_, bucket.parameters()));
+  size_t known = 0;  // parameters of ZeRO in this bucket, whoever owns them
+  for (const auto& b : *plan) known += b.params.size();
+  return reduced->then_future([zero, copy, plan, known, &group](Future& f) mutable {
+    const Tensor result = f.value().at(0);
+    copy.set_buffer(result);
+    zero->step_owned(copy.parameters(), copy.gradients());
+    zero->mark_stepped_by_hook(known);
+    return broadcast_owned(group, plan, result);
+  });
+}
+
+}  // namespace ember::distributed
