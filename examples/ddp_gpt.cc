@@ -48,20 +48,19 @@ int main(int argc, char** argv) {
     manual_seed(cfg.seed);
     std::optional<examples::LoadedCheckpoint> resume;
     if (!cfg.resume.empty()) resume = examples::read_checkpoint(cfg.resume);
-    const data::TextCorpus corpus = examples::load_corpus(cfg);
-    auto model = std::make_shared<nn::GPT>(examples::gpt_config(cfg, corpus.vocab().size()));
+    examples::GptRun run(cfg);
+    const data::TextCorpus& corpus = run.corpus;
+    const std::shared_ptr<nn::GPT>& model = run.model;
     auto ddp = std::make_shared<distributed::DistributedDataParallel>(model);
-    optim::AdamW opt = examples::make_gpt_optimizer(cfg, *model);
-    optim::WarmupCosineLR schedule(opt, cfg.warmup_iters, cfg.lr_decay_iters, cfg.min_lr_factor);
-    examples::TrainState state{model.get(), &opt, &schedule};
+    const examples::TrainState state = run.state();
     const examples::TrainShape shape{cfg.seed, world, cfg.batch, cfg.max_iters};
     examples::TrainPosition pos = examples::resume_from(resume, state, shape, rank, rank == 0);
     examples::CheckpointWriter writer({cfg.checkpoint, rank, [&pg] { pg->barrier()->wait(); }, true});
     examples::GptLoop loop;
     loop.forward = ddp.get();
     loop.model = model.get();
-    loop.optimizer = &opt;
-    loop.scheduler = &schedule;
+    loop.optimizer = &run.optimizer;
+    loop.scheduler = &run.schedule;
     loop.rank = rank;
     loop.world = world;
     loop.mean_over_ranks = [&pg, world](double v) {

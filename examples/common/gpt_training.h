@@ -71,6 +71,18 @@ nn::GPTConfig gpt_config(const GptTrainConfig& cfg, int64_t vocab_size);
 // (GPT::configure_optimizer_groups), betas (beta1, beta2).
 optim::AdamW make_gpt_optimizer(const GptTrainConfig& cfg, const nn::GPT& model);
 
+// What both trainers build from their flags: the corpus, the model (its weights drawn from the
+// default generator: seed it first), nanoGPT's AdamW and its schedule; and the state a
+// checkpoint holds of them.
+struct GptRun {
+  explicit GptRun(const GptTrainConfig& cfg);
+  data::TextCorpus corpus;
+  std::shared_ptr<nn::GPT> model;
+  optim::AdamW optimizer;
+  optim::WarmupCosineLR schedule;
+  TrainState state() { return TrainState{model.get(), &optimizer, &schedule}; }
+};
+
 // What the loop needs beyond the model: the DDP wrapper or the model itself as `forward`,
 // the communication for the validation mean, and where checkpoints go.
 struct GptLoop {

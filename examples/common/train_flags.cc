@@ -15,7 +15,8 @@ flags::Check resnet_depth() {
                               "6n+2 with n >= 1 (8, 14, 20, 32, ...)");
 }
 
-// --metrics: the format comes from the extension, so a typo fails before any training.
+}  // namespace
+
 flags::Check metrics_path() {
   return flags::Check{
       [](const std::string& text) -> std::string {
@@ -28,8 +29,6 @@ flags::Check metrics_path() {
       },
       "FILE.csv|FILE.jsonl"};
 }
-
-}  // namespace
 
 void add_train_flags(flags::CommandLine& cli, TrainConfig* c) {
   const double kMax = std::numeric_limits<double>::max();

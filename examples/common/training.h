@@ -43,6 +43,8 @@ struct TrainConfig {
   bool lr_given = false;     // --lr was on the command line (DDP scales the default by the world size)
 };
 
+// --metrics's check: the format comes from the extension, so a typo fails before any training.
+flags::Check metrics_path();
 // TrainConfig's flags (examples/common/flags.h), each checked as it is read.
 void add_train_flags(flags::CommandLine& cli, TrainConfig* cfg);
 // The checks that involve several flags (--checkpoint_every needs --checkpoint, ...); throws.
