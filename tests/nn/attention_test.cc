@@ -37,6 +37,12 @@ class PyTorchCases : public ::testing::Test {
     const Tensor err = div(abs(sub(got, want)), add(abs(want), 1e-12));
     return max(err).item<double>();
   }
+  // |got - want| over the tensor's largest |want|: for the GELU derivative, which crosses zero
+  // near x = -0.75, where an elementwise relative error measures only rounding.
+  static double max_error_at_scale(const Tensor& got, const Tensor& want) {
+    EXPECT_EQ(got.sizes(), want.sizes());
+    return max(abs(sub(got, want))).item<double>() / max(abs(want)).item<double>();
+  }
   static nn::StateDict* cases_;
 };
 nn::StateDict* PyTorchCases::cases_ = nullptr;
@@ -49,7 +55,7 @@ TEST_F(PyTorchCases, GeluMatchesPyTorchInBothForms) {
     Tensor y = gelu(x, approximate);
     sum(mul(y, get(p + "w"))).backward();
     EXPECT_LT(max_relative_error(y.detach(), get(p + "out")), 1e-12) << approximate;
-    EXPECT_LT(max_relative_error(x.grad(), get(p + "grad")), 1e-12) << approximate;
+    EXPECT_LT(max_error_at_scale(x.grad(), get(p + "grad")), 1e-12) << approximate;
   }
 }
 
