@@ -4,7 +4,9 @@
 #                                ResNet-20 and the 25.2 M-parameter MLP, at 1-4 ranks (RANKS="1 2 3 4")
 #   bench/zero_bench.sh time     step time at 2 ranks: ddp, zero, zero_overlap (STEPS=20, ROUNDS=3;
 #                                the rounds alternate the modes so a slow phase of the host hits all)
-# Environment: NO_BUILD=1 uses the binary already built; MPIRUN_ARGS adds mpirun flags (for
+# Environment: MLP_SIZES=1448,...: the MLP's widths (default: 13 x 1448, twelve equal 2.1 M layers,
+# 25.2 M parameters, which 2, 3 and 4 ranks share evenly; 1024,4096,4096,1024 is as large with one
+# layer of 16.8 M, the granularity's worst case); NO_BUILD=1 uses the binary already built; MPIRUN_ARGS adds mpirun flags (for
 # scripts/cluster.sh, its host list). Prints the machine's load and CPU first: the figures in
 # docs/zero.md quote them.
 set -euo pipefail
@@ -12,16 +14,17 @@ cd "$(dirname "$0")/.."
 source bench/lib.sh
 what="${1:-memory}"
 bin=$(bench_binary bench:zero_bench)
+mlp="--mlp_sizes=${MLP_SIZES:-1448,1448,1448,1448,1448,1448,1448,1448,1448,1448,1448,1448,1448}"
 mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none ${MPIRUN_ARGS:-})
 echo "uptime: $(uptime)"
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
 case "$what" in
   memory)
     printf '%-9s %-6s %-5s %10s %12s %18s\n' model world mode state_mb peak_rss_mb state_mb_per_rank
-    for model in resnet20 mlp; do
+    for model in ${MODELS:-resnet20 mlp}; do
       for world in ${RANKS:-1 2 3 4}; do
         for mode in ddp zero; do
-          line=$("${mpi[@]}" -np "$world" "$bin" --model="$model" --mode="$mode" --optimizer=adamw --steps=2 \
+          line=$("${mpi[@]}" -np "$world" "$bin" --model="$model" "$mlp" --mode="$mode" --optimizer=adamw --steps=2 \
                    --warmup=1 | grep '^RESULT')
           printf '%-9s %-6s %-5s %10s %12s %18s\n' "$model" "$world" "$mode" "$(field state_mb "$line")" \
             "$(field peak_rss_mb "$line")" "$(field state_mb_per_rank "$line")"
@@ -36,7 +39,7 @@ case "$what" in
       ((round % 2 == 0)) && modes="zero_overlap zero ddp"
       for model in ${MODELS:-mlp resnet20}; do
         for mode in $modes; do
-          line=$("${mpi[@]}" -np 2 "$bin" --model="$model" --mode="$mode" --optimizer=adamw --steps="${STEPS:-20}" \
+          line=$("${mpi[@]}" -np 2 "$bin" --model="$model" "$mlp" --mode="$mode" --optimizer=adamw --steps="${STEPS:-20}" \
                    --warmup=3 | grep '^RESULT')
           printf '%-6s %-9s %-13s %12s\n' "$round" "$model" "$mode" "$(field ms_per_step "$line")"
         done

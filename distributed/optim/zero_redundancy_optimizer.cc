@@ -105,13 +105,28 @@ void ZeroRedundancyOptimizer::step() {
 }
 
 void ZeroRedundancyOptimizer::broadcast_parameters() {
+  if (group_->size() == 1) return;
   NoGradGuard no_grad;
   const std::vector<Tensor> all = parameters();
+  std::vector<WorkPtr> in_flight;
   for (int r = 0; r < group_->size(); ++r) {
     std::vector<Tensor> owned;
     for (size_t i : partition_.per_rank[r]) owned.push_back(all[i]);
-    if (!owned.empty()) broadcast_coalesced(*group_, owned, options_.broadcast_bucket_bytes, r);
+    if (owned.empty()) continue;
+    if (options_.broadcast_bucket_bytes > 0) {
+      broadcast_coalesced(*group_, owned, options_.broadcast_bucket_bytes, r);
+      continue;
+    }
+    // In place, one collective per parameter: no flat copy, so no transient memory (PyTorch's
+    // default, parameters_as_bucket_view=False). All are issued, then all waited for.
+    for (const Tensor& p : owned) {
+      EMBER_CHECK(p.is_contiguous(), "ZeroRedundancyOptimizer (rank ", group_->rank(), "): parameter ",
+                  p.describe(), " is not contiguous; set broadcast_bucket_bytes to broadcast it through a copy");
+      std::vector<Tensor> t{p};
+      in_flight.push_back(group_->broadcast(t, BroadcastOptions{r}));
+    }
   }
+  for (auto& w : in_flight) w->wait();
 }
 
 void ZeroRedundancyOptimizer::step_owned(const std::vector<Tensor>& params, const std::vector<Tensor>& grads) {
@@ -158,7 +173,7 @@ void ZeroRedundancyOptimizer::consolidate_state_dict(int to) {
   std::map<int64_t, nn::StateDict> by_param;
   for (int r = 0; r < world; ++r) {
     // Every rank takes part in every broadcast; only `to` keeps what it receives.
-    nn::StateDict got = broadcast_state_dict(*group_, shard, r, options_.broadcast_bucket_bytes);
+    nn::StateDict got = broadcast_state_dict(*group_, shard, r, consolidate_bucket_bytes());
     if (rank != to) continue;
     for (auto& [key, t] : got) {
       int64_t index = 0;

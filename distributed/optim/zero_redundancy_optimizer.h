@@ -40,8 +40,11 @@ struct ZeroRedundancyOptimizerOptions {
   // completes; step() then only checks that the hook stepped everything. Until the hook has run
   // a whole backward (no hook registered yet), step() does the plain sharded step.
   bool overlap_with_ddp = false;
-  // Bytes per broadcast bucket of the updated parameters (broadcast_coalesced's buffer_size).
-  int64_t broadcast_bucket_bytes = 64LL * 1024 * 1024;
+  // How the updated parameters travel: 0, one in-place broadcast per parameter (no copy, so no
+  // transient memory: PyTorch's default); > 0, flattened into buckets of at most this many bytes
+  // (broadcast_coalesced: fewer collectives, one bucket's copy at a time). Also the bucket size
+  // of consolidate_state_dict's transfers (64 MiB when 0).
+  int64_t broadcast_bucket_bytes = 0;
 };
 
 // See the top of this file. It is an optim::Optimizer, so zero_grad, param_groups (lr schedulers
@@ -98,6 +101,9 @@ class ZeroRedundancyOptimizer : public optim::Optimizer {
   void sync_local_options();
   // Broadcasts each rank's updated parameters from it.
   void broadcast_parameters();
+  int64_t consolidate_bucket_bytes() const {
+    return options_.broadcast_bucket_bytes > 0 ? options_.broadcast_bucket_bytes : 64LL * 1024 * 1024;
+  }
 
   ProcessGroupPtr group_;
   ZeroRedundancyOptimizerOptions options_;

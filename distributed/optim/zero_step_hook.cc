@@ -47,8 +47,7 @@ FuturePtr broadcast_owned(ProcessGroup& group, std::shared_ptr<std::vector<Owner
     std::vector<Tensor> t{b.flat};
     futures.push_back(group.broadcast(t, BroadcastOptions{b.owner})->get_future());
   }
-  // One worker runs them in order, so the last completing means all did; chain them anyway, so
-  // an error in any one reaches the bucket's future.
+  // Chained, so that the bucket's future completes after every one and carries any one's error.
   FuturePtr all = std::make_shared<Future>(std::vector<Device>{result.device()});
   all->mark_completed({result});
   for (auto& f : futures) {
@@ -66,26 +65,34 @@ FuturePtr broadcast_owned(ProcessGroup& group, std::shared_ptr<std::vector<Owner
 }  // namespace
 
 ZeroStepCommHook::ZeroStepCommHook(ZeroRedundancyOptimizer& zero) : zero_(zero) {
-  EMBER_CHECK(zero_.options().overlap_with_ddp, "ZeroStepCommHook (rank ", zero_.process_group().rank(),
+  ProcessGroup& group = zero_.process_group();
+  EMBER_CHECK(zero_.options().overlap_with_ddp, "ZeroStepCommHook (rank ", group.rank(),
               "): the ZeroRedundancyOptimizer was built without overlap_with_ddp; set it, or register no hook");
+  std::vector<int> everyone(group.size());
+  for (int r = 0; r < group.size(); ++r) everyone[r] = r;
+  ProcessGroup::Options options;
+  options.group_name = "zero_broadcasts";
+  broadcast_group_ = group.new_subgroup(everyone, options);
+  EMBER_CHECK(broadcast_group_ != nullptr, "ZeroStepCommHook (rank ", group.rank(),
+              "): could not make the broadcasts' communicator");
 }
 
 FuturePtr ZeroStepCommHook::run_hook(GradBucket& bucket) {
   EMBER_CHECK(!bucket.buffer().is_sparse(), "ZeroStepCommHook (rank ", zero_.process_group().rank(),
               "): bucket ", bucket.index(), " holds sparse gradients, which ZeRO does not shard");
-  ProcessGroup& group = zero_.process_group();
-  FuturePtr reduced = allreduce_hook(group, bucket);
+  FuturePtr reduced = allreduce_hook(zero_.process_group(), bucket);
+  ProcessGroupPtr broadcasts = broadcast_group_;
   ZeroRedundancyOptimizer* zero = &zero_;
   GradBucket copy = bucket;  // the Reducer's GradBucket lives only for this call
   auto plan = std::make_shared<std::vector<OwnerBroadcast>>(group_by_owner(zero_, bucket.parameters()));
   size_t known = 0;  // parameters of ZeRO in this bucket, whoever owns them
   for (const auto& b : *plan) known += b.params.size();
-  return reduced->then_future([zero, copy, plan, known, &group](Future& f) mutable {
+  return reduced->then_future([zero, copy, plan, known, broadcasts](Future& f) mutable {
     const Tensor result = f.value().at(0);
     copy.set_buffer(result);
     zero->step_owned(copy.parameters(), copy.gradients());
     zero->mark_stepped_by_hook(known);
-    return broadcast_owned(group, plan, result);
+    return broadcast_owned(*broadcasts, plan, result);
   });
 }
 

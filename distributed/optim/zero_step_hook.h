@@ -8,9 +8,13 @@
 // - The hook steps with the bucket's reduced gradients (the bucket buffer, divided by the world
 //   size before the sum as allreduce_hook does, so the bits are DDP's default path's), before the
 //   Reducer has written them back to .grad; .grad still gets them in finalize_backward.
-// - The callbacks run on the process group's worker right after the bucket's allreduce, and the
-//   broadcasts they issue run inline (Note [Collectives issued from callbacks run inline]), so
-//   every rank issues allreduce(b), broadcasts(b), allreduce(b+1), ... in the same order.
+// - The step runs in the allreduce's callback, on the process group's worker, right after the
+//   bucket's allreduce. The broadcasts go to a second communicator over the same ranks (made
+//   when the hook is built), with its own worker, so bucket b's broadcasts travel while bucket
+//   b+1 is allreduced. Each communicator keeps one order on every rank: the allreduces in bucket
+//   order (the autograd thread's), the broadcasts in bucket order (issued from the callbacks,
+//   which run in bucket order, or, when the allreduce had already completed, from the autograd
+//   thread before its next bucket).
 // - A bucket's parameters are updated while backward goes on: DDP launches bucket b only once
 //   every gradient in it is ready, and nothing later in backward reads those parameters (a
 //   parameter reused by an earlier layer is also in no bucket before its last gradient).
@@ -32,7 +36,8 @@
 namespace ember::distributed {
 
 // Registered with ddp.register_comm_hook(std::make_unique<ZeroStepCommHook>(zero)); `zero` must
-// have overlap_with_ddp set, share the DDP's parameters, and outlive the DDP module.
+// have overlap_with_ddp set, share the DDP's parameters, and outlive the DDP module. Collective:
+// every rank of zero's group builds it at the same point (it makes the broadcasts' communicator).
 class ZeroStepCommHook final : public CommHookInterface {
  public:
   explicit ZeroStepCommHook(ZeroRedundancyOptimizer& zero);
@@ -41,6 +46,7 @@ class ZeroStepCommHook final : public CommHookInterface {
 
  private:
   ZeroRedundancyOptimizer& zero_;
+  ProcessGroupPtr broadcast_group_;  // the same ranks, a communicator (and worker) of its own
 };
 
 }  // namespace ember::distributed

@@ -36,6 +36,16 @@ INSTANTIATE_TEST_SUITE_P(
 
 class ZeroTest : public MpiTest {};
 
+// The updated parameters broadcast through flat buckets (broadcast_coalesced, 1 KiB: several per
+// rank) instead of in place, one per parameter: the same bits.
+TEST_F(ZeroTest, BucketedBroadcastMatchesToo) {
+  Trainer ref(pg_, Kind::kAdamW, Mode::kUnsharded);
+  Trainer zero(pg_, Kind::kAdamW, Mode::kZero, false, nullptr, /*broadcast_bucket_bytes=*/1024);
+  ref.train(0, 4);
+  zero.train(0, 4);
+  EXPECT_TRUE(bitwise_equal(zero.model->parameters(), ref.model->parameters()));
+}
+
 // Each rank holds AdamW's exp_avg and exp_avg_sq (and step) for its own parameters only; together
 // the ranks hold exactly the unsharded optimizer's bytes, and the partition is uneven.
 TEST_F(ZeroTest, EachRankKeepsOnlyItsShardsState) {

@@ -61,7 +61,8 @@ struct Trainer {
   std::unique_ptr<optim::StepLR> sched;
   int64_t per_rank = 4;
 
-  Trainer(ProcessGroupPtr group, Kind kind, Mode mode, bool tiny = false, const nn::StateDict* model_state = nullptr)
+  Trainer(ProcessGroupPtr group, Kind kind, Mode mode, bool tiny = false, const nn::StateDict* model_state = nullptr,
+          int64_t broadcast_bucket_bytes = 0)
       : pg(std::move(group)), model(zero_model(tiny)) {
     if (model_state != nullptr) model->load_state_dict(*model_state);
     DDPOptions o;
@@ -73,6 +74,7 @@ struct Trainer {
     } else {
       ZeroRedundancyOptimizerOptions zo;
       zo.overlap_with_ddp = mode == Mode::kZeroOverlap;
+      zo.broadcast_bucket_bytes = broadcast_bucket_bytes;
       opt = std::make_unique<ZeroRedundancyOptimizer>(two_groups(*model, kind), factory(kind), pg, zo);
       if (mode == Mode::kZeroOverlap) ddp->register_comm_hook(std::make_unique<ZeroStepCommHook>(*zero()));
     }
