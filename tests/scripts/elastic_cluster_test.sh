@@ -79,7 +79,7 @@ cluster_run ref 60 -- "${elastic[@]}" "$ddp" "${small[@]}" --checkpoint="$work/r
 expect_success ref
 
 echo "== host 2's link cut for good half-way through the epoch: the job ends on hosts 0 and 1" >&2
-cluster_run cut 100 -- "$work/saboteur.sh" " 625/1250 " 2 "" "" -- "${elastic[@]}" "$ddp" "${small[@]}" \
+cluster_run cut 160 -- "$work/saboteur.sh" " 625/1250 " 2 "" "" -- "${elastic[@]}" "$ddp" "${small[@]}" \
   --checkpoint="$work/cut/c.ckpt" --metrics="$work/cut/m.csv"
 expect_success cut
 expect_line cut "^elastic_run: attempt 2 of 4: attempt 1 ended \(exit [0-9]+\): (rank 2 did not arrive .*|mpirun lost its daemon on host 10\.77\.[0-9]+\.3 .*); leaving out host 10\.77\.[0-9]+\.3 \(unreachable: a probe .mpirun -np 1 true. on it alone .*\); on 2 rank\(s\), hosts 10\.77\.[0-9]+\.1, 10\.77\.[0-9]+\.2, global batch 48 kept \(24 per rank\); resuming from global step 625 \(epoch 1, step 625\) of /\S+/cut/c\.ckpt$"
@@ -93,7 +93,7 @@ awk -v a="$ref_acc" -v b="$cut_acc" 'BEGIN { d = a - b; if (d < 0) d = -d; exit 
 check "cut: epoch 1's test accuracy ${cut_acc}% on 2 hosts is within 0.5 points of ${ref_acc}% on 3" $?
 
 echo "== host 2's link cut, then back once the job runs on 2 hosts; a rank killed: host 2 is taken back in" >&2
-cluster_run back 120 -- "$work/saboteur.sh" " 250/1250 " 2 "^resumed from " " 625/1250 " -- "${elastic[@]}" \
+cluster_run back 180 -- "$work/saboteur.sh" " 250/1250 " 2 "^resumed from " " 625/1250 " -- "${elastic[@]}" \
   "$ddp" "${small[@]}" --checkpoint="$work/back/c.ckpt"
 expect_success back
 expect_line back "^elastic_run: attempt 2 of 4: .*; leaving out host 10\.77\.[0-9]+\.3 \(unreachable: .*; on 2 rank\(s\)"
