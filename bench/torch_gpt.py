@@ -1,6 +1,5 @@
-"""PyTorch twin of examples/ddp_gpt and train_gpt: nanoGPT's model (model.py, without flash
-attention, which Debian's torch 1.13 lacks: the same math, softmax(q k^T / sqrt(d) + causal) v),
-nanoGPT's train.py loop (AdamW with two weight-decay groups, warm-up + cosine lr, gradient
+"""PyTorch twin of examples/ddp_gpt and train_gpt: nanoGPT's model (model.py, the copy in
+tests/nn/models/gen_gpt_cases.py that gpt_test checks ember's GPT against), nanoGPT's train.py loop (AdamW with two weight-decay groups, warm-up + cosine lr, gradient
 clipping, estimate_loss), on the same character corpus and split as ember's data::TextCorpus.
 
 Usage: /usr/bin/python3 bench/torch_gpt.py [--world 1|2] [--corpus FILE] [--max_iters 2000]
@@ -24,83 +23,11 @@ import time
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-import torch.nn as nn
-from torch.nn import functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-
-class CausalSelfAttention(nn.Module):
-    def __init__(self, a):
-        super().__init__()
-        self.c_attn = nn.Linear(a.n_embd, 3 * a.n_embd)
-        self.c_proj = nn.Linear(a.n_embd, a.n_embd)
-        self.n_head, self.n_embd = a.n_head, a.n_embd
-        self.register_buffer("bias", torch.tril(torch.ones(a.block_size, a.block_size))
-                             .view(1, 1, a.block_size, a.block_size))
-
-    def forward(self, x):
-        B, T, C = x.size()
-        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
-        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
-        y = F.softmax(att, dim=-1) @ v
-        return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
-
-
-class MLP(nn.Module):
-    def __init__(self, a):
-        super().__init__()
-        self.c_fc = nn.Linear(a.n_embd, 4 * a.n_embd)
-        self.gelu = nn.GELU()
-        self.c_proj = nn.Linear(4 * a.n_embd, a.n_embd)
-
-    def forward(self, x):
-        return self.c_proj(self.gelu(self.c_fc(x)))
-
-
-class Block(nn.Module):
-    def __init__(self, a):
-        super().__init__()
-        self.ln_1 = nn.LayerNorm(a.n_embd)
-        self.attn = CausalSelfAttention(a)
-        self.ln_2 = nn.LayerNorm(a.n_embd)
-        self.mlp = MLP(a)
-
-    def forward(self, x):
-        x = x + self.attn(self.ln_1(x))
-        return x + self.mlp(self.ln_2(x))
-
-
-class GPT(nn.Module):
-    def __init__(self, a, vocab_size):
-        super().__init__()
-        self.transformer = nn.ModuleDict(dict(
-            wte=nn.Embedding(vocab_size, a.n_embd), wpe=nn.Embedding(a.block_size, a.n_embd),
-            h=nn.ModuleList([Block(a) for _ in range(a.n_layer)]), ln_f=nn.LayerNorm(a.n_embd)))
-        self.lm_head = nn.Linear(a.n_embd, vocab_size, bias=False)
-        self.transformer.wte.weight = self.lm_head.weight
-        self.apply(self._init_weights)
-        for pn, p in self.named_parameters():
-            if pn.endswith("c_proj.weight"):
-                torch.nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * a.n_layer))
-
-    def _init_weights(self, module):
-        if isinstance(module, nn.Linear):
-            torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
-            if module.bias is not None:
-                torch.nn.init.zeros_(module.bias)
-        elif isinstance(module, nn.Embedding):
-            torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
-
-    def forward(self, idx):
-        pos = torch.arange(idx.size(1), dtype=torch.long)
-        x = self.transformer.wte(idx) + self.transformer.wpe(pos)
-        for block in self.transformer.h:
-            x = block(x)
-        return self.lm_head(self.transformer.ln_f(x))
+# nanoGPT's model.py as tests/nn/models/gpt_test.cc checks ember's GPT against it.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "nn", "models"))
+from gen_gpt_cases import GPT, GPTConfig  # noqa: E402
 
 
 def load_text(path):
@@ -133,7 +60,8 @@ def run(rank, a):
     n = int(0.9 * len(data))
     splits = {"train": data[:n], "val": data[n:]}
     torch.manual_seed(a.seed)
-    model = GPT(a, len(chars))
+    model = GPT(GPTConfig(block_size=a.block_size, vocab_size=len(chars), n_layer=a.n_layer,
+                          n_head=a.n_head, n_embd=a.n_embd, dropout=0.0, bias=True))
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},
@@ -152,8 +80,7 @@ def run(rank, a):
     def estimate_loss(split):
         model.eval()
         g = torch.Generator().manual_seed(a.seed * 7 + rank)
-        losses = [F.cross_entropy(model(x).view(-1, len(chars)), y.view(-1)).item()
-                  for x, y in (get_batch(split, g) for _ in range(a.eval_iters))]
+        losses = [model(x, y)[1].item() for x, y in (get_batch(split, g) for _ in range(a.eval_iters))]
         model.train()
         t = torch.tensor([sum(losses) / len(losses)], dtype=torch.float64)
         if a.world > 1:
@@ -167,7 +94,7 @@ def run(rank, a):
             group["lr"] = get_lr(a, it)
         t0 = time.perf_counter()
         x, y = get_batch("train", gen)
-        loss = F.cross_entropy(net(x).view(-1, len(chars)), y.view(-1))
+        _, loss = net(x, y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if a.grad_clip > 0:

@@ -44,17 +44,13 @@ int main(int argc, char** argv) {
     auto pg = distributed::init_process_group(flags::default_backend(backend, "cpu"), pg_options);
     rank = pg->rank();
     const int world = pg->size();
-    set_num_threads(static_cast<int>(cfg.threads));
-    manual_seed(cfg.seed);
-    std::optional<examples::LoadedCheckpoint> resume;
-    if (!cfg.resume.empty()) resume = examples::read_checkpoint(cfg.resume);
     examples::GptRun run(cfg);
     const data::TextCorpus& corpus = run.corpus;
     const std::shared_ptr<nn::GPT>& model = run.model;
     auto ddp = std::make_shared<distributed::DistributedDataParallel>(model);
     const examples::TrainState state = run.state();
     const examples::TrainShape shape{cfg.seed, world, cfg.batch, cfg.max_iters};
-    examples::TrainPosition pos = examples::resume_from(resume, state, shape, rank, rank == 0);
+    examples::TrainPosition pos = examples::resume_from(run.resume, state, shape, rank, rank == 0);
     examples::CheckpointWriter writer({cfg.checkpoint, rank, [&pg] { pg->barrier()->wait(); }, true});
     examples::GptLoop loop;
     loop.forward = ddp.get();

@@ -19,16 +19,12 @@ int main(int argc, char** argv) {
     if (help) return 0;
     std::unique_ptr<examples::MetricsWriter> metrics;
     if (!cfg.metrics.empty()) metrics = std::make_unique<examples::MetricsWriter>(cfg.metrics, !cfg.resume.empty());
-    set_num_threads(static_cast<int>(cfg.threads));
-    manual_seed(cfg.seed);
-    std::optional<examples::LoadedCheckpoint> resume;
-    if (!cfg.resume.empty()) resume = examples::read_checkpoint(cfg.resume);
     examples::GptRun run(cfg);
     const data::TextCorpus& corpus = run.corpus;
     const std::shared_ptr<nn::GPT>& model = run.model;
     const examples::TrainState state = run.state();
     const examples::TrainShape shape{cfg.seed, 1, cfg.batch, cfg.max_iters};
-    examples::TrainPosition pos = examples::resume_from(resume, state, shape, 0, true);
+    examples::TrainPosition pos = examples::resume_from(run.resume, state, shape, 0, true);
     examples::CheckpointWriter writer({cfg.checkpoint, 0, nullptr, true});
     examples::GptLoop loop;
     loop.forward = model.get();

@@ -96,8 +96,18 @@ optim::AdamW make_gpt_optimizer(const GptTrainConfig& cfg, const nn::GPT& model)
   return optim::AdamW(model.configure_optimizer_groups(cfg.weight_decay, options), options);
 }
 
+namespace {
+std::optional<LoadedCheckpoint> seed_and_read_resume(const GptTrainConfig& cfg) {
+  set_num_threads(static_cast<int>(cfg.threads));
+  manual_seed(cfg.seed);
+  if (cfg.resume.empty()) return std::nullopt;
+  return read_checkpoint(cfg.resume);
+}
+}  // namespace
+
 GptRun::GptRun(const GptTrainConfig& cfg)
-    : corpus(load_corpus(cfg)),
+    : resume(seed_and_read_resume(cfg)),
+      corpus(load_corpus(cfg)),
       model(std::make_shared<nn::GPT>(gpt_config(cfg, corpus.vocab().size()))),
       optimizer(make_gpt_optimizer(cfg, *model)),
       schedule(optimizer, cfg.warmup_iters, cfg.lr_decay_iters, cfg.min_lr_factor) {}

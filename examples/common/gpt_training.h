@@ -71,11 +71,13 @@ nn::GPTConfig gpt_config(const GptTrainConfig& cfg, int64_t vocab_size);
 // (GPT::configure_optimizer_groups), betas (beta1, beta2).
 optim::AdamW make_gpt_optimizer(const GptTrainConfig& cfg, const nn::GPT& model);
 
-// What both trainers build from their flags: the corpus, the model (its weights drawn from the
-// default generator: seed it first), nanoGPT's AdamW and its schedule; and the state a
-// checkpoint holds of them.
+// What both trainers build from their flags, in this order: the threads and the default
+// generator's seed (--threads, --seed), the --resume checkpoint read and checked (a bad file
+// fails before any work), the corpus, the model, nanoGPT's AdamW and its schedule; and the state
+// a checkpoint holds of them.
 struct GptRun {
   explicit GptRun(const GptTrainConfig& cfg);
+  std::optional<LoadedCheckpoint> resume;
   data::TextCorpus corpus;
   std::shared_ptr<nn::GPT> model;
   optim::AdamW optimizer;
