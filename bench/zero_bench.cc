@@ -1,16 +1,21 @@
-// ZeRO stage 1 against DDP with the unsharded optimizer, one run per invocation under mpirun
-// (bench/zero_bench.sh drives it and prints the tables of docs/zero.md):
+// ZeRO stage 1 against DDP with the unsharded optimizer, under mpirun (bench/zero_bench.sh drives
+// it and prints the tables of docs/zero.md):
 //   mpirun -np 2 bazel-bin/bench/zero_bench --model=mlp --mode=zero_overlap --optimizer=adamw
 // Every rank trains the same model (cross-entropy on a fixed synthetic batch that differs per
 // rank) with DDP, and the optimizer is
 //   ddp            the unsharded optimizer on every rank (the baseline)
 //   zero           ZeroRedundancyOptimizer: each rank steps its shard, then broadcasts it
 //   zero_overlap   the same, stepped bucket by bucket in DDP's comm hook (ZeroStepCommHook)
+//   paired         all three in one run, as alternating blocks of --steps steps, --rounds times
+//                  (run_paired), for ratios that a shared host's slow phases cannot tilt
 // Models: resnet20 (nn::ResNet, 1x28x28, 0.27 M parameters) and mlp (--mlp_sizes, by default
 // 1024,4096,4096,1024: 25.2 M parameters). Rank 0 prints one line:
 //   RESULT model=... params=... mode=... optimizer=... world=... ms_per_step=... (slowest rank's median)
 //          state_mb=... (the largest rank's optimizer state tensors) peak_rss_mb=... (largest rank)
 //          state_mb_per_rank=a/b/c (every rank's)
+// and, for --mode=paired, one PAIRED line per round and a RESULT line of the medians over rounds:
+//   RESULT ... mode=paired ddp_ms=... zero_ms=... zero_overlap_ms=... zero_vs_ddp=... overlap_vs_ddp=...
+//          overlap_vs_zero=...
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -42,13 +47,16 @@ struct Flags {
   std::string mode = "ddp";
   std::string optimizer = "adamw";
   std::vector<int64_t> mlp_sizes{1024, 4096, 4096, 1024};
-  int64_t steps = 10, warmup = 3, batch = 32, threads = 1;
+  int64_t steps = 10, warmup = 3, batch = 32, threads = 1, rounds = 5;
 };
+
+const char* const kModes[] = {"ddp", "zero", "zero_overlap"};
 
 void add_flags(flags::CommandLine& cli, Flags* f) {
   cli.add_option("--model", f->model, "resnet20 or mlp (--mlp_sizes)")->check(flags::one_of({"resnet20", "mlp"}));
-  cli.add_option("--mode", f->mode, "ddp (unsharded optimizer), zero, or zero_overlap")
-      ->check(flags::one_of({"ddp", "zero", "zero_overlap"}));
+  cli.add_option("--mode", f->mode, "ddp (unsharded optimizer), zero, zero_overlap, or paired (all three, alternating)")
+      ->check(flags::one_of({"ddp", "zero", "zero_overlap", "paired"}));
+  cli.add_option("--rounds", f->rounds, "paired: rounds of the three blocks")->check(flags::positive_integer());
   cli.add_option("--optimizer", f->optimizer, "adamw or sgd (momentum 0.9)")->check(flags::one_of({"adamw", "sgd"}));
   cli.add_option("--mlp_sizes", f->mlp_sizes, "mlp: the layer widths")->delimiter(',')->check(flags::positive_integer());
   cli.add_option("--steps", f->steps, "timed steps")->check(flags::positive_integer());
@@ -57,7 +65,8 @@ void add_flags(flags::CommandLine& cli, Flags* f) {
   flags::add_threads(cli, &f->threads);
 }
 
-std::unique_ptr<optim::Optimizer> make_optimizer(const Flags& f, distributed::DistributedDataParallel& ddp,
+std::unique_ptr<optim::Optimizer> make_optimizer(const Flags& f, const std::string& mode,
+                                                 distributed::DistributedDataParallel& ddp,
                                                  const distributed::ProcessGroupPtr& pg) {
   const std::string name = f.optimizer;
   const distributed::OptimizerFactory factory =
@@ -67,12 +76,50 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const Flags& f, distributed::Di
   };
   std::vector<optim::OptimizerParamGroup> groups;
   groups.emplace_back(ddp.parameters());
-  if (f.mode == "ddp") return factory(std::move(groups));
+  if (mode == "ddp") return factory(std::move(groups));
   distributed::ZeroRedundancyOptimizerOptions o;
-  o.overlap_with_ddp = f.mode == "zero_overlap";
+  o.overlap_with_ddp = mode == "zero_overlap";
   auto zero = std::make_unique<distributed::ZeroRedundancyOptimizer>(std::move(groups), factory, pg, o);
   if (o.overlap_with_ddp) ddp.register_comm_hook(std::make_unique<distributed::ZeroStepCommHook>(*zero));
   return zero;
+}
+
+// One mode's model, DDP wrapper and optimizer. Every setup starts from the same weights (seed 1).
+struct Setup {
+  std::shared_ptr<distributed::DistributedDataParallel> ddp;
+  std::unique_ptr<optim::Optimizer> opt;
+  int64_t params = 0;
+
+  Setup(const Flags& f, const std::string& mode, const distributed::ProcessGroupPtr& pg) {
+    Generator model_gen(1);
+    std::shared_ptr<nn::Module> model;
+    if (f.model == "resnet20") {
+      model = std::make_shared<nn::ResNet>(nn::ResNetOptions{20, 16, 1, 10}, &model_gen);
+    } else {
+      model = nn::make_mlp(f.mlp_sizes, &model_gen);
+    }
+    for (const Tensor& p : model->parameters()) params += p.numel();
+    ddp = std::make_shared<distributed::DistributedDataParallel>(model, distributed::DDPOptions{});
+    opt = make_optimizer(f, mode, *ddp, pg);
+  }
+  ~Setup() { ddp.reset(); }  // the DDP and its hook first: the hook refers to the ZeRO optimizer
+};
+
+// Times `steps` training steps on this rank (forward, backward, step), each started by a barrier
+// so the slowest rank's time is the step's.
+std::vector<double> time_steps(distributed::ProcessGroup& pg, Setup& s, const Tensor& x, const Tensor& y,
+                               int64_t steps) {
+  nn::CrossEntropyLoss criterion;
+  std::vector<double> ms;
+  for (int64_t i = 0; i < steps; ++i) {
+    pg.barrier()->wait();
+    const auto t0 = Clock::now();
+    s.opt->zero_grad();
+    criterion(s.ddp->forward(x), y).backward();
+    s.opt->step();
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  return ms;
 }
 
 // This rank's optimizer state bytes (its shard's under ZeRO).
@@ -104,55 +151,84 @@ double peak_rss_mb() {
   return u.ru_maxrss / 1024.0;  // Linux: KiB
 }
 
+// --mode=paired: the three modes as blocks of --steps timed steps inside one mpirun, each on its
+// own model (same initial weights) and DDP wrapper, repeated --rounds times in an order that
+// reverses every round, so a slow phase of the host hits all three alike and each round gives its
+// own ratios. A block's figure is the slowest rank's median step.
+void run_paired(const Flags& f, const distributed::ProcessGroupPtr& pg, const Tensor& x, const Tensor& y) {
+  constexpr int kCount = 3;
+  std::vector<std::unique_ptr<Setup>> setups;
+  for (const char* mode : kModes) setups.push_back(std::make_unique<Setup>(f, mode, pg));
+  for (auto& s : setups) time_steps(*pg, *s, x, y, f.warmup);
+  std::vector<double> ms[kCount], zero_vs_ddp, overlap_vs_ddp, overlap_vs_zero;
+  for (int64_t round = 0; round < f.rounds; ++round) {
+    double round_ms[kCount];
+    for (int i = 0; i < kCount; ++i) {
+      const int m = round % 2 == 0 ? i : kCount - 1 - i;
+      const std::vector<double> slowest = gather(*pg, bench::median(time_steps(*pg, *setups[m], x, y, f.steps)));
+      round_ms[m] = *std::max_element(slowest.begin(), slowest.end());
+      ms[m].push_back(round_ms[m]);
+    }
+    zero_vs_ddp.push_back(round_ms[1] / round_ms[0]);
+    overlap_vs_ddp.push_back(round_ms[2] / round_ms[0]);
+    overlap_vs_zero.push_back(round_ms[2] / round_ms[1]);
+    if (pg->rank() == 0) {
+      std::printf("PAIRED round=%lld", static_cast<long long>(round + 1));
+      for (int m = 0; m < kCount; ++m) std::printf(" %s_ms=%.2f", kModes[m], round_ms[m]);
+      std::printf(" zero_vs_ddp=%.3f overlap_vs_ddp=%.3f overlap_vs_zero=%.3f\n", zero_vs_ddp.back(),
+                  overlap_vs_ddp.back(), overlap_vs_zero.back());
+      std::fflush(stdout);
+    }
+  }
+  if (pg->rank() == 0) {
+    std::printf("RESULT model=%s params=%lld mode=paired optimizer=%s world=%d steps=%lld rounds=%lld",
+                f.model.c_str(), static_cast<long long>(setups[0]->params), f.optimizer.c_str(), pg->size(),
+                static_cast<long long>(f.steps), static_cast<long long>(f.rounds));
+    for (int m = 0; m < kCount; ++m) std::printf(" %s_ms=%.2f", kModes[m], bench::median(ms[m]));
+    std::printf(" zero_vs_ddp=%.3f overlap_vs_ddp=%.3f overlap_vs_zero=%.3f\n", bench::median(zero_vs_ddp),
+                bench::median(overlap_vs_ddp), bench::median(overlap_vs_zero));
+    std::fflush(stdout);
+  }
+}
+
+// One mode: its median step, and the optimizer state and peak RSS of every rank.
+void run_one(const Flags& f, const distributed::ProcessGroupPtr& pg, const Tensor& x, const Tensor& y) {
+  Setup setup(f, f.mode, pg);
+  time_steps(*pg, setup, x, y, f.warmup);
+  const std::vector<double> step_ms = gather(*pg, bench::median(time_steps(*pg, setup, x, y, f.steps)));
+  const std::vector<double> state_mb = gather(*pg, state_bytes(*setup.opt) / 1048576.0);
+  const std::vector<double> rss_mb = gather(*pg, peak_rss_mb());
+  if (pg->rank() == 0) {
+    std::string per_rank;
+    for (double m : state_mb) per_rank += (per_rank.empty() ? "" : "/") + std::to_string(m).substr(0, 6);
+    std::printf("RESULT model=%s params=%lld mode=%s optimizer=%s world=%d ms_per_step=%.2f state_mb=%.2f "
+                "peak_rss_mb=%.1f state_mb_per_rank=%s\n",
+                f.model.c_str(), static_cast<long long>(setup.params), f.mode.c_str(), f.optimizer.c_str(),
+                pg->size(), *std::max_element(step_ms.begin(), step_ms.end()),
+                *std::max_element(state_mb.begin(), state_mb.end()), *std::max_element(rss_mb.begin(), rss_mb.end()),
+                per_rank.c_str());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   auto pg = distributed::init_process_group("mpi");
-  const int rank = pg->rank(), world = pg->size();
+  const int rank = pg->rank();
   Flags f;
   flags::CommandLine cli("ZeRO stage 1 against DDP with the unsharded optimizer (bench/zero_bench.sh).", "zero_bench");
   add_flags(cli, &f);
   if (cli.parse(argc, argv, rank == 0) == flags::Parsed::kHelp) return 0;
   set_num_threads(static_cast<int>(f.threads));
-  Generator model_gen(1), data_gen(100 + rank);
-  std::shared_ptr<nn::Module> model;
-  if (f.model == "resnet20") {
-    model = std::make_shared<nn::ResNet>(nn::ResNetOptions{20, 16, 1, 10}, &model_gen);
-  } else {
-    model = nn::make_mlp(f.mlp_sizes, &model_gen);
-  }
+  Generator data_gen(100 + rank);
   const int64_t classes = f.model == "resnet20" ? 10 : f.mlp_sizes.back();
   Tensor x = f.model == "resnet20" ? randn({f.batch, 1, 28, 28}, &data_gen) : randn({f.batch, f.mlp_sizes.front()}, &data_gen);
   Tensor y = randint(0, classes, {f.batch}, &data_gen);
-  int64_t params = 0;
-  for (const Tensor& p : model->parameters()) params += p.numel();
-  auto ddp = std::make_shared<distributed::DistributedDataParallel>(model, distributed::DDPOptions{});
-  std::unique_ptr<optim::Optimizer> opt = make_optimizer(f, *ddp, pg);
-  nn::CrossEntropyLoss criterion;
-  std::vector<double> ms;
-  for (int64_t s = 0; s < f.warmup + f.steps; ++s) {
-    pg->barrier()->wait();  // every rank starts the step together: the slowest rank's time is the step's
-    const auto t0 = Clock::now();
-    opt->zero_grad();
-    criterion(ddp->forward(x), y).backward();
-    opt->step();
-    const double elapsed = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    if (s >= f.warmup) ms.push_back(elapsed);
+  if (f.mode == "paired") {
+    run_paired(f, pg, x, y);
+  } else {
+    run_one(f, pg, x, y);
   }
-  const std::vector<double> step_ms = gather(*pg, bench::median(ms));
-  const std::vector<double> state_mb = gather(*pg, state_bytes(*opt) / 1048576.0);
-  const std::vector<double> rss_mb = gather(*pg, peak_rss_mb());
-  if (rank == 0) {
-    std::string per_rank;
-    for (double m : state_mb) per_rank += (per_rank.empty() ? "" : "/") + std::to_string(m).substr(0, 6);
-    std::printf("RESULT model=%s params=%lld mode=%s optimizer=%s world=%d ms_per_step=%.2f state_mb=%.2f "
-                "peak_rss_mb=%.1f state_mb_per_rank=%s\n",
-                f.model.c_str(), (long long)params, f.mode.c_str(), f.optimizer.c_str(), world,
-                *std::max_element(step_ms.begin(), step_ms.end()), *std::max_element(state_mb.begin(), state_mb.end()),
-                *std::max_element(rss_mb.begin(), rss_mb.end()), per_rank.c_str());
-  }
-  opt.reset();
-  ddp.reset();
   distributed::destroy_process_group();
   return 0;
 }

@@ -4,6 +4,9 @@
 #                                ResNet-20 and the 25.2 M-parameter MLP, at 1-4 ranks (RANKS="1 2 3 4")
 #   bench/zero_bench.sh time     step time at 2 ranks: ddp, zero, zero_overlap (STEPS=20, ROUNDS=3;
 #                                the rounds alternate the modes so a slow phase of the host hits all)
+#   bench/zero_bench.sh paired   the same three inside one mpirun per model, as alternating blocks
+#                                of STEPS steps (10), ROUNDS rounds (7): per-round ratios, and their
+#                                medians (overlap_vs_ddp: the 1.05 target)
 # Environment: MLP_SIZES=1448,...: the MLP's widths (default: 13 x 1448, twelve equal 2.1 M layers,
 # 25.2 M parameters, which 2, 3 and 4 ranks share evenly; 1024,4096,4096,1024 is as large with one
 # layer of 16.8 M, the granularity's worst case); NO_BUILD=1 uses the binary already built; MPIRUN_ARGS adds mpirun flags (for
@@ -16,8 +19,7 @@ what="${1:-memory}"
 bin=$(bench_binary bench:zero_bench)
 mlp="--mlp_sizes=${MLP_SIZES:-1448,1448,1448,1448,1448,1448,1448,1448,1448,1448,1448,1448,1448}"
 mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none ${MPIRUN_ARGS:-})
-echo "uptime: $(uptime)"
-echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+print_machine
 case "$what" in
   memory)
     printf '%-9s %-6s %-5s %10s %12s %18s\n' model world mode state_mb peak_rss_mb state_mb_per_rank
@@ -46,5 +48,11 @@ case "$what" in
       done
     done
     ;;
-  *) echo "usage: bench/zero_bench.sh memory|time" >&2; exit 2 ;;
+  paired)
+    for model in ${MODELS:-resnet20 mlp}; do
+      "${mpi[@]}" -np 2 "$bin" --model="$model" "$mlp" --mode=paired --optimizer=adamw --steps="${STEPS:-10}" \
+        --rounds="${ROUNDS:-7}" --warmup=3 | grep -E '^(PAIRED|RESULT)'
+    done
+    ;;
+  *) echo "usage: bench/zero_bench.sh memory|time|paired" >&2; exit 2 ;;
 esac

@@ -13,11 +13,12 @@
 namespace ember::distributed {
 
 namespace {
-// One owner's parameters of a bucket, flattened for its broadcast.
+// One owner's parameters of a bucket, and what carries them: the parameters themselves (in place)
+// or one flat copy of them.
 struct OwnerBroadcast {
   int owner;
   std::vector<Tensor> params;
-  Tensor flat;
+  Tensor flat;  // defined only when coalesced
 };
 
 // The bucket's parameters grouped by owner, in rank order, so every rank issues the same
@@ -34,18 +35,31 @@ std::vector<OwnerBroadcast> group_by_owner(const ZeroRedundancyOptimizer& zero, 
   return out;
 }
 
-// Starts the bucket's broadcasts (the owner sends its freshly stepped parameters) and returns a
-// future that completes once every one has been copied into the parameters.
+// Starts the bucket's broadcasts (each owner sends its freshly stepped parameters) and returns a
+// future that completes once every parameter holds its owner's values. As ZeRO's own
+// broadcast_parameters: in place, one collective per parameter, when broadcast_bucket_bytes is 0
+// (no copies); otherwise one flat copy per owner (the DDP bucket bounds its size).
 FuturePtr broadcast_owned(ProcessGroup& group, std::shared_ptr<std::vector<OwnerBroadcast>> plan,
-                          const Tensor& result) {
+                          const Tensor& result, bool coalesce) {
   NoGradGuard no_grad;
   std::vector<FuturePtr> futures;
+  auto launch = [&](Tensor t, int owner) {
+    std::vector<Tensor> one{std::move(t)};
+    futures.push_back(group.broadcast(one, BroadcastOptions{owner})->get_future());
+  };
   for (auto& b : *plan) {
+    if (!coalesce) {
+      for (const Tensor& p : b.params) {
+        EMBER_CHECK(p.is_contiguous(), "ZeroStepCommHook (rank ", group.rank(), "): parameter ", p.describe(),
+                    " is not contiguous; set broadcast_bucket_bytes to broadcast it through a copy");
+        launch(p, b.owner);
+      }
+      continue;
+    }
     const int64_t n = check_same_dtype_device(b.params, "ZeroStepCommHook");
     b.flat = group.rank() == b.owner ? flatten_dense_tensors(b.params)
                                      : empty({n}, TensorOptions(b.params[0].dtype(), b.params[0].device()));
-    std::vector<Tensor> t{b.flat};
-    futures.push_back(group.broadcast(t, BroadcastOptions{b.owner})->get_future());
+    launch(b.flat, b.owner);
   }
   // Chained, so that the bucket's future completes after every one and carries any one's error.
   FuturePtr all = std::make_shared<Future>(std::vector<Device>{result.device()});
@@ -57,7 +71,7 @@ FuturePtr broadcast_owned(ProcessGroup& group, std::shared_ptr<std::vector<Owner
   return all->then([plan, result, rank](Future&) {
     NoGradGuard guard;
     for (const auto& b : *plan) {
-      if (b.owner != rank) copy_from_flat(b.flat, b.params);
+      if (b.flat.defined() && b.owner != rank) copy_from_flat(b.flat, b.params);
     }
     return std::vector<Tensor>{result};
   });
@@ -87,12 +101,13 @@ FuturePtr ZeroStepCommHook::run_hook(GradBucket& bucket) {
   auto plan = std::make_shared<std::vector<OwnerBroadcast>>(group_by_owner(zero_, bucket.parameters()));
   size_t known = 0;  // parameters of ZeRO in this bucket, whoever owns them
   for (const auto& b : *plan) known += b.params.size();
-  return reduced->then_future([zero, copy, plan, known, broadcasts](Future& f) mutable {
+  const bool coalesce = zero_.options().broadcast_bucket_bytes > 0;
+  return reduced->then_future([zero, copy, plan, known, broadcasts, coalesce](Future& f) mutable {
     const Tensor result = f.value().at(0);
     copy.set_buffer(result);
     zero->step_owned(copy.parameters(), copy.gradients());
     zero->mark_stepped_by_hook(known);
-    return broadcast_owned(*broadcasts, plan, result);
+    return broadcast_owned(*broadcasts, plan, result, coalesce);
   });
 }
 

@@ -36,14 +36,19 @@ INSTANTIATE_TEST_SUITE_P(
 
 class ZeroTest : public MpiTest {};
 
-// The updated parameters broadcast through flat buckets (broadcast_coalesced, 1 KiB: several per
-// rank) instead of in place, one per parameter: the same bits.
+// The updated parameters broadcast through flat copies (broadcast_coalesced, 1 KiB: several per
+// rank; under the hook, one per owner and DDP bucket) instead of in place, one per parameter: the
+// same bits.
 TEST_F(ZeroTest, BucketedBroadcastMatchesToo) {
   Trainer ref(pg_, Kind::kAdamW, Mode::kUnsharded);
-  Trainer zero(pg_, Kind::kAdamW, Mode::kZero, false, nullptr, /*broadcast_bucket_bytes=*/1024);
   ref.train(0, 4);
-  zero.train(0, 4);
-  EXPECT_TRUE(bitwise_equal(zero.model->parameters(), ref.model->parameters()));
+  for (Mode mode : {Mode::kZero, Mode::kZeroOverlap}) {
+    Trainer zero(pg_, Kind::kAdamW, mode, false, nullptr, /*broadcast_bucket_bytes=*/1024);
+    zero.train(0, 4);
+    EXPECT_TRUE(bitwise_equal(zero.model->parameters(), ref.model->parameters()))
+        << (mode == Mode::kZero ? "zero" : "zero overlapped");
+    EXPECT_TRUE(ranks_agree(*pg_, zero.model->parameters()));
+  }
 }
 
 // Each rank holds AdamW's exp_avg and exp_avg_sq (and step) for its own parameters only; together
