@@ -46,8 +46,9 @@ struct Flags {
   std::string model = "mlp";
   std::string mode = "ddp";
   std::string optimizer = "adamw";
+  std::string exchange = "broadcast";
   std::vector<int64_t> mlp_sizes{1024, 4096, 4096, 1024};
-  int64_t steps = 10, warmup = 3, batch = 32, threads = 1, rounds = 5;
+  int64_t steps = 10, warmup = 3, batch = 32, threads = 1, rounds = 5, bucket_bytes = 0;
 };
 
 const char* const kModes[] = {"ddp", "zero", "zero_overlap"};
@@ -57,6 +58,10 @@ void add_flags(flags::CommandLine& cli, Flags* f) {
   cli.add_option("--mode", f->mode, "ddp (unsharded optimizer), zero, zero_overlap, or paired (all three, alternating)")
       ->check(flags::one_of({"ddp", "zero", "zero_overlap", "paired"}));
   cli.add_option("--rounds", f->rounds, "paired: rounds of the three blocks")->check(flags::positive_integer());
+  cli.add_option("--exchange", f->exchange, "zero modes: how the updated parameters travel, broadcast or allgather")
+      ->check(flags::one_of({"broadcast", "allgather"}));
+  cli.add_option("--bucket_bytes", f->bucket_bytes, "zero modes: broadcast_bucket_bytes (0: in place, or 25 MiB allgathers)")
+      ->check(flags::non_negative_integer());
   cli.add_option("--optimizer", f->optimizer, "adamw or sgd (momentum 0.9)")->check(flags::one_of({"adamw", "sgd"}));
   cli.add_option("--mlp_sizes", f->mlp_sizes, "mlp: the layer widths")->delimiter(',')->check(flags::positive_integer());
   cli.add_option("--steps", f->steps, "timed steps")->check(flags::positive_integer());
@@ -79,6 +84,9 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const Flags& f, const std::stri
   if (mode == "ddp") return factory(std::move(groups));
   distributed::ZeroRedundancyOptimizerOptions o;
   o.overlap_with_ddp = mode == "zero_overlap";
+  o.broadcast_bucket_bytes = f.bucket_bytes;
+  o.parameter_exchange = f.exchange == "allgather" ? distributed::ParameterExchange::kAllgather
+                                                   : distributed::ParameterExchange::kBroadcast;
   auto zero = std::make_unique<distributed::ZeroRedundancyOptimizer>(std::move(groups), factory, pg, o);
   if (o.overlap_with_ddp) ddp.register_comm_hook(std::make_unique<distributed::ZeroStepCommHook>(*zero));
   return zero;
@@ -181,8 +189,9 @@ void run_paired(const Flags& f, const distributed::ProcessGroupPtr& pg, const Te
     }
   }
   if (pg->rank() == 0) {
-    std::printf("RESULT model=%s params=%lld mode=paired optimizer=%s world=%d steps=%lld rounds=%lld",
-                f.model.c_str(), static_cast<long long>(setups[0]->params), f.optimizer.c_str(), pg->size(),
+    std::printf("RESULT model=%s params=%lld mode=paired optimizer=%s exchange=%s world=%d steps=%lld rounds=%lld",
+                f.model.c_str(), static_cast<long long>(setups[0]->params), f.optimizer.c_str(), f.exchange.c_str(),
+                pg->size(),
                 static_cast<long long>(f.steps), static_cast<long long>(f.rounds));
     for (int m = 0; m < kCount; ++m) std::printf(" %s_ms=%.2f", kModes[m], bench::median(ms[m]));
     std::printf(" zero_vs_ddp=%.3f overlap_vs_ddp=%.3f overlap_vs_zero=%.3f\n", bench::median(zero_vs_ddp),
@@ -201,9 +210,10 @@ void run_one(const Flags& f, const distributed::ProcessGroupPtr& pg, const Tenso
   if (pg->rank() == 0) {
     std::string per_rank;
     for (double m : state_mb) per_rank += (per_rank.empty() ? "" : "/") + std::to_string(m).substr(0, 6);
-    std::printf("RESULT model=%s params=%lld mode=%s optimizer=%s world=%d ms_per_step=%.2f state_mb=%.2f "
-                "peak_rss_mb=%.1f state_mb_per_rank=%s\n",
+    std::printf("RESULT model=%s params=%lld mode=%s optimizer=%s exchange=%s world=%d ms_per_step=%.2f "
+                "state_mb=%.2f peak_rss_mb=%.1f state_mb_per_rank=%s\n",
                 f.model.c_str(), static_cast<long long>(setup.params), f.mode.c_str(), f.optimizer.c_str(),
+                f.exchange.c_str(),
                 pg->size(), *std::max_element(step_ms.begin(), step_ms.end()),
                 *std::max_element(state_mb.begin(), state_mb.end()), *std::max_element(rss_mb.begin(), rss_mb.end()),
                 per_rank.c_str());

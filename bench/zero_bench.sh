@@ -7,7 +7,8 @@
 #   bench/zero_bench.sh paired   the same three inside one mpirun per model, as alternating blocks
 #                                of STEPS steps (10), ROUNDS rounds (7): per-round ratios, and their
 #                                medians (overlap_vs_ddp: the 1.05 target)
-# Environment: MLP_SIZES=1448,...: the MLP's widths (default: 13 x 1448, twelve equal 2.1 M layers,
+# Environment: EXCHANGE=allgather: ZeRO's parameters by allgather instead of broadcasts (paired);
+# MLP_SIZES=1448,...: the MLP's widths (default: 13 x 1448, twelve equal 2.1 M layers,
 # 25.2 M parameters, which 2, 3 and 4 ranks share evenly; 1024,4096,4096,1024 is as large with one
 # layer of 16.8 M, the granularity's worst case); NO_BUILD=1 uses the binary already built; MPIRUN_ARGS adds mpirun flags (for
 # scripts/cluster.sh, its host list). Prints the machine's load and CPU first: the figures in
@@ -51,6 +52,7 @@ case "$what" in
   paired)
     for model in ${MODELS:-resnet20 mlp}; do
       "${mpi[@]}" -np 2 "$bin" --model="$model" "$mlp" --mode=paired --optimizer=adamw --steps="${STEPS:-10}" \
+        --exchange="${EXCHANGE:-broadcast}" \
         --rounds="${ROUNDS:-7}" --warmup=3 | grep -E '^(PAIRED|RESULT)'
     done
     ;;

@@ -3,10 +3,12 @@
 #include "distributed/optim/zero_redundancy_optimizer.h"
 
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 
 #include "distributed/collective_helpers.h"
+#include "distributed/optim/parameter_allgather.h"
 #include "distributed/optim/state_dict_broadcast.h"
 #include "tensor/autograd_interface.h"
 #include "tensor/factories.h"
@@ -101,11 +103,46 @@ void ZeroRedundancyOptimizer::step() {
   }
   sync_local_options();
   local_->step();
-  broadcast_parameters();
+  exchange_parameters();
+}
+
+void ZeroRedundancyOptimizer::exchange_parameters() {
+  if (group_->size() == 1) return;
+  if (options_.parameter_exchange == ParameterExchange::kAllgather) {
+    allgather_parameters();
+  } else {
+    broadcast_parameters();
+  }
+}
+
+void ZeroRedundancyOptimizer::allgather_parameters() {
+  // Buckets of consecutive parameters of one dtype and device, the same on every rank; two in
+  // flight, so one bucket's copies overlap the next one's allgather and the transient buffers
+  // stay at two buckets' worth.
+  const std::vector<Tensor> all = parameters();
+  const int64_t bytes = options_.broadcast_bucket_bytes > 0 ? options_.broadcast_bucket_bytes : 25LL * 1024 * 1024;
+  auto owner = [this](const Tensor& p) { return owner_of(p); };
+  std::unique_ptr<ParameterAllgather> previous;
+  WorkPtr previous_work;
+  auto retire = [&] {
+    if (previous_work) previous_work->wait();
+    if (previous) previous->finish();
+    previous.reset();
+    previous_work.reset();
+  };
+  for (const auto& indices : bucket_tensors_by_size(all, bytes)) {
+    std::vector<Tensor> bucket;
+    for (size_t i : indices) bucket.push_back(all[i]);
+    auto exchange = std::make_unique<ParameterAllgather>(bucket, owner, *group_);
+    WorkPtr work = exchange->start(*group_);
+    retire();
+    previous = std::move(exchange);
+    previous_work = std::move(work);
+  }
+  retire();
 }
 
 void ZeroRedundancyOptimizer::broadcast_parameters() {
-  if (group_->size() == 1) return;
   NoGradGuard no_grad;
   const std::vector<Tensor> all = parameters();
   std::vector<WorkPtr> in_flight;

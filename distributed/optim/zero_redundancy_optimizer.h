@@ -34,6 +34,12 @@ namespace ember::distributed {
 using OptimizerFactory =
     std::function<std::unique_ptr<optim::Optimizer>(std::vector<optim::OptimizerParamGroup>)>;
 
+// How the updated parameters reach every rank after the sharded step.
+enum class ParameterExchange {
+  kBroadcast,  // each owner broadcasts its parameters (PyTorch's ZeroRedundancyOptimizer)
+  kAllgather,  // one allgather per bucket, every rank's share at once (Note [ZeRO parameters by allgather])
+};
+
 struct ZeroRedundancyOptimizerOptions {
   // PyTorch's overlap_with_ddp: the step of each DDP bucket's own parameters and their broadcast
   // run in the comm hook (ZeroStepCommHook, zero_step_hook.h) as soon as the bucket's allreduce
@@ -45,6 +51,10 @@ struct ZeroRedundancyOptimizerOptions {
   // (broadcast_coalesced: fewer collectives, one bucket's copy at a time). Also the bucket size
   // of consolidate_state_dict's transfers (64 MiB when 0).
   int64_t broadcast_bucket_bytes = 0;
+  // kAllgather: the parameters travel as one allgather per bucket of broadcast_bucket_bytes
+  // (25 MiB when 0; under overlap_with_ddp, per DDP bucket), through padded flat copies
+  // (parameter_allgather.h): over a link, both directions carry parameters at once.
+  ParameterExchange parameter_exchange = ParameterExchange::kBroadcast;
 };
 
 // See the top of this file. It is an optim::Optimizer, so zero_grad, param_groups (lr schedulers
@@ -57,7 +67,8 @@ class ZeroRedundancyOptimizer : public optim::Optimizer {
   ZeroRedundancyOptimizer(std::vector<optim::OptimizerParamGroup> groups, const OptimizerFactory& factory,
                           ProcessGroupPtr group, ZeroRedundancyOptimizerOptions options = {});
 
-  // Steps this rank's shard, then broadcasts each rank's updated parameters from that rank. Under
+  // Steps this rank's shard, then sends each rank's updated parameters to all (a broadcast from
+  // each owner, or an allgather: options().parameter_exchange). Under
   // overlap_with_ddp, once the hook is stepping, it only checks that every bucket was stepped.
   void step() override;
   const char* name() const override { return "ZeroRedundancyOptimizer"; }
@@ -99,8 +110,10 @@ class ZeroRedundancyOptimizer : public optim::Optimizer {
                           ProcessGroupPtr group, ZeroRedundancyOptimizerOptions options);
   // Copies the full groups' options (lr, possibly set by a scheduler) into the local optimizer.
   void sync_local_options();
-  // Broadcasts each rank's updated parameters from it.
+  // Sends each rank's updated parameters to every rank (options_.parameter_exchange).
+  void exchange_parameters();
   void broadcast_parameters();
+  void allgather_parameters();
   int64_t consolidate_bucket_bytes() const {
     return options_.broadcast_bucket_bytes > 0 ? options_.broadcast_bucket_bytes : 64LL * 1024 * 1024;
   }

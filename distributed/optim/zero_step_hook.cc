@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "distributed/hooks/default_hooks.h"
+#include "distributed/optim/parameter_allgather.h"
 #include "distributed/utils.h"
 #include "tensor/autograd_interface.h"
 #include "tensor/factories.h"
@@ -76,6 +77,23 @@ FuturePtr broadcast_owned(ProcessGroup& group, std::shared_ptr<std::vector<Owner
     return std::vector<Tensor>{result};
   });
 }
+// The bucket's parameters by one allgather of every rank's freshly stepped share (Note [ZeRO
+// parameters by allgather]); the future completes once the other ranks' shares are copied in.
+FuturePtr allgather_owned(const ZeroRedundancyOptimizer& zero, ProcessGroup& group, const std::vector<Tensor>& params,
+                          const Tensor& result) {
+  auto exchange = std::make_shared<ParameterAllgather>(
+      params, [&zero](const Tensor& p) { return zero.owner_of(p); }, group);
+  WorkPtr work = exchange->start(group);
+  if (!work) {
+    FuturePtr done = std::make_shared<Future>(std::vector<Device>{result.device()});
+    done->mark_completed({result});
+    return done;
+  }
+  return work->get_future()->then([exchange, result](Future&) {
+    exchange->finish();
+    return std::vector<Tensor>{result};
+  });
+}
 }  // namespace
 
 ZeroStepCommHook::ZeroStepCommHook(ZeroRedundancyOptimizer& zero) : zero_(zero) {
@@ -102,11 +120,13 @@ FuturePtr ZeroStepCommHook::run_hook(GradBucket& bucket) {
   size_t known = 0;  // parameters of ZeRO in this bucket, whoever owns them
   for (const auto& b : *plan) known += b.params.size();
   const bool coalesce = zero_.options().broadcast_bucket_bytes > 0;
-  return reduced->then_future([zero, copy, plan, known, broadcasts, coalesce](Future& f) mutable {
+  const bool allgather = zero_.options().parameter_exchange == ParameterExchange::kAllgather;
+  return reduced->then_future([zero, copy, plan, known, broadcasts, coalesce, allgather](Future& f) mutable {
     const Tensor result = f.value().at(0);
     copy.set_buffer(result);
     zero->step_owned(copy.parameters(), copy.gradients());
     zero->mark_stepped_by_hook(known);
+    if (allgather) return allgather_owned(*zero, *broadcasts, copy.parameters(), result);
     return broadcast_owned(*broadcasts, plan, result, coalesce);
   });
 }

@@ -4,6 +4,7 @@
 // with ranks that own nothing; each rank keeps only its shard's state; the consolidated state dict
 // is the unsharded optimizer's; a checkpoint written at 2 ranks resumes at 3 and 4.
 #include <tuple>
+#include <utility>
 
 #include "distributed/optim/state_dict_broadcast.h"
 #include "nn/checkpoint.h"
@@ -12,12 +13,16 @@
 namespace ember::distributed::testing {
 namespace {
 
-class ZeroEquivalenceTest : public MpiTest, public ::testing::WithParamInterface<std::tuple<Kind, bool, bool>> {};
+// (optimizer, overlap_with_ddp, tiny model, parameters by allgather)
+class ZeroEquivalenceTest : public MpiTest,
+                            public ::testing::WithParamInterface<std::tuple<Kind, bool, bool, bool>> {};
 
 TEST_P(ZeroEquivalenceTest, MatchesTheUnshardedOptimizerBitForBit) {
-  const auto [kind, overlap, tiny] = GetParam();
+  const auto [kind, overlap, tiny, allgather] = GetParam();
+  ZeroRedundancyOptimizerOptions options;
+  options.parameter_exchange = allgather ? ParameterExchange::kAllgather : ParameterExchange::kBroadcast;
   Trainer ref(pg_, kind, Mode::kUnsharded, tiny);
-  Trainer zero(pg_, kind, overlap ? Mode::kZeroOverlap : Mode::kZero, tiny);
+  Trainer zero(pg_, kind, overlap ? Mode::kZeroOverlap : Mode::kZero, tiny, nullptr, options);
   ref.train(0, 5);
   zero.train(0, 5);
   EXPECT_TRUE(bitwise_equal(zero.model->parameters(), ref.model->parameters()));
@@ -28,25 +33,32 @@ TEST_P(ZeroEquivalenceTest, MatchesTheUnshardedOptimizerBitForBit) {
 
 INSTANTIATE_TEST_SUITE_P(
     KindsAndModes, ZeroEquivalenceTest,
-    ::testing::Combine(::testing::Values(Kind::kSgdMomentum, Kind::kAdamW), ::testing::Bool(), ::testing::Bool()),
+    ::testing::Combine(::testing::Values(Kind::kSgdMomentum, Kind::kAdamW), ::testing::Bool(), ::testing::Bool(),
+                       ::testing::Bool()),
     [](const auto& info) {
       return std::string(kind_name(std::get<0>(info.param))) + (std::get<1>(info.param) ? "Overlap" : "") +
-             (std::get<2>(info.param) ? "Tiny" : "");
+             (std::get<2>(info.param) ? "Tiny" : "") + (std::get<3>(info.param) ? "Allgather" : "");
     });
 
 class ZeroTest : public MpiTest {};
 
-// The updated parameters broadcast through flat copies (broadcast_coalesced, 1 KiB: several per
-// rank; under the hook, one per owner and DDP bucket) instead of in place, one per parameter: the
-// same bits.
-TEST_F(ZeroTest, BucketedBroadcastMatchesToo) {
+// The updated parameters through flat buckets of 1 KiB (several per rank; under the hook, one flat
+// copy per owner and DDP bucket), broadcast (broadcast_coalesced) or allgathered, instead of in
+// place, one per parameter, or of one allgather over 25 MiB: the same bits.
+TEST_F(ZeroTest, BucketedExchangeMatchesToo) {
   Trainer ref(pg_, Kind::kAdamW, Mode::kUnsharded);
   ref.train(0, 4);
-  for (Mode mode : {Mode::kZero, Mode::kZeroOverlap}) {
-    Trainer zero(pg_, Kind::kAdamW, mode, false, nullptr, /*broadcast_bucket_bytes=*/1024);
+  for (auto [mode, exchange] : {std::pair{Mode::kZero, ParameterExchange::kBroadcast},
+                                std::pair{Mode::kZeroOverlap, ParameterExchange::kBroadcast},
+                                std::pair{Mode::kZero, ParameterExchange::kAllgather}}) {
+    ZeroRedundancyOptimizerOptions options;
+    options.broadcast_bucket_bytes = 1024;
+    options.parameter_exchange = exchange;
+    Trainer zero(pg_, Kind::kAdamW, mode, false, nullptr, options);
     zero.train(0, 4);
     EXPECT_TRUE(bitwise_equal(zero.model->parameters(), ref.model->parameters()))
-        << (mode == Mode::kZero ? "zero" : "zero overlapped");
+        << (mode == Mode::kZero ? "zero" : "zero overlapped")
+        << (exchange == ParameterExchange::kAllgather ? ", allgather" : ", broadcast");
     EXPECT_TRUE(ranks_agree(*pg_, zero.model->parameters()));
   }
 }

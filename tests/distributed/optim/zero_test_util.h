@@ -61,8 +61,9 @@ struct Trainer {
   std::unique_ptr<optim::StepLR> sched;
   int64_t per_rank = 4;
 
+  // `zero_options` for the ZeRO modes (overlap_with_ddp is set from `mode`).
   Trainer(ProcessGroupPtr group, Kind kind, Mode mode, bool tiny = false, const nn::StateDict* model_state = nullptr,
-          int64_t broadcast_bucket_bytes = 0)
+          ZeroRedundancyOptimizerOptions zero_options = {})
       : pg(std::move(group)), model(zero_model(tiny)) {
     if (model_state != nullptr) model->load_state_dict(*model_state);
     DDPOptions o;
@@ -72,10 +73,8 @@ struct Trainer {
     if (mode == Mode::kUnsharded) {
       opt = factory(kind)(two_groups(*model, kind));
     } else {
-      ZeroRedundancyOptimizerOptions zo;
-      zo.overlap_with_ddp = mode == Mode::kZeroOverlap;
-      zo.broadcast_bucket_bytes = broadcast_bucket_bytes;
-      opt = std::make_unique<ZeroRedundancyOptimizer>(two_groups(*model, kind), factory(kind), pg, zo);
+      zero_options.overlap_with_ddp = mode == Mode::kZeroOverlap;
+      opt = std::make_unique<ZeroRedundancyOptimizer>(two_groups(*model, kind), factory(kind), pg, zero_options);
       if (mode == Mode::kZeroOverlap) ddp->register_comm_hook(std::make_unique<ZeroStepCommHook>(*zero()));
     }
     sched = std::make_unique<optim::StepLR>(*opt, 2, 0.5);
