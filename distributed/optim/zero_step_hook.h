@@ -1,17 +1,17 @@
 // ZeRO stage 1 overlapped with DDP's backward (DESIGN.md step 10, distributed/optim/): PyTorch's
 // ddp_zero_hook.hook_with_zero_step(allreduce_hook, ddp, zero) as a comm hook class. As each
 // bucket's allreduce completes, the rank steps the parameters of that bucket it owns and every
-// rank broadcasts the bucket's updated parameters from their owners, so the step and the
-// broadcast hide behind the rest of backward.
+// rank broadcasts the bucket's updated parameters from their owners (or allgathers them:
+// ParameterExchange::kAllgather), so the step and the exchange hide behind the rest of backward.
 //
 // Note [ZeRO step in the comm hook]
 // - The hook steps with the bucket's reduced gradients (the bucket buffer, divided by the world
 //   size before the sum as allreduce_hook does, so the bits are DDP's default path's), before the
 //   Reducer has written them back to .grad; .grad still gets them in finalize_backward.
 // - The step runs in the allreduce's callback, on the process group's worker, right after the
-//   bucket's allreduce. The broadcasts go to a second communicator over the same ranks (made
-//   when the hook is built), with its own worker, so bucket b's broadcasts travel while bucket
-//   b+1 is allreduced. Each communicator keeps one order on every rank: the allreduces in bucket
+//   bucket's allreduce. The broadcasts (or the allgather) go to a second communicator over the
+//   same ranks (made when the hook is built), with its own worker, so bucket b's parameters
+//   travel while bucket b+1 is allreduced. Each communicator keeps one order on every rank: the allreduces in bucket
 //   order (the autograd thread's), the broadcasts in bucket order (issued from the callbacks,
 //   which run in bucket order, or, when the allreduce had already completed, from the autograd
 //   thread before its next bucket).
