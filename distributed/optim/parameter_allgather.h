@@ -36,8 +36,6 @@ class ParameterAllgather {
   // After the allgather: copies every other rank's share into its parameters.
   void finish() const;
 
-  int64_t slot_numel() const { return slot_; }
-
  private:
   int rank_;
   std::vector<std::vector<Tensor>> owned_by_rank_;

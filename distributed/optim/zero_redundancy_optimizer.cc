@@ -120,7 +120,9 @@ void ZeroRedundancyOptimizer::allgather_parameters() {
   // flight, so one bucket's copies overlap the next one's allgather and the transient buffers
   // stay at two buckets' worth.
   const std::vector<Tensor> all = parameters();
-  const int64_t bytes = options_.broadcast_bucket_bytes > 0 ? options_.broadcast_bucket_bytes : 25LL * 1024 * 1024;
+  constexpr int64_t kDefaultAllgatherBucketBytes = 25LL * 1024 * 1024;  // DDP's default bucket
+  const int64_t bytes =
+      options_.broadcast_bucket_bytes > 0 ? options_.broadcast_bucket_bytes : kDefaultAllgatherBucketBytes;
   auto owner = [this](const Tensor& p) { return owner_of(p); };
   std::unique_ptr<ParameterAllgather> previous;
   WorkPtr previous_work;

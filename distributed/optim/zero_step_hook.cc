@@ -36,6 +36,13 @@ std::vector<OwnerBroadcast> group_by_owner(const ZeroRedundancyOptimizer& zero, 
   return out;
 }
 
+// A future already completed with the bucket's result.
+FuturePtr completed(const Tensor& result) {
+  FuturePtr done = std::make_shared<Future>(std::vector<Device>{result.device()});
+  done->mark_completed({result});
+  return done;
+}
+
 // Starts the bucket's broadcasts (each owner sends its freshly stepped parameters) and returns a
 // future that completes once every parameter holds its owner's values. As ZeRO's own
 // broadcast_parameters: in place, one collective per parameter, when broadcast_bucket_bytes is 0
@@ -63,8 +70,7 @@ FuturePtr broadcast_owned(ProcessGroup& group, std::shared_ptr<std::vector<Owner
     launch(b.flat, b.owner);
   }
   // Chained, so that the bucket's future completes after every one and carries any one's error.
-  FuturePtr all = std::make_shared<Future>(std::vector<Device>{result.device()});
-  all->mark_completed({result});
+  FuturePtr all = completed(result);
   for (auto& f : futures) {
     all = all->then_future([f](Future&) { return f; });
   }
@@ -84,11 +90,7 @@ FuturePtr allgather_owned(const ZeroRedundancyOptimizer& zero, ProcessGroup& gro
   auto exchange = std::make_shared<ParameterAllgather>(
       params, [&zero](const Tensor& p) { return zero.owner_of(p); }, group);
   WorkPtr work = exchange->start(group);
-  if (!work) {
-    FuturePtr done = std::make_shared<Future>(std::vector<Device>{result.device()});
-    done->mark_completed({result});
-    return done;
-  }
+  if (!work) return completed(result);
   return work->get_future()->then([exchange, result](Future&) {
     exchange->finish();
     return std::vector<Tensor>{result};
@@ -116,11 +118,13 @@ FuturePtr ZeroStepCommHook::run_hook(GradBucket& bucket) {
   ProcessGroupPtr broadcasts = broadcast_group_;
   ZeroRedundancyOptimizer* zero = &zero_;
   GradBucket copy = bucket;  // the Reducer's GradBucket lives only for this call
-  auto plan = std::make_shared<std::vector<OwnerBroadcast>>(group_by_owner(zero_, bucket.parameters()));
   size_t known = 0;  // parameters of ZeRO in this bucket, whoever owns them
-  for (const auto& b : *plan) known += b.params.size();
+  for (const Tensor& p : bucket.parameters()) known += zero_.owner_of(p) >= 0 ? 1 : 0;
   const bool coalesce = zero_.options().broadcast_bucket_bytes > 0;
   const bool allgather = zero_.options().parameter_exchange == ParameterExchange::kAllgather;
+  // The broadcasts' plan (the allgather makes its own).
+  auto plan = allgather ? nullptr
+                        : std::make_shared<std::vector<OwnerBroadcast>>(group_by_owner(zero_, bucket.parameters()));
   return reduced->then_future([zero, copy, plan, known, broadcasts, coalesce, allgather](Future& f) mutable {
     const Tensor result = f.value().at(0);
     copy.set_buffer(result);
