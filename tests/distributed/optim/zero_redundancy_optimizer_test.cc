@@ -1,8 +1,9 @@
-// ZeroRedundancyOptimizer under mpirun (2, 3, 4 ranks): after k steps, ZeRO with SGD-momentum and
-// with AdamW, with and without overlap_with_ddp, holds the unsharded optimizer's parameters bit
-// for bit (the same arithmetic on the same allreduced gradients, done once, then copied), also
-// with ranks that own nothing; each rank keeps only its shard's state; the consolidated state dict
-// is the unsharded optimizer's; a checkpoint written at 2 ranks resumes at 3 and 4.
+// ZeroRedundancyOptimizer under mpirun (2, 3, 4 ranks): after k steps, ZeRO with SGD-momentum,
+// Adam (AMSGrad, L2 weight decay) and AdamW, with and without overlap_with_ddp, with the
+// parameters broadcast or allgathered, holds the unsharded optimizer's parameters bit for bit (the
+// same arithmetic on the same allreduced gradients, done once, then copied), also with ranks that
+// own nothing; each rank keeps only its shard's state; the consolidated state dict is the
+// unsharded optimizer's; a checkpoint written at 2 ranks resumes at 3 and 4.
 #include <tuple>
 #include <utility>
 
@@ -33,7 +34,7 @@ TEST_P(ZeroEquivalenceTest, MatchesTheUnshardedOptimizerBitForBit) {
 
 INSTANTIATE_TEST_SUITE_P(
     KindsAndModes, ZeroEquivalenceTest,
-    ::testing::Combine(::testing::Values(Kind::kSgdMomentum, Kind::kAdamW), ::testing::Bool(), ::testing::Bool(),
+    ::testing::Combine(::testing::Values(Kind::kSgdMomentum, Kind::kAdam, Kind::kAdamW), ::testing::Bool(), ::testing::Bool(),
                        ::testing::Bool()),
     [](const auto& info) {
       return std::string(kind_name(std::get<0>(info.param))) + (std::get<1>(info.param) ? "Overlap" : "") +

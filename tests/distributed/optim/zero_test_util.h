@@ -15,10 +15,12 @@
 
 namespace ember::distributed::testing {
 
-enum class Kind { kSgdMomentum, kAdamW };
+enum class Kind { kSgdMomentum, kAdam, kAdamW };
 enum class Mode { kUnsharded, kZero, kZeroOverlap };
 
-inline const char* kind_name(Kind k) { return k == Kind::kSgdMomentum ? "SgdMomentum" : "AdamW"; }
+inline const char* kind_name(Kind k) {
+  return k == Kind::kSgdMomentum ? "SgdMomentum" : k == Kind::kAdam ? "Adam" : "AdamW";
+}
 
 // Two groups with different options: the weights (weight decay) and the biases (none), so the
 // per-group bookkeeping (options, empty local groups) is exercised.
@@ -29,6 +31,8 @@ inline std::vector<optim::OptimizerParamGroup> two_groups(nn::Module& m, Kind ki
   groups.emplace_back(std::move(weights));
   if (kind == Kind::kSgdMomentum) {
     groups.emplace_back(std::move(biases), optim::SGDOptions(0.08).momentum(0.9));
+  } else if (kind == Kind::kAdam) {
+    groups.emplace_back(std::move(biases), optim::AdamOptions(2e-2));
   } else {
     groups.emplace_back(std::move(biases), optim::AdamWOptions(2e-2).weight_decay(0));
   }
@@ -39,6 +43,11 @@ inline OptimizerFactory factory(Kind kind) {
   if (kind == Kind::kSgdMomentum) {
     return [](std::vector<optim::OptimizerParamGroup> g) -> std::unique_ptr<optim::Optimizer> {
       return std::make_unique<optim::SGD>(std::move(g), optim::SGDOptions(0.05).momentum(0.9).weight_decay(1e-3));
+    };
+  }
+  if (kind == Kind::kAdam) {
+    return [](std::vector<optim::OptimizerParamGroup> g) -> std::unique_ptr<optim::Optimizer> {
+      return std::make_unique<optim::Adam>(std::move(g), optim::AdamOptions(1e-2).weight_decay(1e-3).amsgrad(true));
     };
   }
   return [](std::vector<optim::OptimizerParamGroup> g) -> std::unique_ptr<optim::Optimizer> {
