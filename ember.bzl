@@ -43,3 +43,27 @@ def ember_cc_test(name, deps = [], copts = [], **kwargs):
 
 def ember_cc_binary(name, copts = [], **kwargs):
     native.cc_binary(name = name, copts = EMBER_COPTS + copts, **kwargs)
+
+# Note [The CUDA backend is linked, not compiled against]
+# The CUDA backend and the NCCL process group register themselves from static initialisers, and
+# no header outside them includes theirs. //:ember takes them through cc_link_only, which passes
+# on their libraries and runfiles but not their compilation context: the CUDA toolkit's (or the
+# simulator's) include paths and headers would otherwise become inputs of every compile action
+# that depends on //:ember, and --config=cuda or --config=cudasim would compile every example,
+# benchmark and test again instead of only the CUDA code and the suites that include it.
+def _cc_link_only_impl(ctx):
+    runfiles = ctx.runfiles()
+    for dep in ctx.attr.deps:
+        runfiles = runfiles.merge(dep[DefaultInfo].default_runfiles)
+    return [
+        cc_common.merge_cc_infos(
+            cc_infos = [CcInfo(linking_context = dep[CcInfo].linking_context) for dep in ctx.attr.deps],
+        ),
+        DefaultInfo(runfiles = runfiles),
+    ]
+
+cc_link_only = rule(
+    implementation = _cc_link_only_impl,
+    attrs = {"deps": attr.label_list(providers = [CcInfo])},
+    doc = "The deps' libraries (alwayslink kept) and runfiles, without their headers or include paths.",
+)

@@ -1,25 +1,29 @@
 #include "bench/eigen_baselines.h"
 
 #include "tensor/cpu/capability.h"
+#include "tensor/error.h"
 
 namespace ember::bench {
+// Note [Builds that compile fewer capability levels] (tensor/cpu_kernels.bzl): only the linked
+// levels are named, and cpu_capability_level() chooses one of them.
 namespace DEFAULT { extern const EigenBaselines kEigenBaselines; }
 namespace AVX2 { extern const EigenBaselines kEigenBaselines; }
-#ifndef EMBER_NO_AVX512_KERNELS  // Note [Sanitizer builds compile the levels the CPU runs]
 namespace AVX512 { extern const EigenBaselines kEigenBaselines; }
-#endif
 
 const EigenBaselines& eigen_baselines() {
   switch (cpu_capability_level()) {
 #ifndef EMBER_NO_AVX512_KERNELS
     case CpuCapability::kAvx512: return AVX512::kEigenBaselines;
-#else
-    case CpuCapability::kAvx512:  // not linked; cpu_capability_level() never returns it
 #endif
+#ifndef EMBER_NO_AVX2_KERNELS
     case CpuCapability::kAvx2: return AVX2::kEigenBaselines;
-    case CpuCapability::kDefault: break;
+#endif
+#ifndef EMBER_NO_DEFAULT_KERNELS
+    case CpuCapability::kDefault: return DEFAULT::kEigenBaselines;
+#endif
+    default: break;
   }
-  return DEFAULT::kEigenBaselines;
+  EMBER_THROW("eigen_baselines: no baseline linked for CPU level ", cpu_capability());
 }
 
 }  // namespace ember::bench

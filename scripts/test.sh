@@ -10,12 +10,16 @@
 #
 # The tiers, in the order of scripts/test_budgets.txt (--all runs them all; without it, plain and
 # workspace):
-#   plain       bazel test //...: every GoogleTest and mpirun suite (sh_test wrappers); the op
-#               suites at each CPU capability level, levels this CPU lacks skipping
+#   plain       bazel test //...: every GoogleTest and mpirun suite (sh_test wrappers) but the
+#               cluster ones; the op suites at each CPU capability level, levels this CPU lacks
+#               skipping
 #   workspace   examples/out_of_tree built as a Bazel workspace of its own on this checkout's ember
-#               and run at 2 ranks, and ember's visibility seen from there
-#               (tests/scripts/external_workspace_test.sh; each of its checks counts as a test); only
-#               when no PATTERN or --changed narrows the run
+#               (its CPU kernels at one level, the highest this CPU runs) and run at 2 ranks, and
+#               ember's visibility seen from there (tests/scripts/external_workspace_test.sh; each of
+#               its checks counts as a test); only when no PATTERN or --changed narrows the run
+#   cluster     the suites tagged "cluster": several hosts in network namespaces (root), each run
+#               alone ("exclusive"), so they add their whole length to a tier's wall time; a run
+#               narrowed by PATTERN or --changed has them in its plain tier instead
 #   cuda_build  bazel build --config=cuda //...: the CUDA backend compiles and links (no GPU needed;
 #               skipped without /usr/local/cuda/bin/nvcc); counts as one test
 #   cudasim     the CUDA suites (tag "cuda") with the CUDA backend's kernels running on the CUDA
@@ -23,10 +27,11 @@
 #   asan        the single-process suites and the mpirun suites (one world size each) again under
 #               AddressSanitizer + UBSan + LeakSanitizer
 #   tsan        ThreadSanitizer on the suites whose threads are ember's own (tag "tsan": Work/Future,
-#               DataLoader, stall inspector) and on the mpirun suites (one world size each)
-# The cluster test (tag "cluster": network namespaces) runs in the plain tier only, as do tests
-# tagged "sanitizer_slow": long trainings, Python drawing, or benchmark binaries whose C++ paths
-# other suites already run under the sanitizers (each BUILD entry says why).
+#               DataLoader, stall inspector) and on the mpirun suites (one world size each), the CPU
+#               kernels compiled at one level, the highest this CPU runs (it runs no per-level suite)
+# The cluster suites run in no sanitizer tier, nor do tests tagged "sanitizer_slow": long trainings,
+# Python drawing, or benchmark binaries whose C++ paths other suites already run under the
+# sanitizers (each BUILD entry says why). scripts/test_budgets.txt names what each tier leaves out.
 #
 # Each tier's wall time is printed against its budget in scripts/test_budgets.txt, with a WARNING
 # line for a tier over it. EMBER_PROFILE=DIR writes each tier's Bazel profile to
@@ -167,6 +172,22 @@ fi
 targets=(//...) test_targets=(//tests/...)
 if [[ ${#patterns[@]} -gt 0 ]]; then targets=("${patterns[@]}") test_targets=("${patterns[@]}"); fi
 
+# The highest CPU capability level this CPU runs (tensor/cpu/capability.cc checks the same
+# x86-64-v3/v4 features), for the builds that compile fewer levels (Note [Builds that compile fewer
+# capability levels], tensor/cpu_kernels.bzl): the TSan tier and the workspace tier's ember compile
+# that level only; on a CPU without x86-64-v4 the ASan tier leaves out the AVX-512 kernels, which
+# could not run (and the tests that look at them).
+cpu_flags=" $(grep -m1 '^flags' /proc/cpuinfo) "
+has_all() { local f; for f in "$@"; do [[ "$cpu_flags" == *" $f "* ]] || return 1; done; }
+top_level=default
+if has_all avx avx2 bmi1 bmi2 f16c fma abm movbe; then top_level=avx2; fi
+if [[ "$top_level" == avx2 ]] && has_all avx512f avx512bw avx512cd avx512dq avx512vl; then top_level=avx512; fi
+one_level=(--define=cpu_kernel_levels="$top_level")
+asan_levels=() no_levels_tag=""
+if [[ "$top_level" != avx512 ]]; then
+  asan_levels=(--define=cpu_kernel_levels=default_avx2) no_levels_tag=",-avx512_kernels"
+fi
+
 # Runs one tier, "tier_<name>", timed against its budget $2.
 run_tier() {
   local name="$1" budget="$2" start
@@ -177,7 +198,22 @@ run_tier() {
   echo "== tier ${name}: ${took} s (budget ${budget} s)" >&2
 }
 
-tier_plain() { run_suite plain "${targets[@]}"; }
+# Narrowed runs keep the cluster suites they name here; the cluster tier then has nothing to run.
+tier_plain() {
+  if [[ ${#patterns[@]} -gt 0 ]]; then
+    run_suite plain "${targets[@]}"
+  else
+    run_suite plain --test_tag_filters=-cluster "${targets[@]}"
+  fi
+}
+
+tier_cluster() {
+  if [[ ${#patterns[@]} -gt 0 ]]; then
+    echo "== cluster: in the plain tier (the run is narrowed to ${patterns[*]})" >&2
+    return
+  fi
+  run_suite cluster --build_tests_only --test_tag_filters=cluster "${test_targets[@]}"
+}
 
 # Bazel inside `bazel test` would need its own server and the whole source tree in the sandbox, so
 # this test runs beside the suites; its "ok:" and "FAILED:" lines are its cases.
@@ -189,7 +225,8 @@ tier_workspace() {
   local log
   log=$(mktemp)
   echo "== workspace: tests/scripts/external_workspace_test.sh" >&2
-  tests/scripts/external_workspace_test.sh ${cache_flags[@]+"${cache_flags[@]}"} 2>&1 | tee "$log" >&2
+  tests/scripts/external_workspace_test.sh ${cache_flags[@]+"${cache_flags[@]}"} "${one_level[@]}" 2>&1 |
+    tee "$log" >&2
   local rc=${PIPESTATUS[0]} p f
   p=$(grep -c '^  ok: ' "$log") f=$(grep -c '^  FAILED: ' "$log")
   if [[ "$rc" -ne 0 && "$f" -eq 0 ]]; then f=1; fi
@@ -223,28 +260,19 @@ tier_cuda_build() {
 tier_cudasim() { run_suite cudasim --config=cudasim --build_tests_only --test_tag_filters=cuda "${test_targets[@]}"; }
 
 supp="$(pwd)/tests/sanitizers"
-# On a CPU without x86-64-v4 the sanitizer builds leave out the AVX-512 kernels, which could not run
-# (Note [Sanitizer builds compile the levels the CPU runs], tensor/cpu_kernels.bzl).
-levels=() no_levels_tag=""
-cpu_flags=" $(grep -m1 '^flags' /proc/cpuinfo) "
-for f in avx512f avx512bw avx512cd avx512dq avx512vl; do
-  if [[ "$cpu_flags" != *" $f "* ]]; then
-    levels=(--define=avx512_kernels=false) no_levels_tag=",-avx512_kernels"
-  fi
-done
 # Open MPI unloads its components at finalize; kept loaded, their frames in reports have names.
 mpi_env=(--test_env=OMPI_MCA_mca_base_component_disable_dlclose=1)
 
 tier_asan() {
-  run_suite asan --config=asan --build_tests_only "${mpi_env[@]}" ${levels[@]+"${levels[@]}"} \
+  run_suite asan --config=asan --build_tests_only "${mpi_env[@]}" ${asan_levels[@]+"${asan_levels[@]}"} \
     --test_env=LSAN_OPTIONS=suppressions="$supp/lsan.supp":print_suppressions=0 \
     --test_tag_filters=-mpi_extra_ranks,-sanitizer_slow,-benchmark,-cluster"$no_levels_tag" "${test_targets[@]}"
 }
 
 tier_tsan() {
-  run_suite tsan --config=tsan --build_tests_only "${mpi_env[@]}" ${levels[@]+"${levels[@]}"} \
+  run_suite tsan --config=tsan --build_tests_only "${mpi_env[@]}" "${one_level[@]}" \
     --test_env=TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions="$supp/tsan.supp" \
-    --test_tag_filters=tsan,mpi,-mpi_extra_ranks,-sanitizer_slow,-benchmark,-cluster"$no_levels_tag" "${test_targets[@]}"
+    --test_tag_filters=tsan,mpi,-mpi_extra_ranks,-sanitizer_slow,-benchmark,-cluster "${test_targets[@]}"
 }
 
 # The tiers, their order and budgets are scripts/test_budgets.txt's rows ("name seconds runs"):

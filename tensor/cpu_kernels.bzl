@@ -18,24 +18,54 @@ CPU_CAPABILITY_COPTS = {
     ],
 }
 
-# Note [Sanitizer builds compile the levels the CPU runs]
-# scripts/test.sh builds its sanitizer tiers with --define=avx512_kernels=false on a CPU without
-# x86-64-v4: code the CPU cannot run cannot be checked by a sanitizer there, and the AVX-512 copies
-# of the kernels are a third of the kernels' compile time (each file's time: `EMBER_PROFILE=DIR
-# scripts/test.sh --all`, then `scripts/top_actions.py DIR/asan.profile.gz --build_only`; the
-# figures: docs/measurements.md, "Compile time"). `name` then links the DEFAULT and AVX2 levels
-# only; the code that names the AVX512 namespace (tensor/cpu/kernel_table.cc,
-# bench/eigen_baselines.cc) is compiled with CPU_LEVEL_DEFINES, and cpu_capability_supported()
-# never reports a level that is not linked.
-CPU_LEVEL_DEFINES = select({
-    "//tensor:no_avx512_kernels": ["EMBER_NO_AVX512_KERNELS"],
-    "//conditions:default": [],
+# Note [Builds that compile fewer capability levels]
+# `--define=cpu_kernel_levels=V` links only some levels; without it (or with `all`) every level is
+# compiled and linked, as a user's build and scripts/test.sh's plain tier do. scripts/test.sh uses:
+#   default_avx2   the sanitizer tiers on a CPU without x86-64-v4: code the CPU cannot run cannot
+#                  be checked by a sanitizer there;
+#   avx512|avx2|default   one level, the highest this CPU runs, where nothing asks for another:
+#                  the TSan tier (it runs no per-level op suite) and the workspace tier's build of
+#                  ember as an external repository (it checks the workspace, not the kernels).
+# Each level is about a third of the kernels' compile time (`EMBER_PROFILE=DIR scripts/test.sh
+# --all`, then `scripts/top_actions.py DIR/<tier>.profile.gz --build_only`; bench/README.md, "Test
+# tiers"). `name` then links the chosen levels only; the code that names a level's namespace
+# (tensor/cpu/kernel_table.cc, tensor/cpu/capability.cc, bench/eigen_baselines.cc) is compiled
+# with CPU_LEVEL_DEFINES, and cpu_capability_level() never chooses a level that is not linked.
+CPU_KERNEL_LEVEL_CHOICES = {
+    # --define value: the levels linked
+    "all": ["DEFAULT", "AVX2", "AVX512"],
+    "default_avx2": ["DEFAULT", "AVX2"],
+    "default": ["DEFAULT"],
+    "avx2": ["AVX2"],
+    "avx512": ["AVX512"],
+}
+
+def _levels_select(values):
+    """select() over the cpu_kernel_levels choices from {choice: value}, `all` the default."""
+    return select(dict(
+        [("//tensor:cpu_kernel_levels_" + c, v) for c, v in values.items() if c != "all"] +
+        [("//conditions:default", values["all"])],
+    ))
+
+# EMBER_NO_<LEVEL>_KERNELS for each level left out.
+CPU_LEVEL_DEFINES = _levels_select({
+    choice: ["EMBER_NO_%s_KERNELS" % l for l in CPU_CAPABILITY_COPTS if l not in linked]
+    for choice, linked in CPU_KERNEL_LEVEL_CHOICES.items()
 })
 
+def cpu_kernel_level_settings():
+    """The config_settings `cpu_kernel_levels_<choice>` (tensor/BUILD declares them)."""
+    for choice in CPU_KERNEL_LEVEL_CHOICES:
+        if choice != "all":
+            native.config_setting(
+                name = "cpu_kernel_levels_" + choice,
+                define_values = {"cpu_kernel_levels": choice},
+                visibility = ["//:internal"],
+            )
+
 def cpu_kernel_libraries(name, srcs, deps = [], **kwargs):
-    """One cc_library per level, `<name>_<level>`, and `name` depending on all of them (on the
-    DEFAULT and AVX2 ones under --define=avx512_kernels=false)."""
-    levels = []
+    """One cc_library per level, `<name>_<level>`, and `name` depending on those that
+    --define=cpu_kernel_levels links (all of them by default)."""
     for level, flags in CPU_CAPABILITY_COPTS.items():
         lib = name + "_" + level.lower()
         native.cc_library(
@@ -50,12 +80,11 @@ def cpu_kernel_libraries(name, srcs, deps = [], **kwargs):
             deps = deps,
             **kwargs
         )
-        levels.append(":" + lib)
     native.cc_library(
         name = name,
-        deps = select({
-            "//tensor:no_avx512_kernels": [l for l in levels if not l.endswith("_avx512")],
-            "//conditions:default": levels,
+        deps = _levels_select({
+            choice: [":%s_%s" % (name, l.lower()) for l in linked]
+            for choice, linked in CPU_KERNEL_LEVEL_CHOICES.items()
         }),
         **kwargs
     )

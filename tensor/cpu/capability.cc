@@ -9,18 +9,61 @@
 namespace ember {
 namespace {
 
+// Note [Builds that compile fewer capability levels] (tensor/cpu_kernels.bzl): which levels this
+// build linked.
+constexpr bool kLinked[] = {
+#ifdef EMBER_NO_DEFAULT_KERNELS
+    false,
+#else
+    true,
+#endif
+#ifdef EMBER_NO_AVX2_KERNELS
+    false,
+#else
+    true,
+#endif
+#ifdef EMBER_NO_AVX512_KERNELS
+    false,
+#else
+    true,
+#endif
+};
+
+bool linked(CpuCapability level) { return kLinked[static_cast<int>(level)]; }
+
+std::string linked_names() {
+  std::string names;
+  for (CpuCapability level : {CpuCapability::kDefault, CpuCapability::kAvx2, CpuCapability::kAvx512}) {
+    if (linked(level)) names += (names.empty() ? "" : ", ") + std::string(cpu_capability_name(level));
+  }
+  return names;
+}
+
+// The highest linked level at or below `cap`; `what` says where the cap came from, for the error
+// when there is none (a build that links only levels above it).
+CpuCapability highest_linked_up_to(CpuCapability cap, const std::string& what) {
+  for (int l = static_cast<int>(cap); l >= 0; --l) {
+    if (linked(static_cast<CpuCapability>(l))) return static_cast<CpuCapability>(l);
+  }
+  EMBER_THROW("CPU kernels: this build links the ", linked_names(),
+              " level(s) only (--define=cpu_kernel_levels), and ", what, " allows up to ",
+              cpu_capability_name(cap));
+}
+
 // x86-64-v3 (AVX2, FMA, F16C, BMI1/2, LZCNT, MOVBE) and x86-64-v4 (AVX-512 F/BW/CD/DQ/VL) are
-// exactly the -march levels the AVX2 and AVX512 kernels are compiled for (tensor/cpu/BUILD).
+// exactly the -march levels the AVX2 and AVX512 kernels are compiled for (tensor/cpu_kernels.bzl).
 // libgcc's check includes the OS's XSAVE support for the wider registers.
 CpuCapability detect() {
+  CpuCapability cpu = CpuCapability::kDefault;
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
-#ifndef EMBER_NO_AVX512_KERNELS  // Note [Sanitizer builds compile the levels the CPU runs]
-  if (__builtin_cpu_supports("x86-64-v4")) return CpuCapability::kAvx512;
+  if (__builtin_cpu_supports("x86-64-v4")) {
+    cpu = CpuCapability::kAvx512;
+  } else if (__builtin_cpu_supports("x86-64-v3")) {
+    cpu = CpuCapability::kAvx2;
+  }
 #endif
-  if (__builtin_cpu_supports("x86-64-v3")) return CpuCapability::kAvx2;
-#endif
-  return CpuCapability::kDefault;
+  return highest_linked_up_to(cpu, std::string("this CPU (") + cpu_vector_extensions() + ")");
 }
 
 CpuCapability choose() {
@@ -39,7 +82,8 @@ CpuCapability choose() {
                 " is not a CPU capability level; use default, avx2 or avx512");
   }
   // As ATEN_CPU_CAPABILITY: the variable lowers the level; it never enables what the CPU lacks.
-  return static_cast<int>(asked) < static_cast<int>(supported) ? asked : supported;
+  if (static_cast<int>(asked) >= static_cast<int>(supported)) return supported;
+  return highest_linked_up_to(asked, std::string("EMBER_CPU_CAPABILITY=") + env);
 }
 
 }  // namespace

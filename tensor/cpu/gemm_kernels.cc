@@ -1,5 +1,8 @@
 // CPU GEMM through Eigen on the tensors' own buffers (Eigen::Map, no copies for row- or
 // column-major operands). Half/BFloat16 compute in float; other strided layouts are made dense first.
+// Integer products are a plain loop (gemm_2d_integer).
+#include <type_traits>
+
 #include <Eigen/Core>
 
 #include "tensor/cpu/kernels_cpu.h"
@@ -41,22 +44,20 @@ void with_map(const Tensor& m, F f) {
   }
 }
 
-// o = beta * o + alpha * am * bm for the output rows [r0, r0 + rows).
+// o = beta * o + alpha * am * bm for the output rows [r0, r0 + rows). One product expression per
+// operand layout, `dst += alpha * (lhs * bm)`, is what Eigen compiles its blocked kernel for:
+// `dst = lhs * bm` is evaluated as zero-then-accumulate with alpha 1 anyway, so the zero fill is
+// spelled out here and the three expressions (a third of the file's compile time each, at every
+// capability level and in each configuration) become one, with the same bits.
 template <typename T, typename A, typename B, typename O>
 void gemm_rows(O& o, const A& am, const B& bm, double beta, double alpha, int64_t r0, int64_t rows) {
-  const T al = static_cast<T>(alpha), be = static_cast<T>(beta);
   auto dst = o.middleRows(r0, rows);
-  auto lhs = am.middleRows(r0, rows);
   if (beta == 0) {
-    if (alpha == 1) {
-      dst.noalias() = lhs * bm;
-    } else {
-      dst.noalias() = al * (lhs * bm);
-    }
-  } else {
-    if (beta != 1) dst *= be;
-    dst.noalias() += al * (lhs * bm);
+    dst.setZero();  // beta 0 ignores what out held, NaN included, as BLAS does
+  } else if (beta != 1) {
+    dst *= static_cast<T>(beta);
   }
+  dst.noalias() += static_cast<T>(alpha) * (am.middleRows(r0, rows) * bm);
 }
 
 // The output is computed in fixed blocks of rows whatever the thread count, so that the bits do
@@ -92,6 +93,35 @@ void gemm_2d(const Tensor& out, const Tensor& a, const Tensor& b, double beta, d
   });
 }
 
+// Integer products (rare: PyTorch allows them, nothing in ember's training uses them) go through
+// a plain loop on the strides rather than Eigen's blocked kernel, whose instantiations for two more
+// scalar types would double this file's compile time at every level. They wrap, as PyTorch's do
+// (computed in the unsigned type of the same width, as the elementwise kernels do), and integer
+// sums are exact in any order, so the loop needs no fixed blocking to be deterministic.
+template <typename T>
+void gemm_2d_integer(const Tensor& out, const Tensor& a, const Tensor& b, double beta, double alpha) {
+  using U = std::make_unsigned_t<T>;
+  const int64_t n = out.sizes()[0], m = out.sizes()[1], k = a.sizes()[1];
+  const U al = static_cast<U>(static_cast<T>(alpha)), be = static_cast<U>(static_cast<T>(beta));
+  const T* ap = static_cast<const T*>(a.data_ptr());
+  const T* bp = static_cast<const T*>(b.data_ptr());
+  T* op = static_cast<T*>(out.data_ptr());
+  const int64_t as0 = a.strides()[0], as1 = a.strides()[1], bs0 = b.strides()[0], bs1 = b.strides()[1];
+  const int64_t os0 = out.strides()[0], os1 = out.strides()[1];
+  parallel_for_static(0, n, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      for (int64_t j = 0; j < m; ++j) {
+        U sum = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          sum += static_cast<U>(ap[i * as0 + p * as1]) * static_cast<U>(bp[p * bs0 + j * bs1]);
+        }
+        T& o = op[i * os0 + j * os1];
+        o = static_cast<T>((beta == 0 ? U(0) : be * static_cast<U>(o)) + al * sum);
+      }
+    }
+  });
+}
+
 Tensor mappable(const Tensor& m) {
   return (m.numel() == 0 || row_major(m) || col_major(m)) ? m : m.contiguous();
 }
@@ -110,7 +140,11 @@ void batched(const Tensor& out, const Tensor& a, const Tensor& b, double beta, d
       }
       continue;
     }
-    gemm_2d<T>(oi, mappable(a.select(0, i)), mappable(b.select(0, i)), beta, alpha);
+    if constexpr (std::is_integral_v<T>) {
+      gemm_2d_integer<T>(oi, a.select(0, i), b.select(0, i), beta, alpha);
+    } else {
+      gemm_2d<T>(oi, mappable(a.select(0, i)), mappable(b.select(0, i)), beta, alpha);
+    }
   }
 }
 

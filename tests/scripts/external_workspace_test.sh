@@ -10,6 +10,9 @@
 # ~/.cache/ember-workspace-test), so its Bazel output base, and with it the compiled ember, is kept
 # from one run to the next; the disk cache (scripts/disk_cache.sh) serves a new output base. Its
 # Bazel server is shut down at the end.
+# scripts/test.sh passes --define=cpu_kernel_levels=<the highest level this CPU runs>: the test is
+# about the workspace, and one level of ember's CPU kernels is a third of what they cost to compile
+# (Note [Builds that compile fewer capability levels], tensor/cpu_kernels.bzl).
 # usage: tests/scripts/external_workspace_test.sh [BAZEL_FLAG...]   (e.g. --disk_cache=DIR)
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$repo/tests/examples/lib.sh"

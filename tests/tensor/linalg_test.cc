@@ -44,6 +44,27 @@ TEST(LinalgTest, MmTransposedAndStridedOperands) {
   EXPECT_TENSOR(mm(iota({2, 3}), one), (Shape{2, 1}), ({6, 24}));
 }
 
+// Integer products take their own loop (gemm_kernels.cc): every layout, beta/alpha, and wrapping
+// on overflow as PyTorch's (two's complement).
+TEST(LinalgTest, IntegerProducts) {
+  for (ScalarType dt : {kInt32, kInt64}) {
+    SCOPED_TRACE(dtype_name(dt));
+    Tensor at = iota({3, 2}, dt).t();                   // [[0, 2, 4], [1, 3, 5]], column-major
+    Tensor s = iota({3, 4}, dt).slice(1, 0, 4, 2);      // [[0, 2], [4, 6], [8, 10]], strided
+    Tensor e = iota({3}, dt).expand({2, 3});            // rows [0, 1, 2], stride 0
+    EXPECT_TENSOR(mm(at, s), (Shape{2, 2}), ({40, 52, 52, 70}));
+    EXPECT_TENSOR(mm(e, s), (Shape{2, 2}), ({20, 26, 20, 26}));
+    // beta * self + alpha * (at @ s), and beta 0 ignores self.
+    Tensor self = iota({2, 2}, dt);
+    EXPECT_TENSOR(addmm(self, at, s, 2, 3), (Shape{2, 2}), ({120, 158, 160, 216}));
+    EXPECT_TENSOR(addmm(self, at, s, 0, 1), (Shape{2, 2}), ({40, 52, 52, 70}));
+  }
+  // 2^16 * 2^16 wraps to 0 in int32; 2^62 * 2 + 2^62 * 2 to 0 in int64.
+  EXPECT_TENSOR(mm(i32({65536}).reshape({1, 1}), i32({65536}).reshape({1, 1})), (Shape{1, 1}), ({0}));
+  Tensor big = full({1, 2}, Scalar(int64_t{1} << 62), kInt64);
+  EXPECT_TENSOR(mm(big, full({2, 1}, Scalar(int64_t{2}), kInt64)), (Shape{1, 1}), ({0}));
+}
+
 TEST(LinalgTest, MatmulRankCombinations) {
   Tensor v3 = f32({1, 2, 3});
   // 1-d x 1-d: dot, 0-dim result.
