@@ -88,7 +88,10 @@ cc_library(
     includes = {includes},
     defines = ["OMPI_SKIP_MPICXX"],
     linkopts = {linkopts} + ["-pthread"],
+    # The options must be in the executable: libasan's own weak default would win over a shared
+    # library's, which the dynamic linker finds after it.
     alwayslink = True,
+    linkstatic = True,
 )
 """.format(includes = includes, linkopts = linkopts, sanitizer_build = sanitizer_build))
 
