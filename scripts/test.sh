@@ -172,16 +172,18 @@ fi
 targets=(//...) test_targets=(//tests/...)
 if [[ ${#patterns[@]} -gt 0 ]]; then targets=("${patterns[@]}") test_targets=("${patterns[@]}"); fi
 
-# The highest CPU capability level this CPU runs (tensor/cpu/capability.cc checks the same
-# x86-64-v3/v4 features), for the builds that compile fewer levels (Note [Builds that compile fewer
-# capability levels], tensor/cpu_kernels.bzl): the TSan tier and the workspace tier's ember compile
-# that level only; on a CPU without x86-64-v4 the ASan tier leaves out the AVX-512 kernels, which
-# could not run (and the tests that look at them).
-cpu_flags=" $(grep -m1 '^flags' /proc/cpuinfo) "
-has_all() { local f; for f in "$@"; do [[ "$cpu_flags" == *" $f "* ]] || return 1; done; }
-top_level=default
-if has_all avx avx2 bmi1 bmi2 f16c fma abm movbe; then top_level=avx2; fi
-if [[ "$top_level" == avx2 ]] && has_all avx512f avx512bw avx512cd avx512dq avx512vl; then top_level=avx512; fi
+# The highest CPU capability level this CPU runs, by the check tensor/cpu/capability.cc makes
+# (libgcc's x86-64-v3/v4; /proc/cpuinfo leaves out some of their features on some machines), for
+# the builds that compile fewer levels (Note [Builds that compile fewer capability levels],
+# tensor/cpu_kernels.bzl): the TSan tier and the workspace tier's ember compile that level only; on
+# a CPU without x86-64-v4 the ASan tier leaves out the AVX-512 kernels, which could not run (and the
+# tests that look at them).
+cpu_level_probe="$(mktemp -d)"
+top_level=$(printf '%s\n' '#include <stdio.h>' 'int main(void) {' '  __builtin_cpu_init();' \
+  '  puts(__builtin_cpu_supports("x86-64-v4") ? "avx512" : __builtin_cpu_supports("x86-64-v3") ? "avx2" : "default");' \
+  '  return 0;' '}' | gcc -x c -o "$cpu_level_probe/level" - && "$cpu_level_probe/level")
+rm -rf "$cpu_level_probe"
+if [[ "$top_level" != avx512 && "$top_level" != avx2 ]]; then top_level=default; fi
 one_level=(--define=cpu_kernel_levels="$top_level")
 asan_levels=() no_levels_tag=""
 if [[ "$top_level" != avx512 ]]; then
@@ -261,7 +263,10 @@ tier_cudasim() { run_suite cudasim --config=cudasim --build_tests_only --test_ta
 
 supp="$(pwd)/tests/sanitizers"
 # Open MPI unloads its components at finalize; kept loaded, their frames in reports have names.
-mpi_env=(--test_env=OMPI_MCA_mca_base_component_disable_dlclose=1)
+# EMBER_TEST_WORLD_SIZES: the sanitizer tiers run one world size of the scripts that loop over
+# several (tests/examples/ddp_from_scratch_test.sh, ddp_walkthrough_test.sh), as they take one per
+# mpirun suite.
+mpi_env=(--test_env=OMPI_MCA_mca_base_component_disable_dlclose=1 --test_env=EMBER_TEST_WORLD_SIZES=2)
 
 tier_asan() {
   run_suite asan --config=asan --build_tests_only "${mpi_env[@]}" ${asan_levels[@]+"${asan_levels[@]}"} \

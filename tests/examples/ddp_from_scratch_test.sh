@@ -15,7 +15,9 @@ declare -A expected=([naive]=64 [flat]=1 [overlap]=64 [buckets]=9 [ddp]=">=1")
 # field NAME KEY: KEY's value on the RESULT line of run NAME.
 field() { grep -m1 '^RESULT ' "$work/$1.out" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 
-for np in 2 3; do
+# The sanitizer tiers take one world size, as they do for every mpirun suite
+# (EMBER_TEST_WORLD_SIZES, set by scripts/test.sh); the plain tier both.
+for np in ${EMBER_TEST_WORLD_SIZES:-2 3}; do
   for stage in naive flat overlap buckets ddp; do
     name="${stage}_np$np"
     run "$name" 60 "${MPIRUN[@]}" -np "$np" "$bin" --stage="$stage" "${small[@]}"

@@ -7,7 +7,8 @@
 source "$(dirname "$0")/lib.sh"
 walkthrough="$(realpath "$1")"
 
-for np in 2 3; do
+# One world size in the sanitizer tiers (EMBER_TEST_WORLD_SIZES, scripts/test.sh), both in plain.
+for np in ${EMBER_TEST_WORLD_SIZES:-2 3}; do
   run "walk$np" 120 "${MPIRUN[@]}" -np "$np" "$walkthrough"
   expect_success "walk$np"
   out="$work/walk$np.out"
