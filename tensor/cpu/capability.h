@@ -13,7 +13,9 @@ CpuCapability cpu_capability_level();
 // Its name: "default", "avx2" or "avx512" (what benchmarks print).
 const char* cpu_capability();
 const char* cpu_capability_name(CpuCapability level);
-// The highest level this CPU supports, whatever the environment asks for.
+// The highest level this CPU supports that the build linked (all three unless built with
+// --define=cpu_kernel_levels: Note [Builds that compile fewer capability levels]), whatever the
+// environment asks for.
 CpuCapability cpu_capability_supported();
 // The vector extensions the CPU reports, e.g. "sse4.2 avx avx2 fma f16c avx512f ...".
 const char* cpu_vector_extensions();
