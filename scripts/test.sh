@@ -202,11 +202,9 @@ run_tier() {
 
 # Narrowed runs keep the cluster suites they name here; the cluster tier then has nothing to run.
 tier_plain() {
-  if [[ ${#patterns[@]} -gt 0 ]]; then
-    run_suite plain "${targets[@]}"
-  else
-    run_suite plain --test_tag_filters=-cluster "${targets[@]}"
-  fi
+  local filter=()
+  if [[ ${#patterns[@]} -eq 0 ]]; then filter=(--test_tag_filters=-cluster); fi
+  run_suite plain ${filter[@]+"${filter[@]}"} "${targets[@]}"
 }
 
 tier_cluster() {

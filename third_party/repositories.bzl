@@ -68,11 +68,12 @@ def _mpi_repository_impl(ctx):
     # Open MPI's libraries are built without frame pointers, so ASan's fast unwinder loses a leak's
     # stack inside them, and tests/sanitizers/lsan.supp, which names them, could not match it.
     # Every program that links MPI asks for the slow unwinder in its ASan build; the other suites
-    # keep the fast one (the slow one, on every malloc, made an op suite 3.5 times slower).
-    # ASAN_OPTIONS can still say otherwise.
-    ctx.file("asan_default_options.cc", """
-extern "C" const char* __asan_default_options() {{ return "fast_unwind_on_malloc=0"; }}
-""".format())
+    # keep the fast one, as the slow one walks the stack on every malloc. ASAN_OPTIONS can still
+    # say otherwise.
+    ctx.file(
+        "asan_default_options.cc",
+        'extern "C" const char* __asan_default_options() { return "fast_unwind_on_malloc=0"; }\n',
+    )
     sanitizer_build = str(Label("//third_party:sanitizer_build"))
     if sanitizer_build.startswith("//"):  # this repository is the main one: name it from @mpi
         sanitizer_build = "@" + sanitizer_build

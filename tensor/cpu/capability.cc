@@ -4,32 +4,19 @@
 #include <cstring>
 #include <string>
 
+#include "tensor/cpu/linked_levels.h"
 #include "tensor/error.h"
 
 namespace ember {
 namespace {
 
-// Note [Builds that compile fewer capability levels] (tensor/cpu_kernels.bzl): which levels this
-// build linked.
-constexpr bool kLinked[] = {
-#ifdef EMBER_NO_DEFAULT_KERNELS
-    false,
-#else
-    true,
-#endif
-#ifdef EMBER_NO_AVX2_KERNELS
-    false,
-#else
-    true,
-#endif
-#ifdef EMBER_NO_AVX512_KERNELS
-    false,
-#else
-    true,
-#endif
-};
-
-bool linked(CpuCapability level) { return kLinked[static_cast<int>(level)]; }
+bool linked(CpuCapability level) {
+#define EMBER_IS_LEVEL(enumerator, ns) \
+  if (level == CpuCapability::enumerator) return true;
+  EMBER_FOR_EACH_LINKED_CPU_LEVEL(EMBER_IS_LEVEL)
+#undef EMBER_IS_LEVEL
+  return false;
+}
 
 std::string linked_names() {
   std::string names;

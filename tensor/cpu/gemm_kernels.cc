@@ -47,8 +47,7 @@ void with_map(const Tensor& m, F f) {
 // o = beta * o + alpha * am * bm for the output rows [r0, r0 + rows). One product expression per
 // operand layout, `dst += alpha * (lhs * bm)`, is what Eigen compiles its blocked kernel for:
 // `dst = lhs * bm` is evaluated as zero-then-accumulate with alpha 1 anyway, so the zero fill is
-// spelled out here and the three expressions (a third of the file's compile time each, at every
-// capability level and in each configuration) become one, with the same bits.
+// spelled out here and one expression is instantiated instead of three, with the same bits.
 template <typename T, typename A, typename B, typename O>
 void gemm_rows(O& o, const A& am, const B& bm, double beta, double alpha, int64_t r0, int64_t rows) {
   auto dst = o.middleRows(r0, rows);

@@ -1,22 +1,17 @@
 #include "tensor/cpu/capability.h"
 #include "tensor/cpu/kernels_cpu.h"
+#include "tensor/cpu/linked_levels.h"
 
 namespace ember::cpu {
 
 KernelTable make_kernel_table() {
   KernelTable table;
-  // Note [Builds that compile fewer capability levels]: cpu_capability_level() returns a linked
-  // level only, so the levels left out have no case.
+  // Only linked levels have a case: cpu_capability_level() chooses one of them.
   switch (cpu_capability_level()) {
-#ifndef EMBER_NO_AVX512_KERNELS
-    case CpuCapability::kAvx512: AVX512::register_kernels(table); break;
-#endif
-#ifndef EMBER_NO_AVX2_KERNELS
-    case CpuCapability::kAvx2: AVX2::register_kernels(table); break;
-#endif
-#ifndef EMBER_NO_DEFAULT_KERNELS
-    case CpuCapability::kDefault: DEFAULT::register_kernels(table); break;
-#endif
+#define EMBER_REGISTER_LEVEL(enumerator, ns) \
+  case CpuCapability::enumerator: ns::register_kernels(table); break;
+    EMBER_FOR_EACH_LINKED_CPU_LEVEL(EMBER_REGISTER_LEVEL)
+#undef EMBER_REGISTER_LEVEL
     default: break;
   }
   return table;
