@@ -1,5 +1,7 @@
 #include "distributed/process_group.h"
 
+#include "distributed/collective_lifecycle.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <map>
@@ -30,55 +32,14 @@ DebugLevel ProcessGroup::debug_level() const {
   return options_.has_debug_level ? options_.debug_level : distributed::debug_level();
 }
 
+std::string ProcessGroup::broken_reason() const { return lifecycle_ ? lifecycle_->broken_reason() : ""; }
+StallReport ProcessGroup::stall_report() const { return lifecycle_ ? lifecycle_->stall_report() : StallReport{}; }
+const StallInspector* ProcessGroup::side_channel() const { return lifecycle_ ? &lifecycle_->inspector() : nullptr; }
+
 void ProcessGroup::throw_unsupported(const char* what) const {
   EMBER_THROW("backend '", backend_name(), "' does not support ", what);
 }
 
-WorkPtr ProcessGroup::broadcast(std::vector<Tensor>&, const BroadcastOptions&) {
-  throw_unsupported("broadcast");
-}
-WorkPtr ProcessGroup::allreduce(std::vector<Tensor>&, const AllreduceOptions&) {
-  throw_unsupported("allreduce");
-}
-WorkPtr ProcessGroup::allreduce_coalesced(std::vector<Tensor>&, const AllreduceCoalescedOptions&) {
-  throw_unsupported("allreduce_coalesced");
-}
-WorkPtr ProcessGroup::reduce(std::vector<Tensor>&, const ReduceOptions&) {
-  throw_unsupported("reduce");
-}
-WorkPtr ProcessGroup::allgather(std::vector<std::vector<Tensor>>&, std::vector<Tensor>&,
-                                const AllgatherOptions&) {
-  throw_unsupported("allgather");
-}
-WorkPtr ProcessGroup::allgather_base(Tensor&, Tensor&, const AllgatherOptions&) {
-  throw_unsupported("allgather_base");
-}
-WorkPtr ProcessGroup::allgather_coalesced(std::vector<std::vector<Tensor>>&, std::vector<Tensor>&,
-                                          const AllgatherOptions&) {
-  throw_unsupported("allgather_coalesced");
-}
-WorkPtr ProcessGroup::gather(std::vector<std::vector<Tensor>>&, std::vector<Tensor>&,
-                             const GatherOptions&) {
-  throw_unsupported("gather");
-}
-WorkPtr ProcessGroup::scatter(std::vector<Tensor>&, std::vector<std::vector<Tensor>>&,
-                              const ScatterOptions&) {
-  throw_unsupported("scatter");
-}
-WorkPtr ProcessGroup::reduce_scatter(std::vector<Tensor>&, std::vector<std::vector<Tensor>>&,
-                                     const ReduceScatterOptions&) {
-  throw_unsupported("reduce_scatter");
-}
-WorkPtr ProcessGroup::alltoall_base(Tensor&, Tensor&, const std::vector<int64_t>&,
-                                    const std::vector<int64_t>&, const AllToAllOptions&) {
-  throw_unsupported("alltoall_base");
-}
-WorkPtr ProcessGroup::alltoall(std::vector<Tensor>&, std::vector<Tensor>&, const AllToAllOptions&) {
-  throw_unsupported("alltoall");
-}
-WorkPtr ProcessGroup::barrier(const BarrierOptions&) { throw_unsupported("barrier"); }
-WorkPtr ProcessGroup::send(std::vector<Tensor>&, int, int) { throw_unsupported("send"); }
-WorkPtr ProcessGroup::recv(std::vector<Tensor>&, int, int) { throw_unsupported("recv"); }
 ProcessGroupPtr ProcessGroup::new_subgroup(const std::vector<int>&, Options) {
   throw_unsupported("new_group");
 }

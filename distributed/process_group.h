@@ -12,11 +12,14 @@
 #include <vector>
 
 #include "distributed/debug.h"
-#include "distributed/stall_inspector.h"
 #include "distributed/work.h"
 #include "tensor/tensor.h"
 
 namespace ember::distributed {
+
+class CollectiveLifecycle;  // distributed/collective_lifecycle.h
+class StallInspector;       // distributed/stall_inspector.h
+struct StallReport;
 
 // Order matters: it is part of the DETAIL fingerprint.
 enum class ReduceOp : int32_t { kSum = 0, kAvg, kProduct, kMin, kMax };
@@ -101,44 +104,40 @@ class ProcessGroup {
   DebugLevel debug_level() const;
   virtual std::string backend_name() const = 0;
 
-  // Every collective takes lists like PyTorch's c10d (one tensor per device); CPU backends accept
-  // exactly one. Tensors are written in place; the Work's result() returns the outputs.
-  virtual WorkPtr broadcast(std::vector<Tensor>& tensors, const BroadcastOptions& opts = {});
-  virtual WorkPtr allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& opts = {});
+  // The collectives (Note [One lifecycle for every collective]). Every one takes lists like
+  // PyTorch's c10d (one tensor per device); a process drives one device, so each list holds exactly
+  // one. Tensors are written in place; the Work's result() returns the outputs. Non-virtual: each
+  // checks its arguments here, once for every backend, then calls the backend's run_ function.
+  WorkPtr broadcast(std::vector<Tensor>& tensors, const BroadcastOptions& opts = {});
+  WorkPtr allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& opts = {});
   // Several tensors of one dtype reduced as one flat buffer (one collective instead of many).
-  virtual WorkPtr allreduce_coalesced(std::vector<Tensor>& tensors,
-                                      const AllreduceCoalescedOptions& opts = {});
-  virtual WorkPtr reduce(std::vector<Tensor>& tensors, const ReduceOptions& opts = {});
+  WorkPtr allreduce_coalesced(std::vector<Tensor>& tensors, const AllreduceCoalescedOptions& opts = {});
+  WorkPtr reduce(std::vector<Tensor>& tensors, const ReduceOptions& opts = {});
   // output_tensors[0][r] receives rank r's input; sizes may differ between ranks (allgatherv).
-  virtual WorkPtr allgather(std::vector<std::vector<Tensor>>& output_tensors,
-                            std::vector<Tensor>& input_tensors, const AllgatherOptions& opts = {});
+  WorkPtr allgather(std::vector<std::vector<Tensor>>& output_tensors, std::vector<Tensor>& input_tensors,
+                    const AllgatherOptions& opts = {});
   // output = concatenation of every rank's input (all the same size).
-  virtual WorkPtr allgather_base(Tensor& output, Tensor& input, const AllgatherOptions& opts = {});
-  virtual WorkPtr allgather_coalesced(std::vector<std::vector<Tensor>>& output_lists,
-                                      std::vector<Tensor>& input_list,
-                                      const AllgatherOptions& opts = {});
+  WorkPtr allgather_base(Tensor& output, Tensor& input, const AllgatherOptions& opts = {});
+  WorkPtr allgather_coalesced(std::vector<std::vector<Tensor>>& output_lists, std::vector<Tensor>& input_list,
+                              const AllgatherOptions& opts = {});
   // Only the root passes output_tensors[0] (world-size tensors); other ranks pass an empty list.
-  virtual WorkPtr gather(std::vector<std::vector<Tensor>>& output_tensors,
-                         std::vector<Tensor>& input_tensors, const GatherOptions& opts = {});
+  WorkPtr gather(std::vector<std::vector<Tensor>>& output_tensors, std::vector<Tensor>& input_tensors,
+                 const GatherOptions& opts = {});
   // Only the root passes input_tensors[0] (world-size tensors).
-  virtual WorkPtr scatter(std::vector<Tensor>& output_tensors,
-                          std::vector<std::vector<Tensor>>& input_tensors,
-                          const ScatterOptions& opts = {});
+  WorkPtr scatter(std::vector<Tensor>& output_tensors, std::vector<std::vector<Tensor>>& input_tensors,
+                  const ScatterOptions& opts = {});
   // output_tensors[0] = reduction over ranks of input_tensors[0][rank].
-  virtual WorkPtr reduce_scatter(std::vector<Tensor>& output_tensors,
-                                 std::vector<std::vector<Tensor>>& input_tensors,
-                                 const ReduceScatterOptions& opts = {});
+  WorkPtr reduce_scatter(std::vector<Tensor>& output_tensors, std::vector<std::vector<Tensor>>& input_tensors,
+                         const ReduceScatterOptions& opts = {});
   // Splits along dim 0; empty split lists mean equal splits.
-  virtual WorkPtr alltoall_base(Tensor& output, Tensor& input,
-                                const std::vector<int64_t>& output_split_sizes,
-                                const std::vector<int64_t>& input_split_sizes,
-                                const AllToAllOptions& opts = {});
+  WorkPtr alltoall_base(Tensor& output, Tensor& input, const std::vector<int64_t>& output_split_sizes,
+                        const std::vector<int64_t>& input_split_sizes, const AllToAllOptions& opts = {});
   // output_tensors[r] receives rank r's input_tensors[this rank].
-  virtual WorkPtr alltoall(std::vector<Tensor>& output_tensors, std::vector<Tensor>& input_tensors,
-                           const AllToAllOptions& opts = {});
-  virtual WorkPtr barrier(const BarrierOptions& opts = {});
-  virtual WorkPtr send(std::vector<Tensor>& tensors, int dst_rank, int tag);
-  virtual WorkPtr recv(std::vector<Tensor>& tensors, int src_rank, int tag);
+  WorkPtr alltoall(std::vector<Tensor>& output_tensors, std::vector<Tensor>& input_tensors,
+                   const AllToAllOptions& opts = {});
+  WorkPtr barrier(const BarrierOptions& opts = {});
+  WorkPtr send(std::vector<Tensor>& tensors, int dst_rank, int tag);
+  WorkPtr recv(std::vector<Tensor>& tensors, int src_rank, int tag);
 
   // A group over `ranks` (ranks of this group, sorted, unique). Every rank of this group must call
   // it; ranks not in `ranks` get nullptr. `options.timeout` etc. apply to the new group.
@@ -151,18 +150,58 @@ class ProcessGroup {
   // MPI backend]); the NCCL backend its GPU.
   virtual Device collective_device() const { return kCPU; }
 
+  // Why the group is unusable (a collective timed out, or the backend failed), or "" while it is
+  // healthy; every later collective on it fails at once, naming this.
+  std::string broken_reason() const;
   // Who did not arrive at the collective whose timeout broke this group (StallInspector); empty
   // while the group is healthy, or for a backend without a side channel. A group breaks at most
   // once, so this names the stall that later errors on the group refer to.
-  virtual StallReport stall_report() const { return {}; }
+  StallReport stall_report() const;
   // The group's TCP side channel (stall queries, link probes), or nullptr for a backend without.
-  virtual const StallInspector* side_channel() const { return nullptr; }
+  const StallInspector* side_channel() const;
 
   // Bytes this rank has handed to collectives so far (the inputs' payload, not the algorithm's
   // traffic): what a comm hook's compression saves shows here. Backends count in their enqueue.
   uint64_t payload_bytes() const { return payload_bytes_.load(std::memory_order_relaxed); }
 
  protected:
+  // What a backend implements: the data movement of one collective, whose arguments the public
+  // function of the same name has checked. One a backend lacks throws ember::Error naming it.
+  virtual WorkPtr run_broadcast(std::vector<Tensor>& tensors, const BroadcastOptions& opts);
+  virtual WorkPtr run_allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& opts);
+  virtual WorkPtr run_allreduce_coalesced(std::vector<Tensor>& tensors, const AllreduceCoalescedOptions& opts);
+  virtual WorkPtr run_reduce(std::vector<Tensor>& tensors, const ReduceOptions& opts);
+  virtual WorkPtr run_allgather(std::vector<std::vector<Tensor>>& output_tensors,
+                                std::vector<Tensor>& input_tensors, const AllgatherOptions& opts);
+  virtual WorkPtr run_allgather_base(Tensor& output, Tensor& input, const AllgatherOptions& opts);
+  virtual WorkPtr run_allgather_coalesced(std::vector<std::vector<Tensor>>& output_lists,
+                                          std::vector<Tensor>& input_list, const AllgatherOptions& opts);
+  virtual WorkPtr run_gather(std::vector<std::vector<Tensor>>& output_tensors,
+                             std::vector<Tensor>& input_tensors, const GatherOptions& opts);
+  virtual WorkPtr run_scatter(std::vector<Tensor>& output_tensors,
+                              std::vector<std::vector<Tensor>>& input_tensors, const ScatterOptions& opts);
+  virtual WorkPtr run_reduce_scatter(std::vector<Tensor>& output_tensors,
+                                     std::vector<std::vector<Tensor>>& input_tensors,
+                                     const ReduceScatterOptions& opts);
+  virtual WorkPtr run_alltoall_base(Tensor& output, Tensor& input, const std::vector<int64_t>& output_split_sizes,
+                                    const std::vector<int64_t>& input_split_sizes, const AllToAllOptions& opts);
+  virtual WorkPtr run_alltoall(std::vector<Tensor>& output_tensors, std::vector<Tensor>& input_tensors,
+                               const AllToAllOptions& opts);
+  virtual WorkPtr run_barrier(const BarrierOptions& opts);
+  virtual WorkPtr run_send(std::vector<Tensor>& tensors, int dst_rank, int tag);
+  virtual WorkPtr run_recv(std::vector<Tensor>& tensors, int src_rank, int tag);
+
+  // What the backend asks of every tensor a collective touches, beyond being defined: its
+  // devices, layout and count limits. Throws naming `op` (op_label), the tensor and the rank.
+  virtual void check_backend_tensor(const Tensor& t, const char* op) const {}
+  // The class the errors name: "ProcessGroupMPI" makes "ProcessGroupMPI::allreduce: ...".
+  virtual std::string class_name() const { return "ProcessGroup"; }
+  std::string op_label(const char* op) const { return class_name() + "::" + op; }
+
+  // A backend with a CollectiveLifecycle (every real one) hands it over in its constructor; the
+  // group's broken_reason(), stall_report() and side_channel() then read it.
+  void set_lifecycle(CollectiveLifecycle* lifecycle) { lifecycle_ = lifecycle; }
+
   [[noreturn]] void throw_unsupported(const char* what) const;
   // The timeout a collective runs under: its own when set, else the group's.
   std::chrono::milliseconds effective_timeout(std::chrono::milliseconds t) const {
@@ -183,6 +222,20 @@ class ProcessGroup {
   const int size_;
   Options options_;
   std::atomic<uint64_t> payload_bytes_{0};
+
+ private:
+  CollectiveLifecycle* lifecycle_ = nullptr;  // the backend's member, or none
+
+  // The argument checks of the public collectives (process_group_collectives.cc): each throws
+  // naming the collective (op_label), the tensors, and this rank and group.
+  void check_tensor(const Tensor& t, const char* op) const;
+  void check_one(const std::vector<Tensor>& tensors, const char* op) const;
+  void check_peer(int64_t peer, const char* what, const char* op) const;
+  void check_like(const Tensor& t, const Tensor& like, const char* op) const;
+  // `lists` is one list of size() tensors of `like`'s dtype (and numel, with same_numel).
+  void check_per_rank_list(const std::vector<std::vector<Tensor>>& lists, const Tensor& like, bool same_numel,
+                           const char* what, const char* op) const;
+  void check_splits(const Tensor& t, const std::vector<int64_t>& splits, const char* which, const char* op) const;
 };
 using ProcessGroupPtr = std::shared_ptr<ProcessGroup>;
 

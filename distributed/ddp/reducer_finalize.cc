@@ -7,6 +7,7 @@
 
 #include "distributed/ddp/ddp_check.h"
 #include "distributed/ddp/reducer.h"
+#include "distributed/stall_inspector.h"
 #include "distributed/trace.h"
 #include "tensor/factories.h"
 #include "tensor/ops.h"

@@ -51,11 +51,11 @@ WorkPtr FakeProcessGroup::issue(Call call, std::vector<Tensor> outputs, std::fun
   return work;
 }
 
-WorkPtr FakeProcessGroup::broadcast(std::vector<Tensor>& tensors, const BroadcastOptions&) {
+WorkPtr FakeProcessGroup::run_broadcast(std::vector<Tensor>& tensors, const BroadcastOptions&) {
   return issue({OpType::kBroadcast, tensors}, tensors, [] {});
 }
 
-WorkPtr FakeProcessGroup::allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& opts) {
+WorkPtr FakeProcessGroup::run_allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& opts) {
   const int world = size();
   std::vector<Tensor> list = tensors;
   return issue({OpType::kAllreduce, tensors, opts.reduce_op}, tensors, [list, world, op = opts.reduce_op] {
@@ -71,11 +71,8 @@ WorkPtr FakeProcessGroup::allreduce(std::vector<Tensor>& tensors, const Allreduc
   });
 }
 
-WorkPtr FakeProcessGroup::allgather(std::vector<std::vector<Tensor>>& output_tensors,
-                                    std::vector<Tensor>& input_tensors, const AllgatherOptions&) {
-  EMBER_CHECK(output_tensors.size() == 1 && input_tensors.size() == 1 &&
-                  output_tensors[0].size() == static_cast<size_t>(size()),
-              "FakeProcessGroup::allgather: one input and ", size(), " outputs expected");
+WorkPtr FakeProcessGroup::run_allgather(std::vector<std::vector<Tensor>>& output_tensors,
+                                        std::vector<Tensor>& input_tensors, const AllgatherOptions&) {
   std::vector<Tensor> outs = output_tensors[0];
   const Tensor in = input_tensors[0];
   return issue({OpType::kAllgather, input_tensors}, outs, [outs, in] {
@@ -83,9 +80,7 @@ WorkPtr FakeProcessGroup::allgather(std::vector<std::vector<Tensor>>& output_ten
   });
 }
 
-WorkPtr FakeProcessGroup::allgather_base(Tensor& output, Tensor& input, const AllgatherOptions&) {
-  EMBER_CHECK(output.numel() == input.numel() * size(), "FakeProcessGroup::allgather_base: output has ",
-              output.numel(), " elements, not ", size(), " x ", input.numel());
+WorkPtr FakeProcessGroup::run_allgather_base(Tensor& output, Tensor& input, const AllgatherOptions&) {
   const Tensor out = output, in = input;
   const int world = size();
   return issue({OpType::kAllgatherBase, {input}}, {output}, [out, in, world] {
@@ -94,7 +89,7 @@ WorkPtr FakeProcessGroup::allgather_base(Tensor& output, Tensor& input, const Al
   });
 }
 
-WorkPtr FakeProcessGroup::barrier(const BarrierOptions&) { return issue({OpType::kBarrier, {}}, {}, [] {}); }
+WorkPtr FakeProcessGroup::run_barrier(const BarrierOptions&) { return issue({OpType::kBarrier, {}}, {}, [] {}); }
 
 std::vector<FakeProcessGroup::Call> FakeProcessGroup::calls() const {
   std::lock_guard<std::mutex> lock(mutex_);

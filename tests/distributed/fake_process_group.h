@@ -28,13 +28,6 @@ class FakeProcessGroup : public ProcessGroup {
   FakeProcessGroup(int rank, int size);
   std::string backend_name() const override { return "fake"; }
 
-  WorkPtr broadcast(std::vector<Tensor>& tensors, const BroadcastOptions& opts = {}) override;
-  WorkPtr allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& opts = {}) override;
-  WorkPtr allgather(std::vector<std::vector<Tensor>>& output_tensors,
-                    std::vector<Tensor>& input_tensors, const AllgatherOptions& opts = {}) override;
-  WorkPtr allgather_base(Tensor& output, Tensor& input, const AllgatherOptions& opts = {}) override;
-  WorkPtr barrier(const BarrierOptions& opts = {}) override;
-
   std::vector<Call> calls() const;
   size_t count(OpType op) const;
   void clear_calls();
@@ -46,6 +39,15 @@ class FakeProcessGroup : public ProcessGroup {
   // The next collective of kind `op` after `skip` more of that kind fails with `message` (an
   // ember::Error from wait()); the skipped ones complete normally.
   void fail_next(OpType op, std::string message, size_t skip = 0);
+
+ protected:
+  WorkPtr run_broadcast(std::vector<Tensor>& tensors, const BroadcastOptions& opts) override;
+  WorkPtr run_allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& opts) override;
+  WorkPtr run_allgather(std::vector<std::vector<Tensor>>& output_tensors, std::vector<Tensor>& input_tensors,
+                        const AllgatherOptions& opts) override;
+  WorkPtr run_allgather_base(Tensor& output, Tensor& input, const AllgatherOptions& opts) override;
+  WorkPtr run_barrier(const BarrierOptions& opts) override;
+  std::string class_name() const override { return "FakeProcessGroup"; }
 
  private:
   // Records the call and runs `apply` (the data movement) now or at release.

@@ -1,8 +1,8 @@
-// ProcessGroupMPI's collectives: argument checks on the caller's thread (bad input throws at the
-// call), then a queued entry whose `start` posts the nonblocking MPI call on the worker.
+// ProcessGroupMPI's collectives: ProcessGroup has checked the arguments on the caller's thread (Note
+// [One lifecycle for every collective]); each is a queued entry whose `start` posts the nonblocking
+// MPI call on the worker.
 #include <algorithm>
 #include <climits>
-#include <numeric>
 
 #include "distributed/backends/mpi/mpi_types.h"
 #include "distributed/backends/mpi/process_group_mpi.h"
@@ -91,23 +91,9 @@ std::vector<int> displacements(const std::vector<int>& counts) {
   return displs;
 }
 
-void check_one(const std::vector<Tensor>& tensors, const char* op) {
-  EMBER_CHECK(tensors.size() == 1, "ProcessGroupMPI::", op,
-              ": expects exactly one tensor (one per device; the MPI backend takes one device), got ",
-              tensors.size());
-}
-
-void check_same_type(const Tensor& a, const Tensor& b, const char* op) {
-  EMBER_CHECK(a.dtype() == b.dtype(), "ProcessGroupMPI::", op, ": dtype mismatch between ",
-              a.describe(), " and ", b.describe());
-}
-
 }  // namespace
 
-WorkPtr ProcessGroupMPI::broadcast(std::vector<Tensor>& tensors, const BroadcastOptions& opts) {
-  check_one(tensors, "broadcast");
-  check_tensor(tensors[0], "broadcast");
-  check_root(opts.root_rank, "broadcast");
+WorkPtr ProcessGroupMPI::run_broadcast(std::vector<Tensor>& tensors, const BroadcastOptions& opts) {
   auto s = std::make_shared<Staged>(tensors[0]);
   const int n = static_cast<int>(tensors[0].numel());
   const int root = static_cast<int>(opts.root_rank);
@@ -122,9 +108,7 @@ WorkPtr ProcessGroupMPI::broadcast(std::vector<Tensor>& tensors, const Broadcast
       [s] { s->out(); });
 }
 
-WorkPtr ProcessGroupMPI::allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& opts) {
-  check_one(tensors, "allreduce");
-  check_tensor(tensors[0], "allreduce");
+WorkPtr ProcessGroupMPI::run_allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& opts) {
   auto s = std::make_shared<Staged>(tensors[0]);
   const int n = static_cast<int>(tensors[0].numel());
   MPI_Datatype dt = mpi_datatype(tensors[0].dtype());
@@ -144,10 +128,8 @@ WorkPtr ProcessGroupMPI::allreduce(std::vector<Tensor>& tensors, const Allreduce
       });
 }
 
-WorkPtr ProcessGroupMPI::allreduce_coalesced(std::vector<Tensor>& tensors,
+WorkPtr ProcessGroupMPI::run_allreduce_coalesced(std::vector<Tensor>& tensors,
                                              const AllreduceCoalescedOptions& opts) {
-  EMBER_CHECK(!tensors.empty(), "ProcessGroupMPI::allreduce_coalesced: empty tensor list");
-  for (const auto& t : tensors) check_tensor(t, "allreduce_coalesced");
   const int n = count_total(tensors);
   MPI_Datatype dt = mpi_datatype(tensors[0].dtype());
   MPI_Op op = mpi_op(opts.reduce_op, tensors[0].dtype(), "allreduce_coalesced");
@@ -168,10 +150,7 @@ WorkPtr ProcessGroupMPI::allreduce_coalesced(std::vector<Tensor>& tensors,
       });
 }
 
-WorkPtr ProcessGroupMPI::reduce(std::vector<Tensor>& tensors, const ReduceOptions& opts) {
-  check_one(tensors, "reduce");
-  check_tensor(tensors[0], "reduce");
-  check_root(opts.root_rank, "reduce");
+WorkPtr ProcessGroupMPI::run_reduce(std::vector<Tensor>& tensors, const ReduceOptions& opts) {
   auto s = std::make_shared<Staged>(tensors[0]);
   const int n = static_cast<int>(tensors[0].numel());
   const int root = static_cast<int>(opts.root_rank);
@@ -196,24 +175,15 @@ WorkPtr ProcessGroupMPI::reduce(std::vector<Tensor>& tensors, const ReduceOption
       });
 }
 
-WorkPtr ProcessGroupMPI::allgather(std::vector<std::vector<Tensor>>& output_tensors,
+WorkPtr ProcessGroupMPI::run_allgather(std::vector<std::vector<Tensor>>& output_tensors,
                                    std::vector<Tensor>& input_tensors,
                                    const AllgatherOptions& opts) {
-  check_one(input_tensors, "allgather");
-  check_tensor(input_tensors[0], "allgather");
-  EMBER_CHECK(output_tensors.size() == 1 && output_tensors[0].size() == static_cast<size_t>(size_),
-              "ProcessGroupMPI::allgather: expects one output list of ", size_,
-              " tensors (one per rank)");
   const Tensor input = input_tensors[0];
   std::vector<Tensor> outputs = output_tensors[0];
   std::vector<int> counts;
   for (const auto& o : outputs) {
-    check_tensor(o, "allgather");
-    check_same_type(o, input, "allgather");
     counts.push_back(static_cast<int>(o.numel()));
   }
-  EMBER_CHECK(counts[rank_] == input.numel(), "ProcessGroupMPI::allgather: output tensor for rank ",
-              rank_, " has ", counts[rank_], " elements but this rank's input has ", input.numel());
   const bool equal = std::all_of(counts.begin(), counts.end(), [&](int c) { return c == counts[0]; });
   const int total = count_total(outputs);
   MPI_Datatype dt = mpi_datatype(input.dtype());
@@ -239,13 +209,7 @@ WorkPtr ProcessGroupMPI::allgather(std::vector<std::vector<Tensor>>& output_tens
       [flat, outputs] { copy_from_flat(*flat, outputs); });
 }
 
-WorkPtr ProcessGroupMPI::allgather_base(Tensor& output, Tensor& input, const AllgatherOptions& opts) {
-  check_tensor(input, "allgather_base");
-  check_tensor(output, "allgather_base");
-  check_same_type(output, input, "allgather_base");
-  EMBER_CHECK(output.numel() == input.numel() * size_, "ProcessGroupMPI::allgather_base: output ",
-              output.describe(), " must have world size (", size_, ") x input ", input.describe(),
-              " elements");
+WorkPtr ProcessGroupMPI::run_allgather_base(Tensor& output, Tensor& input, const AllgatherOptions& opts) {
   const int n = static_cast<int>(input.numel());
   MPI_Datatype dt = mpi_datatype(input.dtype());
   auto in = std::make_shared<Staged>(input);
@@ -261,28 +225,12 @@ WorkPtr ProcessGroupMPI::allgather_base(Tensor& output, Tensor& input, const All
       [out] { out->out(); });
 }
 
-WorkPtr ProcessGroupMPI::gather(std::vector<std::vector<Tensor>>& output_tensors,
+WorkPtr ProcessGroupMPI::run_gather(std::vector<std::vector<Tensor>>& output_tensors,
                                 std::vector<Tensor>& input_tensors, const GatherOptions& opts) {
-  check_one(input_tensors, "gather");
-  check_tensor(input_tensors[0], "gather");
-  check_root(opts.root_rank, "gather");
   const int root = static_cast<int>(opts.root_rank);
   const Tensor input = input_tensors[0];
   std::vector<Tensor> outputs;
-  if (rank_ == root) {
-    EMBER_CHECK(output_tensors.size() == 1 && output_tensors[0].size() == static_cast<size_t>(size_),
-                "ProcessGroupMPI::gather: the root expects one output list of ", size_, " tensors");
-    outputs = output_tensors[0];
-    for (const auto& o : outputs) {
-      check_tensor(o, "gather");
-      check_same_type(o, input, "gather");
-      EMBER_CHECK(o.numel() == input.numel(), "ProcessGroupMPI::gather: output ", o.describe(),
-                  " and input ", input.describe(), " differ in size");
-    }
-  } else {
-    EMBER_CHECK(output_tensors.empty(),
-                "ProcessGroupMPI::gather: only the root (rank ", root, ") passes output tensors");
-  }
+  if (rank_ == root) outputs = output_tensors[0];
   const int n = static_cast<int>(input.numel());
   MPI_Datatype dt = mpi_datatype(input.dtype());
   auto s = std::make_shared<Staged>(input);
@@ -301,29 +249,13 @@ WorkPtr ProcessGroupMPI::gather(std::vector<std::vector<Tensor>>& output_tensors
       });
 }
 
-WorkPtr ProcessGroupMPI::scatter(std::vector<Tensor>& output_tensors,
+WorkPtr ProcessGroupMPI::run_scatter(std::vector<Tensor>& output_tensors,
                                  std::vector<std::vector<Tensor>>& input_tensors,
                                  const ScatterOptions& opts) {
-  check_one(output_tensors, "scatter");
-  check_tensor(output_tensors[0], "scatter");
-  check_root(opts.root_rank, "scatter");
   const int root = static_cast<int>(opts.root_rank);
   const Tensor output = output_tensors[0];
   std::vector<Tensor> inputs;
-  if (rank_ == root) {
-    EMBER_CHECK(input_tensors.size() == 1 && input_tensors[0].size() == static_cast<size_t>(size_),
-                "ProcessGroupMPI::scatter: the root expects one input list of ", size_, " tensors");
-    inputs = input_tensors[0];
-    for (const auto& t : inputs) {
-      check_tensor(t, "scatter");
-      check_same_type(t, output, "scatter");
-      EMBER_CHECK(t.numel() == output.numel(), "ProcessGroupMPI::scatter: input ", t.describe(),
-                  " and output ", output.describe(), " differ in size");
-    }
-  } else {
-    EMBER_CHECK(input_tensors.empty(),
-                "ProcessGroupMPI::scatter: only the root (rank ", root, ") passes input tensors");
-  }
+  if (rank_ == root) inputs = input_tensors[0];
   const int n = static_cast<int>(output.numel());
   MPI_Datatype dt = mpi_datatype(output.dtype());
   auto s = std::make_shared<Staged>(output);
@@ -340,21 +272,11 @@ WorkPtr ProcessGroupMPI::scatter(std::vector<Tensor>& output_tensors,
       [s] { s->out(); });
 }
 
-WorkPtr ProcessGroupMPI::reduce_scatter(std::vector<Tensor>& output_tensors,
+WorkPtr ProcessGroupMPI::run_reduce_scatter(std::vector<Tensor>& output_tensors,
                                         std::vector<std::vector<Tensor>>& input_tensors,
                                         const ReduceScatterOptions& opts) {
-  check_one(output_tensors, "reduce_scatter");
-  check_tensor(output_tensors[0], "reduce_scatter");
-  EMBER_CHECK(input_tensors.size() == 1 && input_tensors[0].size() == static_cast<size_t>(size_),
-              "ProcessGroupMPI::reduce_scatter: expects one input list of ", size_, " tensors");
   const Tensor output = output_tensors[0];
   std::vector<Tensor> inputs = input_tensors[0];
-  for (const auto& t : inputs) {
-    check_tensor(t, "reduce_scatter");
-    check_same_type(t, output, "reduce_scatter");
-    EMBER_CHECK(t.numel() == output.numel(), "ProcessGroupMPI::reduce_scatter: input ",
-                t.describe(), " and output ", output.describe(), " differ in size");
-  }
   const int n = static_cast<int>(output.numel());
   MPI_Datatype dt = mpi_datatype(output.dtype());
   MPI_Op op = mpi_op(opts.reduce_op, output.dtype(), "reduce_scatter");
@@ -377,35 +299,19 @@ WorkPtr ProcessGroupMPI::reduce_scatter(std::vector<Tensor>& output_tensors,
       });
 }
 
-WorkPtr ProcessGroupMPI::alltoall_base(Tensor& output, Tensor& input,
+WorkPtr ProcessGroupMPI::run_alltoall_base(Tensor& output, Tensor& input,
                                        const std::vector<int64_t>& output_split_sizes,
                                        const std::vector<int64_t>& input_split_sizes,
                                        const AllToAllOptions& opts) {
-  check_tensor(input, "alltoall_base");
-  check_tensor(output, "alltoall_base");
-  check_same_type(output, input, "alltoall_base");
-  EMBER_CHECK(input.dim() >= 1 && output.dim() >= 1,
-              "ProcessGroupMPI::alltoall_base: tensors need at least one dimension");
-  // Element counts per peer: a split is a number of rows along dim 0.
-  auto counts_for = [&](const Tensor& t, const std::vector<int64_t>& splits, const char* which) {
-    std::vector<int> counts(size_);
-    if (splits.empty()) {
-      EMBER_CHECK(t.size(0) % size_ == 0, "ProcessGroupMPI::alltoall_base: ", which, " ",
-                  t.describe(), " dim 0 is not divisible by the world size ", size_);
-      std::fill(counts.begin(), counts.end(), static_cast<int>(t.numel() / size_));
-      return counts;
-    }
-    EMBER_CHECK(splits.size() == static_cast<size_t>(size_), "ProcessGroupMPI::alltoall_base: ",
-                which, " split sizes need ", size_, " entries, got ", splits.size());
-    const int64_t rows = std::accumulate(splits.begin(), splits.end(), int64_t{0});
-    EMBER_CHECK(rows == t.size(0), "ProcessGroupMPI::alltoall_base: ", which,
-                " split sizes sum to ", rows, " but ", t.describe(), " has ", t.size(0), " rows");
+  // Element counts per peer: a split is a number of rows along dim 0 (checked by alltoall_base).
+  auto counts_for = [&](const Tensor& t, const std::vector<int64_t>& splits) {
+    std::vector<int> counts(size_, static_cast<int>(t.numel() / size_));
     const int64_t row = t.size(0) > 0 ? t.numel() / t.size(0) : 0;
-    for (int r = 0; r < size_; ++r) counts[r] = static_cast<int>(splits[r] * row);
+    for (size_t r = 0; r < splits.size(); ++r) counts[r] = static_cast<int>(splits[r] * row);
     return counts;
   };
-  std::vector<int> send_counts = counts_for(input, input_split_sizes, "input");
-  std::vector<int> recv_counts = counts_for(output, output_split_sizes, "output");
+  std::vector<int> send_counts = counts_for(input, input_split_sizes);
+  std::vector<int> recv_counts = counts_for(output, output_split_sizes);
   std::vector<int> send_displs = displacements(send_counts);
   std::vector<int> recv_displs = displacements(recv_counts);
   MPI_Datatype dt = mpi_datatype(input.dtype());
@@ -426,17 +332,10 @@ WorkPtr ProcessGroupMPI::alltoall_base(Tensor& output, Tensor& input,
       [out] { out->out(); });
 }
 
-WorkPtr ProcessGroupMPI::alltoall(std::vector<Tensor>& output_tensors,
+WorkPtr ProcessGroupMPI::run_alltoall(std::vector<Tensor>& output_tensors,
                                   std::vector<Tensor>& input_tensors, const AllToAllOptions& opts) {
-  EMBER_CHECK(output_tensors.size() == static_cast<size_t>(size_) &&
-                  input_tensors.size() == static_cast<size_t>(size_),
-              "ProcessGroupMPI::alltoall: expects ", size_, " input and ", size_,
-              " output tensors, got ", input_tensors.size(), " and ", output_tensors.size());
   std::vector<int> send_counts, recv_counts;
   for (int r = 0; r < size_; ++r) {
-    check_tensor(input_tensors[r], "alltoall");
-    check_tensor(output_tensors[r], "alltoall");
-    check_same_type(output_tensors[r], input_tensors[0], "alltoall");
     send_counts.push_back(static_cast<int>(input_tensors[r].numel()));
     recv_counts.push_back(static_cast<int>(output_tensors[r].numel()));
   }
@@ -462,7 +361,7 @@ WorkPtr ProcessGroupMPI::alltoall(std::vector<Tensor>& output_tensors,
       [flat_out, outputs] { copy_from_flat(*flat_out, outputs); });
 }
 
-WorkPtr ProcessGroupMPI::barrier(const BarrierOptions& opts) {
+WorkPtr ProcessGroupMPI::run_barrier(const BarrierOptions& opts) {
   return enqueue(OpType::kBarrier, {}, {}, opts.timeout, -1, -1, false,
                  [this](std::vector<MPI_Request>& r) {
                    r.emplace_back();

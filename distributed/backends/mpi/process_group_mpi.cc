@@ -89,6 +89,19 @@ const bool kRegistered = register_backend("mpi", [](const ProcessGroup::Options&
 
 }  // namespace
 
+namespace {
+int comm_rank(MPI_Comm c) {
+  int r = 0;
+  MPI_Comm_rank(c, &r);
+  return r;
+}
+int comm_size(MPI_Comm c) {
+  int s = 0;
+  MPI_Comm_size(c, &s);
+  return s;
+}
+}  // namespace
+
 std::shared_ptr<ProcessGroupMPI> ProcessGroupMPI::create_world(Options options) {
   (void)kRegistered;
   int initialized = 0;
@@ -110,32 +123,17 @@ std::shared_ptr<ProcessGroupMPI> ProcessGroupMPI::create_world(Options options) 
   EMBER_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &comm) == MPI_SUCCESS,
               "ProcessGroupMPI: MPI_Comm_dup(MPI_COMM_WORLD) failed");
   // Read before the group exists, so a malformed EMBER_FAULT_STALL_* fails at start-up.
-  const bool inject_faults = stall_fault_from_env().rank >= 0;
-  auto pg = std::make_shared<ProcessGroupMPI>(comm, std::move(options));
-  EMBER_CHECK(stall_fault_from_env().rank < pg->size(), "EMBER_FAULT_STALL_RANK=",
-              stall_fault_from_env().rank, " is not a rank of this job of ", pg->size(), " ranks");
-  // Seen by the worker: nothing is queued before this returns, and queueing takes mutex_.
-  pg->inject_faults_ = inject_faults;
-  return pg;
+  const int stall_rank = stall_fault_from_env().rank;
+  EMBER_CHECK(stall_rank < comm_size(comm), "EMBER_FAULT_STALL_RANK=", stall_rank,
+              " is not a rank of this job of ", comm_size(comm), " ranks");
+  return std::make_shared<ProcessGroupMPI>(comm, std::move(options), /*inject_faults=*/stall_rank >= 0);
 }
 
-namespace {
-int comm_rank(MPI_Comm c) {
-  int r = 0;
-  MPI_Comm_rank(c, &r);
-  return r;
-}
-int comm_size(MPI_Comm c) {
-  int s = 0;
-  MPI_Comm_size(c, &s);
-  return s;
-}
-}  // namespace
-
-ProcessGroupMPI::ProcessGroupMPI(MPI_Comm comm, Options options)
+ProcessGroupMPI::ProcessGroupMPI(MPI_Comm comm, Options options, bool inject_faults)
     : ProcessGroup(comm_rank(comm), comm_size(comm), std::move(options)),
       comm_(comm),
-      inspector_(rank_) {
+      lifecycle_(CollectiveLifecycle::Options{rank_, inject_faults}) {
+  set_lifecycle(&lifecycle_);
   // Errors come back as codes we turn into ember::Error, instead of aborting the job.
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   exchange_side_channel_endpoints();
@@ -158,8 +156,8 @@ ProcessGroupMPI::~ProcessGroupMPI() {
   MPI_Finalized(&finalized);
   // A timed-out collective may still be pending on comm_: freeing it could hang or crash, so a
   // broken group leaks its communicator (and the abandoned buffers) on purpose.
-  if (!finalized && broken_.empty()) MPI_Comm_free(&comm_);
-  if (!broken_.empty()) keep_for_process_lifetime(std::move(abandoned_));  // MPI may still write into them
+  if (!finalized && !lifecycle_.broken()) MPI_Comm_free(&comm_);
+  if (lifecycle_.broken()) keep_for_process_lifetime(std::move(abandoned_));  // MPI may still write into them
 }
 
 void ProcessGroupMPI::keep_for_process_lifetime(std::vector<std::unique_ptr<Entry>> entries) {
@@ -171,27 +169,17 @@ void ProcessGroupMPI::keep_for_process_lifetime(std::vector<std::unique_ptr<Entr
   for (auto& e : entries) kept->push_back(std::move(e));
 }
 
-std::string ProcessGroupMPI::broken_reason() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return broken_;
-}
-
-StallReport ProcessGroupMPI::stall_report() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return stall_report_;
-}
-
 // Every member builds the group together, so this blocking allgather cannot meet a rank that
 // skipped it; after a timeout the communicator is never used for this again (Note [Stall
 // inspector side channel]).
 void ProcessGroupMPI::exchange_side_channel_endpoints() {
-  const std::string mine = inspector_.endpoint().to_wire();
+  const std::string mine = lifecycle_.inspector().endpoint().to_wire();
   std::vector<char> all(SideChannelEndpoint::kWireSize * static_cast<size_t>(size_));
   EMBER_CHECK(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_CHAR, all.data(),
                             static_cast<int>(mine.size()), MPI_CHAR, comm_) == MPI_SUCCESS,
               "ProcessGroupMPI: exchanging the stall inspector's endpoints (MPI_Allgather) failed "
               "in group ", group_name());
-  inspector_.set_peers(SideChannelEndpoint::all_from_wire(all.data(), size_));
+  lifecycle_.inspector().set_peers(SideChannelEndpoint::all_from_wire(all.data(), size_));
 }
 
 std::string ProcessGroupMPI::describe(const Entry& e) const {
@@ -199,17 +187,11 @@ std::string ProcessGroupMPI::describe(const Entry& e) const {
                          group_name());
 }
 
-void ProcessGroupMPI::check_tensor(const Tensor& t, const char* op) const {
-  EMBER_CHECK(t.defined(), "ProcessGroupMPI::", op, ": undefined tensor");
+void ProcessGroupMPI::check_backend_tensor(const Tensor& t, const char* op) const {
   // CUDA tensors are staged through host memory (Note [CUDA tensors through the MPI backend]).
-  EMBER_CHECK(t.is_cpu() || t.is_cuda(), "ProcessGroupMPI::", op,
-              ": the MPI backend takes CPU and CUDA tensors, got ", t.describe());
+  EMBER_CHECK(t.is_cpu() || t.is_cuda(), op_label(op), ": the MPI backend takes CPU and CUDA tensors, got ",
+              t.describe(), " on rank ", rank_);
   count_of(t.numel(), op);
-}
-
-void ProcessGroupMPI::check_root(int64_t root, const char* op) const {
-  EMBER_CHECK(root >= 0 && root < size_, "ProcessGroupMPI::", op, ": root rank ", root,
-              " out of range for group of size ", size_);
 }
 
 // ---- the queue and the worker ------------------------------------------------------------------
@@ -361,7 +343,7 @@ void ProcessGroupMPI::wait_requests(std::vector<MPI_Request>& requests, Entry& e
       if (now >= deadline) {
         // Sockets only, bounded by the inspector's budget: comm_ may be broken now.
         StallReport report = summarize_stall(entry.fingerprint.sequence_number, entry.fingerprint.str(),
-                                             inspector_.query_peers());
+                                             lifecycle_.inspector().query_peers());
         const char* advice = report.not_arrived.empty()
                                  ? "a rank may have called a different collective, or the transport is stuck"
                                  : "a rank that does not arrive may have skipped this collective, called a "
@@ -392,56 +374,57 @@ void ProcessGroupMPI::trace_run(const Entry& entry, double started_us) const {
                       "\",\"bytes\":", entry.payload_bytes, "}"));
 }
 
+void ProcessGroupMPI::check_fingerprints_of(Entry& entry) {
+  // Note [DETAIL fingerprints]: a fixed-size allgather of what each rank is about to run, on the
+  // same communicator and in the same execution order (sequence numbers included), so a mismatch
+  // is caught before any payload moves, and every rank fails the same collective with the same report.
+  entry.all_fingerprints.resize(size_);
+  std::vector<MPI_Request> requests(1);
+  {
+    EMBER_MPI_PROGRESS_GUARD;  // Note [Open MPI's progress under ThreadSanitizer]
+    EMBER_MPI_CALL(MPI_Iallgather(&entry.fingerprint, sizeof(CollectiveFingerprint), MPI_BYTE,
+                                  entry.all_fingerprints.data(), sizeof(CollectiveFingerprint), MPI_BYTE, comm_,
+                                  &requests[0]));
+  }
+  wait_requests(requests, entry, "the DETAIL consistency check (fingerprint allgather)");
+  check_fingerprints(entry.all_fingerprints, rank_, group_name());
+}
+
+void ProcessGroupMPI::move_data(Entry& entry) {
+  std::vector<MPI_Request> requests;
+  if (entry.inputs_ready) entry.inputs_ready->synchronize();
+  const double started_us = Trace::now_us();
+  {
+    EMBER_MPI_PROGRESS_GUARD;  // Note [Open MPI's progress under ThreadSanitizer]
+    entry.start(requests);
+  }
+  wait_requests(requests, entry, op_type_name(static_cast<OpType>(entry.fingerprint.op)));
+  if (entry.finish) entry.finish();
+  if (Trace::get().enabled()) trace_run(entry, started_us);
+}
+
+std::exception_ptr ProcessGroupMPI::timed_out(const Entry& entry, const char* what, StallReport report) {
+  std::string why = detail::str_cat(entry.fingerprint.str(), " timed out after ", entry.timeout.count(), " ms");
+  if (!report.not_arrived.empty()) why += detail::str_cat(" (", rank_list(report.not_arrived), " did not arrive)");
+  lifecycle_.break_group(std::move(why), std::move(report));
+  g_a_group_timed_out.store(true);
+  return std::make_exception_ptr(Error(describe(entry) + ": " + what));
+}
+
 void ProcessGroupMPI::run_entry(std::unique_ptr<Entry> entry) {
   // Execution order, the same on every rank (Note [Collectives issued from callbacks run inline]).
-  const uint64_t seq = next_sequence_number_++;
+  const uint64_t seq = lifecycle_.next_sequence_number();
   entry->fingerprint.sequence_number = seq;
   entry->work->set_sequence_number(seq);
-  if (inject_faults_) maybe_inject_stall(rank_, seq);
-  inspector_.entered(seq, entry->fingerprint.str());
   std::exception_ptr error;
-  bool timed_out = false;
+  bool timed_out_here = false;
   try {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (!broken_.empty()) EMBER_THROW("the group is unusable: ", broken_);
-    }
-    if (entry->check_fingerprint && debug_level() == DebugLevel::kDetail) {
-      // Note [DETAIL fingerprints]: a fixed-size allgather of what each rank is about to run, on
-      // the same communicator and in the same execution order (sequence numbers included), so a
-      // mismatch is caught before any payload moves, and every rank fails the same collective
-      // with the same report.
-      entry->all_fingerprints.resize(size_);
-      std::vector<MPI_Request> requests(1);
-      {
-        EMBER_MPI_PROGRESS_GUARD;  // Note [Open MPI's progress under ThreadSanitizer]
-        EMBER_MPI_CALL(MPI_Iallgather(&entry->fingerprint, sizeof(CollectiveFingerprint), MPI_BYTE,
-                                      entry->all_fingerprints.data(), sizeof(CollectiveFingerprint),
-                                      MPI_BYTE, comm_, &requests[0]));
-      }
-      wait_requests(requests, *entry, "the DETAIL consistency check (fingerprint allgather)");
-      check_fingerprints(entry->all_fingerprints, rank_, group_name());
-    }
-    std::vector<MPI_Request> requests;
-    if (entry->inputs_ready) entry->inputs_ready->synchronize();
-    const double started_us = Trace::now_us();
-    {
-      EMBER_MPI_PROGRESS_GUARD;  // Note [Open MPI's progress under ThreadSanitizer]
-      entry->start(requests);
-    }
-    wait_requests(requests, *entry, op_type_name(static_cast<OpType>(entry->fingerprint.op)));
-    if (entry->finish) entry->finish();
-    if (Trace::get().enabled()) trace_run(*entry, started_us);
+    lifecycle_.enter(seq, entry->fingerprint.str());
+    if (entry->check_fingerprint && debug_level() == DebugLevel::kDetail) check_fingerprints_of(*entry);
+    move_data(*entry);
   } catch (const TimeoutError& e) {
-    timed_out = true;
-    error = std::make_exception_ptr(Error(describe(*entry) + ": " + e.what()));
-    std::lock_guard<std::mutex> lock(mutex_);
-    broken_ = detail::str_cat(entry->fingerprint.str(), " timed out after ", entry->timeout.count(), " ms");
-    g_a_group_timed_out.store(true);
-    if (!e.report.not_arrived.empty()) {
-      broken_ += detail::str_cat(" (", rank_list(e.report.not_arrived), " did not arrive)");
-    }
-    stall_report_ = e.report;
+    timed_out_here = true;
+    error = timed_out(*entry, e.what(), e.report);
   } catch (const std::exception& e) {
     error = std::make_exception_ptr(Error(describe(*entry) + ": " + e.what()));
   }
@@ -452,9 +435,9 @@ void ProcessGroupMPI::run_entry(std::unique_ptr<Entry> entry) {
       std::fprintf(stderr, "[ember.distributed] %s\n", e.what());
     }
   }
-  inspector_.finished(seq, !error);
+  lifecycle_.finish(seq, !error);
   WorkPtr work = entry->work;
-  if (timed_out) abandoned_.push_back(std::move(entry));
+  if (timed_out_here) abandoned_.push_back(std::move(entry));
   try {
     work->finish(error);
   } catch (const std::exception& e) {

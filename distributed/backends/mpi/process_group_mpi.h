@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "distributed/process_group.h"
-#include "distributed/stall_inspector.h"
+#include "distributed/collective_lifecycle.h"
 #include "tensor/cuda_stream.h"
 
 namespace ember::distributed {
@@ -30,41 +30,38 @@ class ProcessGroupMPI : public ProcessGroup {
   // Initialises MPI (MPI_THREAD_MULTIPLE) unless the program already did, and returns the world
   // group over a duplicate of MPI_COMM_WORLD (so raw MPI use elsewhere cannot interleave with ours).
   static std::shared_ptr<ProcessGroupMPI> create_world(Options options);
-  // Takes ownership of `comm`.
-  ProcessGroupMPI(MPI_Comm comm, Options options);
+  // Takes ownership of `comm`. With inject_faults (the world group), EMBER_FAULT_STALL_* apply
+  // (distributed/fault_injection.h).
+  ProcessGroupMPI(MPI_Comm comm, Options options, bool inject_faults = false);
   ~ProcessGroupMPI() override;
 
   std::string backend_name() const override { return "mpi"; }
   MPI_Comm communicator() const { return comm_; }
-  // Why the group is unusable (a collective timed out), or empty.
-  std::string broken_reason() const;
-  StallReport stall_report() const override;
-  const StallInspector* side_channel() const override { return &inspector_; }
 
-  WorkPtr broadcast(std::vector<Tensor>& tensors, const BroadcastOptions& opts = {}) override;
-  WorkPtr allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& opts = {}) override;
-  WorkPtr allreduce_coalesced(std::vector<Tensor>& tensors,
-                              const AllreduceCoalescedOptions& opts = {}) override;
-  WorkPtr reduce(std::vector<Tensor>& tensors, const ReduceOptions& opts = {}) override;
-  WorkPtr allgather(std::vector<std::vector<Tensor>>& output_tensors,
-                    std::vector<Tensor>& input_tensors, const AllgatherOptions& opts = {}) override;
-  WorkPtr allgather_base(Tensor& output, Tensor& input, const AllgatherOptions& opts = {}) override;
-  WorkPtr gather(std::vector<std::vector<Tensor>>& output_tensors,
-                 std::vector<Tensor>& input_tensors, const GatherOptions& opts = {}) override;
-  WorkPtr scatter(std::vector<Tensor>& output_tensors,
-                  std::vector<std::vector<Tensor>>& input_tensors,
-                  const ScatterOptions& opts = {}) override;
-  WorkPtr reduce_scatter(std::vector<Tensor>& output_tensors,
-                         std::vector<std::vector<Tensor>>& input_tensors,
-                         const ReduceScatterOptions& opts = {}) override;
-  WorkPtr alltoall_base(Tensor& output, Tensor& input,
-                        const std::vector<int64_t>& output_split_sizes,
-                        const std::vector<int64_t>& input_split_sizes,
-                        const AllToAllOptions& opts = {}) override;
-  WorkPtr alltoall(std::vector<Tensor>& output_tensors, std::vector<Tensor>& input_tensors,
-                   const AllToAllOptions& opts = {}) override;
-  WorkPtr barrier(const BarrierOptions& opts = {}) override;
   ProcessGroupPtr new_subgroup(const std::vector<int>& ranks, Options options) override;
+
+ protected:
+  WorkPtr run_broadcast(std::vector<Tensor>& tensors, const BroadcastOptions& opts) override;
+  WorkPtr run_allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& opts) override;
+  WorkPtr run_allreduce_coalesced(std::vector<Tensor>& tensors, const AllreduceCoalescedOptions& opts) override;
+  WorkPtr run_reduce(std::vector<Tensor>& tensors, const ReduceOptions& opts) override;
+  WorkPtr run_allgather(std::vector<std::vector<Tensor>>& output_tensors, std::vector<Tensor>& input_tensors,
+                        const AllgatherOptions& opts) override;
+  WorkPtr run_allgather_base(Tensor& output, Tensor& input, const AllgatherOptions& opts) override;
+  WorkPtr run_gather(std::vector<std::vector<Tensor>>& output_tensors, std::vector<Tensor>& input_tensors,
+                     const GatherOptions& opts) override;
+  WorkPtr run_scatter(std::vector<Tensor>& output_tensors, std::vector<std::vector<Tensor>>& input_tensors,
+                      const ScatterOptions& opts) override;
+  WorkPtr run_reduce_scatter(std::vector<Tensor>& output_tensors, std::vector<std::vector<Tensor>>& input_tensors,
+                             const ReduceScatterOptions& opts) override;
+  WorkPtr run_alltoall_base(Tensor& output, Tensor& input, const std::vector<int64_t>& output_split_sizes,
+                            const std::vector<int64_t>& input_split_sizes, const AllToAllOptions& opts) override;
+  WorkPtr run_alltoall(std::vector<Tensor>& output_tensors, std::vector<Tensor>& input_tensors,
+                       const AllToAllOptions& opts) override;
+  WorkPtr run_barrier(const BarrierOptions& opts) override;
+  // CPU and CUDA tensors (staged through host memory), of at most INT_MAX elements.
+  void check_backend_tensor(const Tensor& t, const char* op) const override;
+  std::string class_name() const override { return "ProcessGroupMPI"; }
 
  private:
   // One queued collective. `start` posts nonblocking MPI calls (appending their requests) and runs
@@ -91,6 +88,12 @@ class ProcessGroupMPI : public ProcessGroup {
                   std::function<void()> finish = nullptr);
   void run_loop();
   void run_entry(std::unique_ptr<Entry> entry);
+  // Note [DETAIL fingerprints]: every rank's fingerprint of the entry, compared before it runs.
+  void check_fingerprints_of(Entry& entry);
+  // Posts the entry's MPI calls, waits for them, and runs its finish step.
+  void move_data(Entry& entry);
+  // The error of a collective that timed out; breaks the group (Note [Stall inspector side channel]).
+  std::exception_ptr timed_out(const Entry& entry, const char* what, StallReport report);
   // The collective's run on the worker, as a trace span (Note [Queued, waiting, moving]).
   void trace_run(const Entry& entry, double started_us) const;
   // Polls until every request completes; throws on an MPI error or when the deadline passes.
@@ -99,21 +102,15 @@ class ProcessGroupMPI : public ProcessGroup {
   std::string describe(const Entry& entry) const;
   // Exchanges the side-channel endpoints over comm_ (once, at construction).
   void exchange_side_channel_endpoints();
-  void check_tensor(const Tensor& t, const char* op) const;
-  void check_root(int64_t root, const char* op) const;
 
   MPI_Comm comm_;
-  StallInspector inspector_;
-  StallReport stall_report_;  // guarded by mutex_; set once, when a timeout breaks the group
-  bool inject_faults_ = false;  // the world group: EMBER_FAULT_STALL_* apply (fault_injection.h)
+  CollectiveLifecycle lifecycle_;
   std::thread worker_;
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<std::unique_ptr<Entry>> queue_;
   std::atomic<size_t> queued_{0};
   bool stop_ = false;
-  uint64_t next_sequence_number_ = 0;  // worker thread only: numbered when an entry starts
-  std::string broken_;  // guarded by mutex_
   std::vector<std::unique_ptr<Entry>> abandoned_;  // worker thread only
   // A broken group's abandoned entries outlive it: MPI may still write into their buffers.
   static void keep_for_process_lifetime(std::vector<std::unique_ptr<Entry>> entries);

@@ -1,6 +1,6 @@
-// ProcessGroupNCCL's collectives: argument checks on the caller's thread (bad input throws at the
-// call, naming the op, tensors and rank), then ProcessGroupNCCL::collective() issues the NCCL calls
-// on the communication stream (Note [NCCL streams and completion], process_group_nccl.cc).
+// ProcessGroupNCCL's collectives: ProcessGroup has checked the arguments on the caller's thread (Note
+// [One lifecycle for every collective]); each hands ProcessGroupNCCL::collective() the NCCL calls it
+// issues on the communication stream (Note [NCCL streams and completion], process_group_nccl.cc).
 #include <nccl.h>
 
 #include "distributed/backends/nccl/process_group_nccl.h"
@@ -42,16 +42,6 @@ ncclRedOp_t nccl_op(ReduceOp op, ScalarType t) {
 
 cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
 
-void check_one(const std::vector<Tensor>& tensors, const char* op) {
-  EMBER_CHECK(tensors.size() == 1, "ProcessGroupNCCL::", op,
-              ": expects exactly one tensor (this process drives one GPU), got ", tensors.size());
-}
-
-void check_same_type(const Tensor& a, const Tensor& b, const char* op) {
-  EMBER_CHECK(a.dtype() == b.dtype(), "ProcessGroupNCCL::", op, ": dtype mismatch between ",
-              a.describe(), " and ", b.describe());
-}
-
 size_t count(const Tensor& t) { return static_cast<size_t>(t.numel()); }
 
 }  // namespace
@@ -59,10 +49,7 @@ size_t count(const Tensor& t) { return static_cast<size_t>(t.numel()); }
 // Each collective hands collective() a launch step; `comm` is read there, after the broken check.
 #define EMBER_NCCL_COMM static_cast<ncclComm_t>(comm_)
 
-WorkPtr ProcessGroupNCCL::broadcast(std::vector<Tensor>& tensors, const BroadcastOptions& opts) {
-  check_one(tensors, "broadcast");
-  check_tensor(tensors[0], "broadcast");
-  check_root(opts.root_rank, "broadcast");
+WorkPtr ProcessGroupNCCL::run_broadcast(std::vector<Tensor>& tensors, const BroadcastOptions& opts) {
   Tensor t = tensors[0];
   const int root = static_cast<int>(opts.root_rank);
   Steps steps;
@@ -73,9 +60,7 @@ WorkPtr ProcessGroupNCCL::broadcast(std::vector<Tensor>& tensors, const Broadcas
   return collective(OpType::kBroadcast, tensors, tensors, opts.timeout, -1, root, std::move(steps));
 }
 
-WorkPtr ProcessGroupNCCL::allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& opts) {
-  check_one(tensors, "allreduce");
-  check_tensor(tensors[0], "allreduce");
+WorkPtr ProcessGroupNCCL::run_allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& opts) {
   Tensor t = tensors[0];
   const ncclRedOp_t op = nccl_op(opts.reduce_op, t.dtype());
   Steps steps;
@@ -87,13 +72,8 @@ WorkPtr ProcessGroupNCCL::allreduce(std::vector<Tensor>& tensors, const Allreduc
                     static_cast<int>(opts.reduce_op), -1, std::move(steps));
 }
 
-WorkPtr ProcessGroupNCCL::allreduce_coalesced(std::vector<Tensor>& tensors,
+WorkPtr ProcessGroupNCCL::run_allreduce_coalesced(std::vector<Tensor>& tensors,
                                               const AllreduceCoalescedOptions& opts) {
-  EMBER_CHECK(!tensors.empty(), "ProcessGroupNCCL::allreduce_coalesced: empty tensor list");
-  for (const auto& t : tensors) {
-    check_tensor(t, "allreduce_coalesced");
-    check_same_type(t, tensors[0], "allreduce_coalesced");
-  }
   const ncclRedOp_t op = nccl_op(opts.reduce_op, tensors[0].dtype());
   auto flat = std::make_shared<Tensor>();
   std::vector<Tensor> list = tensors;
@@ -108,10 +88,7 @@ WorkPtr ProcessGroupNCCL::allreduce_coalesced(std::vector<Tensor>& tensors,
                     static_cast<int>(opts.reduce_op), -1, std::move(steps));
 }
 
-WorkPtr ProcessGroupNCCL::reduce(std::vector<Tensor>& tensors, const ReduceOptions& opts) {
-  check_one(tensors, "reduce");
-  check_tensor(tensors[0], "reduce");
-  check_root(opts.root_rank, "reduce");
+WorkPtr ProcessGroupNCCL::run_reduce(std::vector<Tensor>& tensors, const ReduceOptions& opts) {
   Tensor t = tensors[0];
   const int root = static_cast<int>(opts.root_rank);
   const ncclRedOp_t op = nccl_op(opts.reduce_op, t.dtype());
@@ -124,18 +101,12 @@ WorkPtr ProcessGroupNCCL::reduce(std::vector<Tensor>& tensors, const ReduceOptio
                     root, std::move(steps));
 }
 
-WorkPtr ProcessGroupNCCL::allgather(std::vector<std::vector<Tensor>>& output_tensors,
+WorkPtr ProcessGroupNCCL::run_allgather(std::vector<std::vector<Tensor>>& output_tensors,
                                     std::vector<Tensor>& input_tensors, const AllgatherOptions& opts) {
-  check_one(input_tensors, "allgather");
-  check_tensor(input_tensors[0], "allgather");
-  EMBER_CHECK(output_tensors.size() == 1 && output_tensors[0].size() == static_cast<size_t>(size_),
-              "ProcessGroupNCCL::allgather: expects one output list of ", size_, " tensors (one per rank)");
   Tensor input = input_tensors[0];
   std::vector<Tensor> outputs = output_tensors[0];
   for (const auto& o : outputs) {
-    check_tensor(o, "allgather");
-    check_same_type(o, input, "allgather");
-    EMBER_CHECK(o.numel() == input.numel(), "ProcessGroupNCCL::allgather: every output must have the "
+    EMBER_CHECK(o.numel() == input.numel(), op_label("allgather"), ": every output must have the "
                 "input's ", input.numel(), " elements (NCCL gathers equal sizes), got ", o.describe(),
                 " on rank ", rank_);
   }
@@ -154,12 +125,7 @@ WorkPtr ProcessGroupNCCL::allgather(std::vector<std::vector<Tensor>>& output_ten
   return collective(OpType::kAllgather, input_tensors, std::move(keep), opts.timeout, -1, -1, std::move(steps));
 }
 
-WorkPtr ProcessGroupNCCL::allgather_base(Tensor& output, Tensor& input, const AllgatherOptions& opts) {
-  check_tensor(input, "allgather_base");
-  check_tensor(output, "allgather_base");
-  check_same_type(output, input, "allgather_base");
-  EMBER_CHECK(output.numel() == input.numel() * size_, "ProcessGroupNCCL::allgather_base: output ",
-              output.describe(), " must have world size (", size_, ") x input ", input.describe(), " elements");
+WorkPtr ProcessGroupNCCL::run_allgather_base(Tensor& output, Tensor& input, const AllgatherOptions& opts) {
   Tensor in = input, out = output;
   Steps steps;
   steps.launch = [this, in, out](void* stream) {
@@ -169,21 +135,11 @@ WorkPtr ProcessGroupNCCL::allgather_base(Tensor& output, Tensor& input, const Al
   return collective(OpType::kAllgatherBase, {input}, {output}, opts.timeout, -1, -1, std::move(steps));
 }
 
-WorkPtr ProcessGroupNCCL::reduce_scatter(std::vector<Tensor>& output_tensors,
+WorkPtr ProcessGroupNCCL::run_reduce_scatter(std::vector<Tensor>& output_tensors,
                                          std::vector<std::vector<Tensor>>& input_tensors,
                                          const ReduceScatterOptions& opts) {
-  check_one(output_tensors, "reduce_scatter");
-  check_tensor(output_tensors[0], "reduce_scatter");
-  EMBER_CHECK(input_tensors.size() == 1 && input_tensors[0].size() == static_cast<size_t>(size_),
-              "ProcessGroupNCCL::reduce_scatter: expects one input list of ", size_, " tensors (one per rank)");
   Tensor output = output_tensors[0];
   std::vector<Tensor> inputs = input_tensors[0];
-  for (const auto& t : inputs) {
-    check_tensor(t, "reduce_scatter");
-    check_same_type(t, output, "reduce_scatter");
-    EMBER_CHECK(t.numel() == output.numel(), "ProcessGroupNCCL::reduce_scatter: every input must have "
-                "the output's ", output.numel(), " elements, got ", t.describe(), " on rank ", rank_);
-  }
   const ncclRedOp_t op = nccl_op(opts.reduce_op, output.dtype());
   auto flat = std::make_shared<Tensor>();
   Steps steps;
@@ -197,18 +153,15 @@ WorkPtr ProcessGroupNCCL::reduce_scatter(std::vector<Tensor>& output_tensors,
                     static_cast<int>(opts.reduce_op), -1, std::move(steps));
 }
 
-WorkPtr ProcessGroupNCCL::alltoall_base(Tensor& output, Tensor& input,
+WorkPtr ProcessGroupNCCL::run_alltoall_base(Tensor& output, Tensor& input,
                                         const std::vector<int64_t>& output_split_sizes,
                                         const std::vector<int64_t>& input_split_sizes,
                                         const AllToAllOptions& opts) {
-  check_tensor(input, "alltoall_base");
-  check_tensor(output, "alltoall_base");
-  check_same_type(output, input, "alltoall_base");
   EMBER_CHECK(output_split_sizes.empty() && input_split_sizes.empty(),
-              "ProcessGroupNCCL::alltoall_base: only equal splits are supported (got explicit split sizes)");
+              op_label("alltoall_base"), ": only equal splits are supported (got explicit split sizes)");
   EMBER_CHECK(input.numel() == output.numel() && input.numel() % size_ == 0,
-              "ProcessGroupNCCL::alltoall_base: input ", input.describe(), " and output ", output.describe(),
-              " must have the same number of elements, divisible by the world size ", size_);
+              op_label("alltoall_base"), ": input ", input.describe(), " and output ", output.describe(),
+              " must have the same number of elements (NCCL's equal splits)");
   Tensor in = input, out = output;
   const int world = size_;
   Steps steps;
@@ -231,7 +184,7 @@ WorkPtr ProcessGroupNCCL::alltoall_base(Tensor& output, Tensor& input,
   return collective(OpType::kAlltoallBase, {input}, {output}, opts.timeout, -1, -1, std::move(steps));
 }
 
-WorkPtr ProcessGroupNCCL::barrier(const BarrierOptions& opts) {
+WorkPtr ProcessGroupNCCL::run_barrier(const BarrierOptions& opts) {
   // As PyTorch's: an allreduce of one element on this rank's device; waiting on it is the barrier.
   Tensor one = zeros({1}, TensorOptions(kFloat32, Device(DeviceType::kCUDA, device_)));
   Steps steps;

@@ -94,7 +94,8 @@ std::string ProcessGroupNCCL::unavailable_reason() {
 ProcessGroupNCCL::ProcessGroupNCCL(ProcessGroupPtr bootstrap, Options options)
     : ProcessGroup(bootstrap->rank(), bootstrap->size(), std::move(options)),
       bootstrap_(std::move(bootstrap)),
-      inspector_(rank_) {
+      lifecycle_(CollectiveLifecycle::Options{rank_, /*inject_faults=*/false}) {
+  set_lifecycle(&lifecycle_);
   const std::string why = unavailable_reason();
   EMBER_CHECK(why.empty(), "ProcessGroupNCCL: rank ", rank_, ": ", why);
   device_ = cuda_device_of_local_rank(local_rank()).index;
@@ -113,12 +114,12 @@ ProcessGroupNCCL::ProcessGroupNCCL(ProcessGroupPtr bootstrap, Options options)
   bootstrap_->broadcast(list)->wait();
   std::memcpy(&id, id_bytes.data_ptr(), sizeof(id));
   // Every member is here, so the side channel's endpoints travel with the id's broadcast.
-  const std::string mine = inspector_.endpoint().to_wire();
+  const std::string mine = lifecycle_.inspector().endpoint().to_wire();
   Tensor my_endpoint = empty({static_cast<int64_t>(mine.size())}, TensorOptions(kByte));
   std::memcpy(my_endpoint.data_ptr(), mine.data(), mine.size());
   Tensor endpoints = empty({size_ * static_cast<int64_t>(mine.size())}, TensorOptions(kByte));
   bootstrap_->allgather_base(endpoints, my_endpoint)->wait();
-  inspector_.set_peers(SideChannelEndpoint::all_from_wire(static_cast<const char*>(endpoints.data_ptr()), size_));
+  lifecycle_.inspector().set_peers(SideChannelEndpoint::all_from_wire(static_cast<const char*>(endpoints.data_ptr()), size_));
   ncclComm_t comm = nullptr;
   const ncclResult_t rc = ncclCommInitRank(&comm, size_, id, rank_);
   EMBER_CHECK(rc == ncclSuccess, "ProcessGroupNCCL: ncclCommInitRank failed on rank ", rank_, " of ",
@@ -162,28 +163,12 @@ ProcessGroupNCCL::~ProcessGroupNCCL() {
   cudaEventDestroy(as_event(trace_origin_));
 }
 
-StallReport ProcessGroupNCCL::stall_report() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return stall_report_;
-}
-
-std::string ProcessGroupNCCL::broken_reason() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return broken_;
-}
-
-void ProcessGroupNCCL::check_tensor(const Tensor& t, const char* op) const {
-  EMBER_CHECK(t.defined(), "ProcessGroupNCCL::", op, ": undefined tensor on rank ", rank_);
-  EMBER_CHECK(t.is_cuda() && t.device().index == device_, "ProcessGroupNCCL::", op, ": rank ", rank_,
+void ProcessGroupNCCL::check_backend_tensor(const Tensor& t, const char* op) const {
+  EMBER_CHECK(t.is_cuda() && t.device().index == device_, op_label(op), ": rank ", rank_,
               " communicates from cuda:", device_, ", got ", t.describe(),
               " (move it with .to(Device(\"cuda:", device_, "\")), or use the MPI backend for CPU tensors)");
-  EMBER_CHECK(t.is_contiguous(), "ProcessGroupNCCL::", op, ": tensors must be contiguous, got ", t.describe(),
-              " on rank ", rank_);
-}
-
-void ProcessGroupNCCL::check_root(int64_t root, const char* op) const {
-  EMBER_CHECK(root >= 0 && root < size_, "ProcessGroupNCCL::", op, ": root rank ", root,
-              " out of range for a group of size ", size_);
+  EMBER_CHECK(t.is_contiguous(), op_label(op), ": tensors must be contiguous, got ", t.describe(), " on rank ",
+              rank_);
 }
 
 WorkPtr ProcessGroupNCCL::collective(OpType op, const std::vector<Tensor>& inputs,
@@ -191,20 +176,21 @@ WorkPtr ProcessGroupNCCL::collective(OpType op, const std::vector<Tensor>& input
                                      int reduce_op, int root, Steps steps) {
   count_payload(inputs);
   std::lock_guard<std::mutex> issue(issue_mutex_);
-  const uint64_t seq = next_sequence_number_++;
+  const uint64_t seq = lifecycle_.next_sequence_number();
   const std::string fingerprint = CollectiveFingerprint::make(op, seq, inputs, reduce_op, root).str();
   const std::string description = detail::str_cat(fingerprint, " on rank ", rank_, " of ", size_, " in group ",
                                                   group_name(), " (cuda:", device_, ")");
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    EMBER_CHECK(broken_.empty(), description, ": the group is unusable: ", broken_);
+  try {
+    lifecycle_.enter(seq, fingerprint);
+  } catch (const std::exception& e) {
+    lifecycle_.finish(seq, false);
+    EMBER_THROW(description, ": ", e.what());
   }
   std::vector<Tensor> keep_alive = inputs;
   keep_alive.insert(keep_alive.end(), outputs.begin(), outputs.end());
   auto work = std::make_shared<NcclWork>(NcclWork::Options{op, seq, outputs, device_, effective_timeout(timeout),
                                                             fingerprint, description, TraceLabel::current(),
                                                             std::move(keep_alive)});
-  inspector_.entered(seq, fingerprint);
   {
     // Registered before the NCCL calls: a call that blocks (the simulator, a full NCCL queue) is
     // timed out by the watchdog like one that never completes on the device.
@@ -253,12 +239,12 @@ WorkPtr ProcessGroupNCCL::collective(OpType op, const std::vector<Tensor>& input
   return work;
 }
 
-void ProcessGroupNCCL::break_group(const std::string& why) {
+void ProcessGroupNCCL::break_group(const std::string& why, StallReport report) {
+  lifecycle_.break_group(why, std::move(report));
   std::list<std::shared_ptr<NcclWork>> pending;
   bool abort = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (broken_.empty()) broken_ = why;
     if (!aborted_) {
       aborted_ = true;
       abort = true;
@@ -287,7 +273,7 @@ void ProcessGroupNCCL::watchdog_loop() {
     const bool tracing = Trace::get().enabled();
     for (auto it = pending_.begin(); it != pending_.end();) {
       if ((*it)->is_completed()) {
-        inspector_.finished((*it)->sequence_number(), !(*it)->error());
+        lifecycle_.finish((*it)->sequence_number(), !(*it)->error());
         (*it)->release_tensors();
         if (tracing) completed.push_back(*it);
         it = pending_.erase(it);
@@ -311,28 +297,28 @@ void ProcessGroupNCCL::watchdog_loop() {
       lock.unlock();
       for (const auto& work : completed) trace_device_span(*work);
       completed.clear();
+      StallReport report;
       if (expired) {
-        why = timeout_error(*expired);
+        why = timeout_error(*expired, &report);
         expired->fail(std::make_exception_ptr(Error(why)));
-        inspector_.finished(expired->sequence_number(), false);
+        lifecycle_.finish(expired->sequence_number(), false);
       }
-      if (!why.empty()) break_group(why);
+      if (!why.empty()) break_group(why, std::move(report));
       lock.lock();
     }
   }
 }
 
-std::string ProcessGroupNCCL::timeout_error(const NcclWork& work) {
+std::string ProcessGroupNCCL::timeout_error(const NcclWork& work, StallReport* found) {
   // Sockets only, bounded by the inspector's budget: the communicator may be stuck.
-  StallReport report = summarize_stall(work.sequence_number(), work.fingerprint(), inspector_.query_peers());
+  StallReport report = summarize_stall(work.sequence_number(), work.fingerprint(), lifecycle_.inspector().query_peers());
   const char* advice = report.not_arrived.empty()
                            ? "a rank may have called a different collective, or NCCL is stuck"
                            : "a rank that does not arrive may have skipped this collective, called a different "
                              "one, stalled, or died";
   std::string why = detail::str_cat(work.description(), " timed out after ", work.timeout().count(),
                                     " ms (the group's watchdog timeout): ", report.summary, " -- ", advice);
-  std::lock_guard<std::mutex> lock(mutex_);
-  stall_report_ = std::move(report);
+  *found = std::move(report);
   return why;
 }
 

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "distributed/collective_lifecycle.h"
 #include "distributed/debug.h"
 #include "distributed/process_group.h"
 
@@ -42,29 +43,25 @@ class ProcessGroupNCCL : public ProcessGroup {
   std::string backend_name() const override { return "nccl"; }
   int device_index() const { return device_; }
   Device collective_device() const override { return Device(DeviceType::kCUDA, device_); }
-  // What the stall inspector found when a collective last timed out (names who did not arrive).
-  StallReport stall_report() const override;
-  const StallInspector* side_channel() const override { return &inspector_; }
-  // Why the group is unusable (a collective timed out or NCCL failed), or empty.
-  std::string broken_reason() const;
 
-  WorkPtr broadcast(std::vector<Tensor>& tensors, const BroadcastOptions& opts = {}) override;
-  WorkPtr allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& opts = {}) override;
-  WorkPtr allreduce_coalesced(std::vector<Tensor>& tensors,
-                              const AllreduceCoalescedOptions& opts = {}) override;
-  WorkPtr reduce(std::vector<Tensor>& tensors, const ReduceOptions& opts = {}) override;
-  WorkPtr allgather(std::vector<std::vector<Tensor>>& output_tensors,
-                    std::vector<Tensor>& input_tensors, const AllgatherOptions& opts = {}) override;
-  WorkPtr allgather_base(Tensor& output, Tensor& input, const AllgatherOptions& opts = {}) override;
-  WorkPtr reduce_scatter(std::vector<Tensor>& output_tensors,
-                         std::vector<std::vector<Tensor>>& input_tensors,
-                         const ReduceScatterOptions& opts = {}) override;
-  WorkPtr alltoall_base(Tensor& output, Tensor& input,
-                        const std::vector<int64_t>& output_split_sizes,
-                        const std::vector<int64_t>& input_split_sizes,
-                        const AllToAllOptions& opts = {}) override;
-  WorkPtr barrier(const BarrierOptions& opts = {}) override;
   ProcessGroupPtr new_subgroup(const std::vector<int>& ranks, Options options) override;
+
+ protected:
+  WorkPtr run_broadcast(std::vector<Tensor>& tensors, const BroadcastOptions& opts) override;
+  WorkPtr run_allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& opts) override;
+  WorkPtr run_allreduce_coalesced(std::vector<Tensor>& tensors, const AllreduceCoalescedOptions& opts) override;
+  WorkPtr run_reduce(std::vector<Tensor>& tensors, const ReduceOptions& opts) override;
+  WorkPtr run_allgather(std::vector<std::vector<Tensor>>& output_tensors, std::vector<Tensor>& input_tensors,
+                        const AllgatherOptions& opts) override;
+  WorkPtr run_allgather_base(Tensor& output, Tensor& input, const AllgatherOptions& opts) override;
+  WorkPtr run_reduce_scatter(std::vector<Tensor>& output_tensors, std::vector<std::vector<Tensor>>& input_tensors,
+                             const ReduceScatterOptions& opts) override;
+  WorkPtr run_alltoall_base(Tensor& output, Tensor& input, const std::vector<int64_t>& output_split_sizes,
+                            const std::vector<int64_t>& input_split_sizes, const AllToAllOptions& opts) override;
+  WorkPtr run_barrier(const BarrierOptions& opts) override;
+  // Contiguous tensors on this rank's GPU.
+  void check_backend_tensor(const Tensor& t, const char* op) const override;
+  std::string class_name() const override { return "ProcessGroupNCCL"; }
 
  private:
   // What one collective does on the communication stream: `prepare` (ember ops, e.g. flattening),
@@ -77,16 +74,14 @@ class ProcessGroupNCCL : public ProcessGroup {
   };
   WorkPtr collective(OpType op, const std::vector<Tensor>& inputs, std::vector<Tensor> outputs,
                      std::chrono::milliseconds timeout, int reduce_op, int root, Steps steps);
-  void check_tensor(const Tensor& t, const char* op) const;
-  void check_root(int64_t root, const char* op) const;
   void watchdog_loop();
   // The error for a collective past its timeout, naming the ranks that did not arrive (asked over
-  // the stall inspector's side channel, within its budget); records the group's stall_report().
-  std::string timeout_error(const NcclWork& work);
+  // the stall inspector's side channel, within its budget, and left in `report`).
+  std::string timeout_error(const NcclWork& work, StallReport* report);
   // The collective's span on the communication stream, on the trace's GPU lane.
   void trace_device_span(const NcclWork& work) const;
   // Marks the group unusable and aborts the communicator (once); pending Works fail with `why`.
-  void break_group(const std::string& why);
+  void break_group(const std::string& why, StallReport report = {});
 
   ProcessGroupPtr bootstrap_;
   int device_ = 0;
@@ -98,16 +93,14 @@ class ProcessGroupNCCL : public ProcessGroup {
   void* trace_origin_ = nullptr;
   double trace_origin_us_ = 0;
   std::mutex issue_mutex_;  // one collective issued at a time, in the same order on every rank
-  uint64_t next_sequence_number_ = 0;  // guarded by issue_mutex_
 
-  // Each rank's last issued collective, for the peers' timeout errors (Note [Stall inspector
-  // side channel]); its endpoints are exchanged over the bootstrap group.
-  StallInspector inspector_;
+  // Sequence numbers (taken under issue_mutex_), the broken group, and each rank's last issued
+  // collective for the peers' timeout errors (Note [Stall inspector side channel]; its endpoints
+  // are exchanged over the bootstrap group).
+  CollectiveLifecycle lifecycle_;
 
-  mutable std::mutex mutex_;  // guards broken_, aborted_, pending_, stop_, stall_report_
+  mutable std::mutex mutex_;  // guards aborted_, pending_, stop_
   std::condition_variable cv_;
-  std::string broken_;
-  StallReport stall_report_;
   bool aborted_ = false;
   bool stop_ = false;
   std::list<std::shared_ptr<NcclWork>> pending_;  // issued, not yet seen complete by the watchdog

@@ -80,14 +80,14 @@ class FailingUsedMapGroup : public ProcessGroup {
   explicit FailingUsedMapGroup(ProcessGroupPtr inner)
       : ProcessGroup(inner->rank(), inner->size(), inner->options()), inner_(std::move(inner)) {}
   std::string backend_name() const override { return "failing-used-map(" + inner_->backend_name() + ")"; }
-  WorkPtr broadcast(std::vector<Tensor>& t, const BroadcastOptions& o) override { return inner_->broadcast(t, o); }
-  WorkPtr allreduce(std::vector<Tensor>& t, const AllreduceOptions& o) override {
+  WorkPtr run_broadcast(std::vector<Tensor>& t, const BroadcastOptions& o) override { return inner_->broadcast(t, o); }
+  WorkPtr run_allreduce(std::vector<Tensor>& t, const AllreduceOptions& o) override {
     if (fail_int_allreduce && t.at(0).dtype() == kInt32) {
       return completed_work(OpType::kAllreduce, 0, t, std::make_exception_ptr(Error("injected used-map failure")));
     }
     return inner_->allreduce(t, o);
   }
-  WorkPtr allgather(std::vector<std::vector<Tensor>>& out, std::vector<Tensor>& in,
+  WorkPtr run_allgather(std::vector<std::vector<Tensor>>& out, std::vector<Tensor>& in,
                     const AllgatherOptions& o) override {
     return inner_->allgather(out, in, o);
   }

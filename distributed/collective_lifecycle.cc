@@ -1,0 +1,35 @@
+#include "distributed/collective_lifecycle.h"
+
+#include "distributed/fault_injection.h"
+#include "tensor/error.h"
+
+namespace ember::distributed {
+
+CollectiveLifecycle::CollectiveLifecycle(Options options) : options_(options), inspector_(options.rank) {}
+
+void CollectiveLifecycle::enter(uint64_t seq, const std::string& fingerprint) {
+  if (options_.inject_faults) maybe_inject_stall(options_.rank, seq);
+  inspector_.entered(seq, fingerprint);
+  const std::string why = broken_reason();
+  if (!why.empty()) EMBER_THROW("the group is unusable: ", why);
+}
+
+bool CollectiveLifecycle::break_group(std::string why, StallReport report) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!broken_.empty()) return false;
+  broken_ = std::move(why);
+  stall_report_ = std::move(report);
+  return true;
+}
+
+std::string CollectiveLifecycle::broken_reason() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return broken_;
+}
+
+StallReport CollectiveLifecycle::stall_report() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stall_report_;
+}
+
+}  // namespace ember::distributed
