@@ -129,6 +129,9 @@ class ProcessGroup {
   // output_tensors[0] = reduction over ranks of input_tensors[0][rank].
   WorkPtr reduce_scatter(std::vector<Tensor>& output_tensors, std::vector<std::vector<Tensor>>& input_tensors,
                          const ReduceScatterOptions& opts = {});
+  // output = this rank's chunk of the reduction over ranks of `input`, which holds size() chunks
+  // of output's numel (PyTorch's reduce_scatter_tensor).
+  WorkPtr reduce_scatter_base(Tensor& output, Tensor& input, const ReduceScatterOptions& opts = {});
   // Splits along dim 0; empty split lists mean equal splits.
   WorkPtr alltoall_base(Tensor& output, Tensor& input, const std::vector<int64_t>& output_split_sizes,
                         const std::vector<int64_t>& input_split_sizes, const AllToAllOptions& opts = {});
@@ -183,6 +186,7 @@ class ProcessGroup {
   virtual WorkPtr run_reduce_scatter(std::vector<Tensor>& output_tensors,
                                      std::vector<std::vector<Tensor>>& input_tensors,
                                      const ReduceScatterOptions& opts);
+  virtual WorkPtr run_reduce_scatter_base(Tensor& output, Tensor& input, const ReduceScatterOptions& opts);
   virtual WorkPtr run_alltoall_base(Tensor& output, Tensor& input, const std::vector<int64_t>& output_split_sizes,
                                     const std::vector<int64_t>& input_split_sizes, const AllToAllOptions& opts);
   virtual WorkPtr run_alltoall(std::vector<Tensor>& output_tensors, std::vector<Tensor>& input_tensors,

@@ -164,6 +164,15 @@ WorkPtr ProcessGroup::reduce_scatter(std::vector<Tensor>& output_tensors,
   return run_reduce_scatter(output_tensors, input_tensors, opts);
 }
 
+WorkPtr ProcessGroup::reduce_scatter_base(Tensor& output, Tensor& input, const ReduceScatterOptions& opts) {
+  check_tensor(output, "reduce_scatter_base");
+  check_like(input, output, "reduce_scatter_base");
+  EMBER_CHECK(input.numel() == output.numel() * size_, op_label("reduce_scatter_base"), ": input ",
+              input.describe(), " must have world size (", size_, ") x output ", output.describe(), " elements",
+              rank_of(*this));
+  return run_reduce_scatter_base(output, input, opts);
+}
+
 WorkPtr ProcessGroup::alltoall_base(Tensor& output, Tensor& input, const std::vector<int64_t>& output_split_sizes,
                                     const std::vector<int64_t>& input_split_sizes, const AllToAllOptions& opts) {
   check_tensor(input, "alltoall_base");
@@ -227,6 +236,9 @@ WorkPtr ProcessGroup::run_scatter(std::vector<Tensor>&, std::vector<std::vector<
 WorkPtr ProcessGroup::run_reduce_scatter(std::vector<Tensor>&, std::vector<std::vector<Tensor>>&,
                                          const ReduceScatterOptions&) {
   throw_unsupported("reduce_scatter");
+}
+WorkPtr ProcessGroup::run_reduce_scatter_base(Tensor&, Tensor&, const ReduceScatterOptions&) {
+  throw_unsupported("reduce_scatter_base");
 }
 WorkPtr ProcessGroup::run_alltoall_base(Tensor&, Tensor&, const std::vector<int64_t>&, const std::vector<int64_t>&,
                                         const AllToAllOptions&) {

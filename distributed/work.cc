@@ -243,6 +243,7 @@ const char* op_type_name(OpType op) {
     case OpType::kGather: return "gather";
     case OpType::kScatter: return "scatter";
     case OpType::kReduceScatter: return "reduce_scatter";
+    case OpType::kReduceScatterBase: return "reduce_scatter_base";
     case OpType::kAlltoallBase: return "alltoall_base";
     case OpType::kAlltoall: return "alltoall";
     case OpType::kBarrier: return "barrier";

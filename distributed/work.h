@@ -106,6 +106,7 @@ enum class OpType : int32_t {
   kGather,
   kScatter,
   kReduceScatter,
+  kReduceScatterBase,
   kAlltoallBase,
   kAlltoall,
   kBarrier,

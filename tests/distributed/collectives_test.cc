@@ -179,6 +179,31 @@ TEST_P(CollectiveTest, ReduceScatter) {
   EXPECT_TRUE(close_to(out[0], expected));
 }
 
+TEST_P(CollectiveTest, ReduceScatterBaseIntoOneTensor) {
+  const ScalarType dtype = GetParam();
+  // One flat input of world x 7 elements; rank j keeps chunk j of the reduction, for each op.
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax}) {
+    if (op == ReduceOp::kAvg && !is_floating_point(dtype)) continue;
+    Tensor in = rank_input({world_ * 7}, dtype, rank_);
+    Tensor out = zeros({7}, dtype);
+    ReduceScatterOptions opts;
+    opts.reduce_op = op;
+    WorkPtr work = pg_->reduce_scatter_base(out, in, opts);
+    work->wait();
+    EXPECT_EQ(work->name(), "reduce_scatter_base #" + std::to_string(work->sequence_number()));
+    Tensor expected = expected_reduction(op, world_, {world_ * 7}).narrow(0, rank_ * 7, 7);
+    EXPECT_TRUE(close_to(out, expected)) << reduce_op_name(op);
+  }
+  // A non-contiguous output is written through; sizes that do not fit name both tensors.
+  Tensor in = rank_input({world_ * 4}, dtype, rank_);
+  Tensor out = zeros({4, 2}, dtype).select(1, 0);
+  pg_->reduce_scatter_base(out, in)->wait();
+  EXPECT_TRUE(close_to(out, expected_reduction(ReduceOp::kSum, world_, {world_ * 4}).narrow(0, rank_ * 4, 4)));
+  Tensor odd = zeros({world_ * 4 + 1}, dtype);
+  EXPECT_THAT(error_of([&] { pg_->reduce_scatter_base(out, odd); }),
+              ::testing::HasSubstr("ProcessGroupMPI::reduce_scatter_base: input"));
+}
+
 TEST_P(CollectiveTest, AlltoallBaseEqualSplits) {
   const ScalarType dtype = GetParam();
   // Row j of rank r's input is 10 * r + j (exact in bfloat16); after alltoall, rank r's row j came from rank j.

@@ -299,6 +299,27 @@ WorkPtr ProcessGroupMPI::run_reduce_scatter(std::vector<Tensor>& output_tensors,
       });
 }
 
+WorkPtr ProcessGroupMPI::run_reduce_scatter_base(Tensor& output, Tensor& input, const ReduceScatterOptions& opts) {
+  const int n = static_cast<int>(output.numel());
+  MPI_Datatype dt = mpi_datatype(output.dtype());
+  MPI_Op op = mpi_op(opts.reduce_op, output.dtype(), "reduce_scatter_base");
+  const bool avg = opts.reduce_op == ReduceOp::kAvg;
+  auto in = std::make_shared<Staged>(input);
+  auto out = std::make_shared<Staged>(output);
+  return enqueue(
+      OpType::kReduceScatterBase, {input}, {output}, opts.timeout, static_cast<int>(opts.reduce_op), -1, false,
+      [this, in, out, n, dt, op](std::vector<MPI_Request>& r) {
+        in->in();
+        out->in();
+        r.emplace_back();
+        EMBER_MPI_CALL(MPI_Ireduce_scatter_block(in->data(), out->data(), n, dt, op, comm_, &r.back()));
+      },
+      [this, out, avg] {
+        if (avg) divide_by(out->buf, size_);
+        out->out();
+      });
+}
+
 WorkPtr ProcessGroupMPI::run_alltoall_base(Tensor& output, Tensor& input,
                                        const std::vector<int64_t>& output_split_sizes,
                                        const std::vector<int64_t>& input_split_sizes,

@@ -54,6 +54,7 @@ class ProcessGroupMPI : public ProcessGroup {
                       const ScatterOptions& opts) override;
   WorkPtr run_reduce_scatter(std::vector<Tensor>& output_tensors, std::vector<std::vector<Tensor>>& input_tensors,
                              const ReduceScatterOptions& opts) override;
+  WorkPtr run_reduce_scatter_base(Tensor& output, Tensor& input, const ReduceScatterOptions& opts) override;
   WorkPtr run_alltoall_base(Tensor& output, Tensor& input, const std::vector<int64_t>& output_split_sizes,
                             const std::vector<int64_t>& input_split_sizes, const AllToAllOptions& opts) override;
   WorkPtr run_alltoall(std::vector<Tensor>& output_tensors, std::vector<Tensor>& input_tensors,

@@ -153,6 +153,18 @@ WorkPtr ProcessGroupNCCL::run_reduce_scatter(std::vector<Tensor>& output_tensors
                     static_cast<int>(opts.reduce_op), -1, std::move(steps));
 }
 
+WorkPtr ProcessGroupNCCL::run_reduce_scatter_base(Tensor& output, Tensor& input, const ReduceScatterOptions& opts) {
+  Tensor in = input, out = output;
+  const ncclRedOp_t op = nccl_op(opts.reduce_op, out.dtype());
+  Steps steps;
+  steps.launch = [this, in, out, op](void* stream) {
+    return static_cast<int>(ncclReduceScatter(in.data_ptr(), out.data_ptr(), count(out), nccl_type(out.dtype()), op,
+                                              EMBER_NCCL_COMM, as_stream(stream)));
+  };
+  return collective(OpType::kReduceScatterBase, {input}, {output}, opts.timeout, static_cast<int>(opts.reduce_op),
+                    -1, std::move(steps));
+}
+
 WorkPtr ProcessGroupNCCL::run_alltoall_base(Tensor& output, Tensor& input,
                                         const std::vector<int64_t>& output_split_sizes,
                                         const std::vector<int64_t>& input_split_sizes,

@@ -128,6 +128,19 @@ TEST_F(NcclTest, ReduceScatterMatchesTheMpiBackend) {
   }
 }
 
+TEST_F(NcclTest, ReduceScatterBaseMatchesTheMpiBackend) {
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMin}) {
+    Tensor h_in = rank_input({world_ * 5}, kFloat32, rank_);
+    Tensor d_in = on_device(h_in);
+    Tensor h_out = empty({5}), d_out = empty({5}, TensorOptions(kFloat32, cuda_));
+    ReduceScatterOptions opts;
+    opts.reduce_op = op;
+    pg_->reduce_scatter_base(h_out, h_in, opts)->wait();
+    nccl_->reduce_scatter_base(d_out, d_in, opts)->wait();
+    EXPECT_TRUE(close_to(d_out.to(kCPU), h_out.to(kFloat64))) << reduce_op_name(op);
+  }
+}
+
 TEST_F(NcclTest, AllreduceCoalescedWritesEveryTensor) {
   std::vector<Tensor> host{rank_input({3}, kFloat32, rank_), rank_input({2, 2}, kFloat32, rank_ + 1)};
   std::vector<Tensor> device{on_device(host[0]), on_device(host[1])};
