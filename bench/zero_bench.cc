@@ -85,8 +85,8 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const Flags& f, const std::stri
   distributed::ZeroRedundancyOptimizerOptions o;
   o.overlap_with_ddp = mode == "zero_overlap";
   o.broadcast_bucket_bytes = f.bucket_bytes;
-  o.parameter_exchange = f.exchange == "allgather" ? distributed::ParameterExchange::kAllgather
-                                                   : distributed::ParameterExchange::kBroadcast;
+  o.parameter_exchange = f.exchange == "allgather" ? distributed::ParameterExchangeMode::kAllgather
+                                                   : distributed::ParameterExchangeMode::kBroadcast;
   auto zero = std::make_unique<distributed::ZeroRedundancyOptimizer>(std::move(groups), factory, pg, o);
   if (o.overlap_with_ddp) ddp.register_comm_hook(std::make_unique<distributed::ZeroStepCommHook>(*zero));
   return zero;

@@ -1,5 +1,5 @@
-// ZeRO stage 1 (DESIGN.md, distributed/optim/): the sharded step, the broadcast of the updated
-// parameters, and the consolidated state dict (Note [ZeRO state_dict layout]).
+// ZeRO stage 1 (docs/zero.md): the sharded step, the exchange of the updated parameters
+// (parameter_exchange.h), and the consolidated state dict (Note [ZeRO state_dict layout]).
 #include "distributed/optim/zero_redundancy_optimizer.h"
 
 #include <map>
@@ -8,7 +8,6 @@
 #include <utility>
 
 #include "distributed/collective_helpers.h"
-#include "distributed/optim/parameter_allgather.h"
 #include "distributed/optim/state_dict_broadcast.h"
 #include "tensor/autograd_interface.h"
 #include "tensor/factories.h"
@@ -79,6 +78,7 @@ ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::unique_ptr<optim::Optimize
   }
   local_ = factory(std::move(local));
   EMBER_CHECK(local_ != nullptr, "ZeroRedundancyOptimizer: the optimizer factory returned null");
+  exchange_.emplace(make_parameter_exchange(group_, "ZeroRedundancyOptimizer"));
 }
 
 void ZeroRedundancyOptimizer::sync_local_options() {
@@ -103,69 +103,15 @@ void ZeroRedundancyOptimizer::step() {
   }
   sync_local_options();
   local_->step();
-  exchange_parameters();
+  exchange_->exchange(parameters());
 }
 
-void ZeroRedundancyOptimizer::exchange_parameters() {
-  if (group_->size() == 1) return;
-  if (options_.parameter_exchange == ParameterExchange::kAllgather) {
-    allgather_parameters();
-  } else {
-    broadcast_parameters();
-  }
-}
-
-void ZeroRedundancyOptimizer::allgather_parameters() {
-  // Buckets of consecutive parameters of one dtype and device, the same on every rank; two in
-  // flight, so one bucket's copies overlap the next one's allgather and the transient buffers
-  // stay at two buckets' worth.
-  const std::vector<Tensor> all = parameters();
-  constexpr int64_t kDefaultAllgatherBucketBytes = 25LL * 1024 * 1024;  // DDP's default bucket
-  const int64_t bytes =
-      options_.broadcast_bucket_bytes > 0 ? options_.broadcast_bucket_bytes : kDefaultAllgatherBucketBytes;
-  auto owner = [this](const Tensor& p) { return owner_of(p); };
-  std::unique_ptr<ParameterAllgather> previous;
-  WorkPtr previous_work;
-  auto retire = [&] {
-    if (previous_work) previous_work->wait();
-    if (previous) previous->finish();
-    previous.reset();
-    previous_work.reset();
-  };
-  for (const auto& indices : bucket_tensors_by_size(all, bytes)) {
-    std::vector<Tensor> bucket;
-    for (size_t i : indices) bucket.push_back(all[i]);
-    auto exchange = std::make_unique<ParameterAllgather>(bucket, owner, *group_);
-    WorkPtr work = exchange->start(*group_);
-    retire();
-    previous = std::move(exchange);
-    previous_work = std::move(work);
-  }
-  retire();
-}
-
-void ZeroRedundancyOptimizer::broadcast_parameters() {
-  NoGradGuard no_grad;
-  const std::vector<Tensor> all = parameters();
-  std::vector<WorkPtr> in_flight;
-  for (int r = 0; r < group_->size(); ++r) {
-    std::vector<Tensor> owned;
-    for (size_t i : partition_.per_rank[r]) owned.push_back(all[i]);
-    if (owned.empty()) continue;
-    if (options_.broadcast_bucket_bytes > 0) {
-      broadcast_coalesced(*group_, owned, options_.broadcast_bucket_bytes, r);
-      continue;
-    }
-    // In place, one collective per parameter: no flat copy, so no transient memory (PyTorch's
-    // default, parameters_as_bucket_view=False). All are issued, then all waited for.
-    for (const Tensor& p : owned) {
-      EMBER_CHECK(p.is_contiguous(), "ZeroRedundancyOptimizer (rank ", group_->rank(), "): parameter ",
-                  p.describe(), " is not contiguous; set broadcast_bucket_bytes to broadcast it through a copy");
-      std::vector<Tensor> t{p};
-      in_flight.push_back(group_->broadcast(t, BroadcastOptions{r}));
-    }
-  }
-  for (auto& w : in_flight) w->wait();
+ParameterExchange ZeroRedundancyOptimizer::make_parameter_exchange(ProcessGroupPtr group, const char* caller) const {
+  ParameterExchangeOptions o;
+  o.mode = options_.parameter_exchange;
+  o.bucket_bytes = options_.broadcast_bucket_bytes;
+  o.caller = caller;
+  return ParameterExchange([this](const Tensor& p) { return owner_of(p); }, std::move(group), o);
 }
 
 void ZeroRedundancyOptimizer::step_owned(const std::vector<Tensor>& params, const std::vector<Tensor>& grads) {

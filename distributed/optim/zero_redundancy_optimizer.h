@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "distributed/optim/parameter_exchange.h"
 #include "distributed/optim/parameter_partition.h"
 #include "distributed/process_group.h"
 #include "optim/optimizer.h"
@@ -33,12 +34,6 @@ namespace ember::distributed {
 //     return std::make_unique<optim::AdamW>(std::move(g), optim::AdamWOptions(1e-3)); }
 using OptimizerFactory =
     std::function<std::unique_ptr<optim::Optimizer>(std::vector<optim::OptimizerParamGroup>)>;
-
-// How the updated parameters reach every rank after the sharded step.
-enum class ParameterExchange {
-  kBroadcast,  // each owner broadcasts its parameters (PyTorch's ZeroRedundancyOptimizer)
-  kAllgather,  // one allgather per bucket, every rank's share at once (Note [ZeRO parameters by allgather])
-};
 
 struct ZeroRedundancyOptimizerOptions {
   // PyTorch's overlap_with_ddp: the step of each DDP bucket's own parameters and their broadcast
@@ -52,9 +47,9 @@ struct ZeroRedundancyOptimizerOptions {
   // of consolidate_state_dict's transfers (64 MiB when 0).
   int64_t broadcast_bucket_bytes = 0;
   // kAllgather: the parameters travel as one allgather per bucket of broadcast_bucket_bytes
-  // (25 MiB when 0; under overlap_with_ddp, per DDP bucket), through padded flat copies
+  // (25 MiB when 0; under overlap_with_ddp, within each DDP bucket), through padded flat copies
   // (parameter_allgather.h): over a link, both directions carry parameters at once.
-  ParameterExchange parameter_exchange = ParameterExchange::kBroadcast;
+  ParameterExchangeMode parameter_exchange = ParameterExchangeMode::kBroadcast;
 };
 
 // See the top of this file. It is an optim::Optimizer, so zero_grad, param_groups (lr schedulers
@@ -95,6 +90,9 @@ class ZeroRedundancyOptimizer : public optim::Optimizer {
   void step_owned(const std::vector<Tensor>& params, const std::vector<Tensor>& grads);
   // The rank that owns `param`, or -1 if it is none of ours.
   int owner_of(const Tensor& param) const;
+  // The exchange of the updated parameters over `group` (the same ranks as this optimizer's), as
+  // the options ask: step() uses one over process_group(), the hook one over its own communicator.
+  ParameterExchange make_parameter_exchange(ProcessGroupPtr group, const char* caller) const;
   // For the hook: every parameter was stepped in this backward, so step() has nothing left to do.
   void mark_stepped_by_hook(size_t count);
   // Iterations whose step the hook did (overlap_with_ddp), for tests and reports.
@@ -110,10 +108,6 @@ class ZeroRedundancyOptimizer : public optim::Optimizer {
                           ProcessGroupPtr group, ZeroRedundancyOptimizerOptions options);
   // Copies the full groups' options (lr, possibly set by a scheduler) into the local optimizer.
   void sync_local_options();
-  // Sends each rank's updated parameters to every rank (options_.parameter_exchange).
-  void exchange_parameters();
-  void broadcast_parameters();
-  void allgather_parameters();
   int64_t consolidate_bucket_bytes() const {
     return options_.broadcast_bucket_bytes > 0 ? options_.broadcast_bucket_bytes : 64LL * 1024 * 1024;
   }
@@ -123,6 +117,7 @@ class ZeroRedundancyOptimizer : public optim::Optimizer {
   ParameterPartition partition_;
   std::unique_ptr<optim::Optimizer> local_;
   std::unordered_map<const TensorImpl*, int> owner_by_impl_;
+  std::optional<ParameterExchange> exchange_;  // over group_
   // Parameters the hook stepped since the last step() (overlap_with_ddp).
   std::atomic<size_t> stepped_by_hook_{0};
   int64_t steps_taken_by_hook_ = 0;

@@ -2,7 +2,7 @@
 // ddp_zero_hook.hook_with_zero_step(allreduce_hook, ddp, zero) as a comm hook class. As each
 // bucket's allreduce completes, the rank steps the parameters of that bucket it owns and every
 // rank broadcasts the bucket's updated parameters from their owners (or allgathers them:
-// ParameterExchange::kAllgather), so the step and the exchange hide behind the rest of backward.
+// ParameterExchangeMode::kAllgather), so the step and the exchange hide behind the rest of backward.
 //
 // Note [ZeRO step in the comm hook]
 // - The hook steps with the bucket's reduced gradients (the bucket buffer, divided by the world
@@ -28,6 +28,7 @@
 //   the step (the step happens before the last gradient exists).
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "distributed/hooks/comm_hook.h"
@@ -46,7 +47,8 @@ class ZeroStepCommHook final : public CommHookInterface {
 
  private:
   ZeroRedundancyOptimizer& zero_;
-  ProcessGroupPtr broadcast_group_;  // the same ranks, a communicator (and worker) of its own
+  // Over the same ranks as zero's group, with a communicator (and worker) of its own.
+  std::shared_ptr<const ParameterExchange> exchange_;
 };
 
 }  // namespace ember::distributed

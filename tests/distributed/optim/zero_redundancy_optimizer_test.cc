@@ -21,7 +21,7 @@ class ZeroEquivalenceTest : public MpiTest,
 TEST_P(ZeroEquivalenceTest, MatchesTheUnshardedOptimizerBitForBit) {
   const auto [kind, overlap, tiny, allgather] = GetParam();
   ZeroRedundancyOptimizerOptions options;
-  options.parameter_exchange = allgather ? ParameterExchange::kAllgather : ParameterExchange::kBroadcast;
+  options.parameter_exchange = allgather ? ParameterExchangeMode::kAllgather : ParameterExchangeMode::kBroadcast;
   Trainer ref(pg_, kind, Mode::kUnsharded, tiny);
   Trainer zero(pg_, kind, overlap ? Mode::kZeroOverlap : Mode::kZero, tiny, nullptr, options);
   ref.train(0, 5);
@@ -49,9 +49,9 @@ class ZeroTest : public MpiTest {};
 TEST_F(ZeroTest, BucketedExchangeMatchesToo) {
   Trainer ref(pg_, Kind::kAdamW, Mode::kUnsharded);
   ref.train(0, 4);
-  for (auto [mode, exchange] : {std::pair{Mode::kZero, ParameterExchange::kBroadcast},
-                                std::pair{Mode::kZeroOverlap, ParameterExchange::kBroadcast},
-                                std::pair{Mode::kZero, ParameterExchange::kAllgather}}) {
+  for (auto [mode, exchange] : {std::pair{Mode::kZero, ParameterExchangeMode::kBroadcast},
+                                std::pair{Mode::kZeroOverlap, ParameterExchangeMode::kBroadcast},
+                                std::pair{Mode::kZero, ParameterExchangeMode::kAllgather}}) {
     ZeroRedundancyOptimizerOptions options;
     options.broadcast_bucket_bytes = 1024;
     options.parameter_exchange = exchange;
@@ -59,7 +59,7 @@ TEST_F(ZeroTest, BucketedExchangeMatchesToo) {
     zero.train(0, 4);
     EXPECT_TRUE(bitwise_equal(zero.model->parameters(), ref.model->parameters()))
         << (mode == Mode::kZero ? "zero" : "zero overlapped")
-        << (exchange == ParameterExchange::kAllgather ? ", allgather" : ", broadcast");
+        << (exchange == ParameterExchangeMode::kAllgather ? ", allgather" : ", broadcast");
     EXPECT_TRUE(ranks_agree(*pg_, zero.model->parameters()));
   }
 }
