@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <tuple>
 #include <utility>
 
@@ -140,10 +141,12 @@ void orthogonalize_batch(const Tensor& batch, double epsilon) {
 
 }  // namespace
 
+namespace {
+
 // Error feedback: adds bucket b's residual from the last iteration to `flat` (in place) and returns
 // a copy of the result (to measure this iteration's residual) and the residual buffer itself.
 // Both are undefined when error feedback is off.
-static std::pair<Tensor, Tensor> apply_error_feedback(PowerSGDState& state, size_t b, const Tensor& flat) {
+std::pair<Tensor, Tensor> apply_error_feedback(PowerSGDState& state, size_t b, const Tensor& flat) {
   if (!state.use_error_feedback) return {Tensor(), Tensor()};
   auto it = state.error_dict.find(b);
   if (it != state.error_dict.end() && it->second.numel() == flat.numel()) {
@@ -154,27 +157,37 @@ static std::pair<Tensor, Tensor> apply_error_feedback(PowerSGDState& state, size
   return {flat.clone(), state.error_dict[b]};
 }
 
-FuturePtr powerSGD_hook(PowerSGDState& state, GradBucket& bucket) {
-  ProcessGroup& group = state.process_group();
+// What both hooks read of the bucket once it is past the plain-allreduce iterations.
+struct CompressedBucket {
+  Tensor input;          // the bucket's flat buffer, written with the result in place
+  size_t index;
+  int64_t total;
+  TensorOptions on_device;  // the bucket's dtype and device (CPU or CUDA)
+  double world;
+};
+
+// Until start_powerSGD_iter the hooks are plain allreduces (PyTorch's warm-up): returns that
+// allreduce's future then, or nullptr once compression starts (with the bucket checked).
+FuturePtr allreduce_before_start(PowerSGDState& state, GradBucket& bucket, const char* hook) {
   if (state.iter < state.start_powerSGD_iter) {
     state.maybe_increase_iter(bucket);
-    return allreduce_hook(group, bucket);
+    return allreduce_hook(state.process_group(), bucket);
   }
-  check_bucket(bucket, "powerSGD_hook");
-  NoGradGuard no_grad;
+  check_bucket(bucket, hook);
+  return nullptr;
+}
+
+CompressedBucket compressed_bucket(PowerSGDState& state, GradBucket& bucket) {
   const Tensor input = bucket.buffer();
-  const size_t b = bucket.index();
-  const int64_t total = input.numel();
-  const ScalarType dtype = input.dtype();
-  const TensorOptions on_device(dtype, input.device());  // the bucket's device (CPU or CUDA)
-  const double world = static_cast<double>(group.size());
-  state.total_numel_before_compression += total;
+  state.total_numel_before_compression += input.numel();
+  return {input, bucket.index(), input.numel(), TensorOptions(input.dtype(), input.device()),
+          static_cast<double>(state.process_group().size())};
+}
 
-  // Error feedback: compress gradient + last iteration's local residual.
-  Tensor input_copy, error;  // plain variables: lambdas below capture them
-  std::tie(input_copy, error) = apply_error_feedback(state, b, input);
-
-  // Split: 2-d views worth compressing vs the rest (vectors, small matrices).
+// The bucket's gradients as n x m matrices worth compressing and the rest (vectors, small
+// matrices), counted into the state's compression statistics.
+std::pair<std::vector<Tensor>, std::vector<Tensor>> split_for_compression(PowerSGDState& state,
+                                                                           const GradBucket& bucket) {
   std::vector<Tensor> to_compress, uncompressed;
   for (const Tensor& t : bucket.gradients()) {
     const int64_t n = t.dim() == 0 ? 1 : t.size(0);
@@ -190,101 +203,126 @@ FuturePtr powerSGD_hook(PowerSGDState& state, GradBucket& bucket) {
     }
   }
   state.maybe_report_compression_stats(bucket);
-  std::vector<CompressionUnit> units = compression_units(to_compress, state);
+  return {std::move(to_compress), std::move(uncompressed)};
+}
+
+// The P and Q memory of a bucket's units, flat, with a [b, n, r] and a [b, m, r] view per unit.
+struct LowRankFactors {
+  Tensor p_memory, q_memory;
+  std::vector<Tensor> ps, qs;
+};
+
+// P and Q memory: kept per bucket for warm start, fresh otherwise; the Qs random when fresh, and
+// orthogonalised either way.
+LowRankFactors low_rank_factors(PowerSGDState& state, const CompressedBucket& in,
+                                const std::vector<CompressionUnit>& units) {
   int64_t ps_size = 0, qs_size = 0;
   for (const CompressionUnit& u : units) {
     ps_size += u.b * u.n * u.r;
     qs_size += u.b * u.m * u.r;
   }
-
-  // P and Q memory: kept per bucket for warm start, fresh (and random) otherwise.
+  const size_t b = in.index;
   const bool have_memory = state.warm_start && state.p_memory_dict.count(b) &&
                            state.p_memory_dict[b].numel() == ps_size && state.q_memory_dict[b].numel() == qs_size;
-  Tensor p_memory = have_memory ? state.p_memory_dict[b] : empty({ps_size}, on_device);
-  Tensor q_memory = have_memory ? state.q_memory_dict[b] : empty({qs_size}, on_device);
+  LowRankFactors f;
+  f.p_memory = have_memory ? state.p_memory_dict[b] : empty({ps_size}, in.on_device);
+  f.q_memory = have_memory ? state.q_memory_dict[b] : empty({qs_size}, in.on_device);
   if (state.warm_start) {
-    state.p_memory_dict[b] = p_memory;
-    state.q_memory_dict[b] = q_memory;
+    state.p_memory_dict[b] = f.p_memory;
+    state.q_memory_dict[b] = f.q_memory;
   }
-  std::vector<Tensor> ps, qs;  // [b, n, r] and [b, m, r] views of the memory, one per unit
   for (size_t i = 0, p_idx = 0, q_idx = 0; i < units.size(); ++i) {
     const CompressionUnit& u = units[i];
-    ps.push_back(p_memory.narrow(0, static_cast<int64_t>(p_idx), u.b * u.n * u.r).view({u.b, u.n, u.r}));
-    qs.push_back(q_memory.narrow(0, static_cast<int64_t>(q_idx), u.b * u.m * u.r).view({u.b, u.m, u.r}));
+    f.ps.push_back(f.p_memory.narrow(0, static_cast<int64_t>(p_idx), u.b * u.n * u.r).view({u.b, u.n, u.r}));
+    f.qs.push_back(f.q_memory.narrow(0, static_cast<int64_t>(q_idx), u.b * u.m * u.r).view({u.b, u.m, u.r}));
     p_idx += static_cast<size_t>(u.b * u.n * u.r);
     q_idx += static_cast<size_t>(u.b * u.m * u.r);
   }
-  if (!have_memory) randomize(qs, state, dtype);
-  for (Tensor& q : qs) orthogonalize_batch(q, state.orthogonalization_epsilon);
+  if (!have_memory) randomize(f.qs, state, in.on_device.dtype);
+  for (Tensor& q : f.qs) orthogonalize_batch(q, state.orthogonalization_epsilon);
+  return f;
+}
+
+// The uncompressed tensors' allreduce, issued now; `next` (the Ps' allreduce, issued after it)
+// follows once their averages are copied back.
+FuturePtr allreduce_uncompressed(ProcessGroup& group, const std::vector<Tensor>& uncompressed, double world,
+                                 const std::function<FuturePtr()>& issue_next) {
+  if (uncompressed.empty()) return issue_next();
+  std::vector<Tensor> flat;
+  for (const Tensor& t : uncompressed) flat.push_back(t.reshape({-1}));
+  Tensor flat_uncompressed = cat(flat, 0);
+  FuturePtr uncompressed_future = allreduce_async(group, flat_uncompressed);
+  FuturePtr next = issue_next();
+  return uncompressed_future->then_future([uncompressed, flat_uncompressed, world, next](Future&) {
+    NoGradGuard guard;
+    div_(flat_uncompressed, world);
+    int64_t idx = 0;
+    for (const Tensor& t : uncompressed) {
+      copy_(t, flat_uncompressed.narrow(0, idx, t.numel()).view(t.sizes()));
+      idx += t.numel();
+    }
+    return next;
+  });
+}
+
+}  // namespace
+
+FuturePtr powerSGD_hook(PowerSGDState& state, GradBucket& bucket) {
+  if (FuturePtr plain = allreduce_before_start(state, bucket, "powerSGD_hook")) return plain;
+  NoGradGuard no_grad;
+  const CompressedBucket in = compressed_bucket(state, bucket);
+  // Error feedback: compress gradient + last iteration's local residual.
+  Tensor input_copy, error;  // plain variables: lambdas below capture them
+  std::tie(input_copy, error) = apply_error_feedback(state, in.index, in.input);
+  auto [to_compress, uncompressed] = split_for_compression(state, bucket);
+  const std::vector<CompressionUnit> units = compression_units(to_compress, state);
+  const LowRankFactors f = low_rank_factors(state, in, units);
 
   // P = M Q. The uncompressed tensors and the Ps go out back to back from this thread; every later
   // step is chained on their futures (see the header), continuations attached before this thread
   // issues anything else (Note [Collectives issued from callbacks run inline]).
-  for (size_t i = 0; i < units.size(); ++i) copy_(ps[i], bmm(units[i].matrices, qs[i]));
-  ProcessGroup* pg = &group;
-  Tensor flat_uncompressed;
-  FuturePtr uncompressed_future;
-  if (!uncompressed.empty()) {
-    std::vector<Tensor> flat;
-    for (const Tensor& t : uncompressed) flat.push_back(t.reshape({-1}));
-    flat_uncompressed = cat(flat, 0);
-    uncompressed_future = allreduce_async(group, flat_uncompressed);
-  }
-  FuturePtr chain = ps_size > 0 ? allreduce_async(group, p_memory) : completed_future();
-  if (uncompressed_future) {
-    chain = uncompressed_future->then_future([uncompressed, flat_uncompressed, world, chain](Future&) {
-      NoGradGuard guard;
-      div_(flat_uncompressed, world);
-      int64_t idx = 0;
-      for (const Tensor& t : uncompressed) {
-        copy_(t, flat_uncompressed.narrow(0, idx, t.numel()).view(t.sizes()));
-        idx += t.numel();
-      }
-      return chain;  // the Ps' allreduce
-    });
-  }
-  if (ps_size > 0) {
+  for (size_t i = 0; i < units.size(); ++i) copy_(f.ps[i], bmm(units[i].matrices, f.qs[i]));
+  ProcessGroup* pg = &state.process_group();
+  const Tensor p_memory = f.p_memory;
+  FuturePtr chain = allreduce_uncompressed(*pg, uncompressed, in.world, [pg, p_memory] {
+    return p_memory.numel() > 0 ? allreduce_async(*pg, p_memory) : completed_future();
+  });
+  if (f.p_memory.numel() > 0) {
     // Q = M^T P with P orthogonalised (identical on every rank after the allreduce), then the Qs'
     // allreduce: issued from the callback, on the worker, right after the Ps' one.
     const double epsilon = state.orthogonalization_epsilon;
-    chain = chain->then_future([pg, units, ps, qs, q_memory, epsilon](Future&) {
+    chain = chain->then_future([pg, units, f, epsilon](Future&) {
       NoGradGuard guard;
       for (size_t i = 0; i < units.size(); ++i) {
-        orthogonalize_batch(ps[i], epsilon);
-        copy_(qs[i], bmm(transpose(units[i].matrices, 1, 2), ps[i]));
+        orthogonalize_batch(f.ps[i], epsilon);
+        copy_(f.qs[i], bmm(transpose(units[i].matrices, 1, 2), f.ps[i]));
       }
-      return allreduce_async(*pg, q_memory);
+      return allreduce_async(*pg, f.q_memory);
     });
   }
   state.maybe_increase_iter(bucket);
   // The callbacks touch only captured tensors (never the state's maps): M ~ P Q^T / world.
-  return chain->then([input, input_copy, error, units, ps, qs, q_memory, world](Future&) {
+  return chain->then([in, input_copy, error, units, f](Future&) {
     NoGradGuard guard;
-    if (q_memory.numel() > 0) div_(q_memory, world);
-    for (size_t i = 0; i < units.size(); ++i) units[i].write_back(bmm(ps[i], transpose(qs[i], 1, 2)));
-    if (error.defined()) copy_(error, sub(input_copy, input));
-    return std::vector<Tensor>{input};
+    if (f.q_memory.numel() > 0) div_(f.q_memory, in.world);
+    for (size_t i = 0; i < units.size(); ++i) units[i].write_back(bmm(f.ps[i], transpose(f.qs[i], 1, 2)));
+    if (error.defined()) copy_(error, sub(input_copy, in.input));
+    return std::vector<Tensor>{in.input};
   });
 }
 
 FuturePtr batched_powerSGD_hook(PowerSGDState& state, GradBucket& bucket) {
-  ProcessGroup& group = state.process_group();
-  if (state.iter < state.start_powerSGD_iter) {
-    state.maybe_increase_iter(bucket);
-    return allreduce_hook(group, bucket);
-  }
-  check_bucket(bucket, "batched_powerSGD_hook");
+  if (FuturePtr plain = allreduce_before_start(state, bucket, "batched_powerSGD_hook")) return plain;
   NoGradGuard no_grad;
-  const Tensor input = bucket.buffer();
-  const size_t b = bucket.index();
-  const int64_t total = input.numel();
-  const ScalarType dtype = input.dtype();
-  const TensorOptions on_device(dtype, input.device());  // the bucket's device (CPU or CUDA)
-  const double world = static_cast<double>(group.size());
+  const CompressedBucket in = compressed_bucket(state, bucket);
+  const Tensor input = in.input;
+  const size_t b = in.index;
+  const int64_t total = in.total;
+  const TensorOptions on_device = in.on_device;
+  const double world = in.world;
   const auto side = static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(total))));
   const int64_t padded_total = side * side;
   const int64_t r = std::min(state.matrix_approximation_rank, side);
-  state.total_numel_before_compression += total;
   state.total_numel_after_compression += side * r * 2;
   state.maybe_report_compression_stats(bucket);
 
@@ -301,7 +339,7 @@ FuturePtr batched_powerSGD_hook(PowerSGDState& state, GradBucket& bucket) {
   Tensor q = have_memory ? state.q_memory_dict[b] : empty({side, r}, on_device);
   if (!have_memory) {
     std::vector<Tensor> qs{q};
-    randomize(qs, state, dtype);
+    randomize(qs, state, on_device.dtype);
   }
   // As PyTorch's batched hook: Q is orthogonalised every iteration, a warm-started one included.
   orthogonalize(q, state.orthogonalization_epsilon);
@@ -311,9 +349,9 @@ FuturePtr batched_powerSGD_hook(PowerSGDState& state, GradBucket& bucket) {
   }
   copy_(p, mm(matrix, q));
   // As in powerSGD_hook: the Q round is chained, issued from the P allreduce's callback.
-  ProcessGroup* pg = &group;
+  ProcessGroup* pg = &state.process_group();
   const double epsilon = state.orthogonalization_epsilon;
-  FuturePtr q_future = allreduce_async(group, p)->then_future([pg, matrix, p, q, epsilon](Future&) {
+  FuturePtr q_future = allreduce_async(*pg, p)->then_future([pg, matrix, p, q, epsilon](Future&) {
     NoGradGuard guard;
     orthogonalize(p, epsilon);
     copy_(q, mm(transpose(matrix, 0, 1), p));

@@ -16,14 +16,6 @@ namespace {
 using mpi::mpi_datatype;
 using mpi::mpi_op;
 
-#define EMBER_MPI_CALL(call)                                                              \
-  do {                                                                                    \
-    int rc_ = (call);                                                                     \
-    if (rc_ != MPI_SUCCESS) {                                                             \
-      EMBER_THROW(#call " failed: ", ::ember::distributed::mpi::mpi_error_string(rc_)); \
-    }                                                                                     \
-  } while (0)
-
 // Note [CUDA tensors through the MPI backend]
 // MPI reads and writes host memory, so a CUDA tensor is staged through a pinned host buffer:
 // copied in when its collective starts on the worker, copied back when it completes. Several ranks

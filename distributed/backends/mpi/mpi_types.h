@@ -7,6 +7,7 @@
 #include <string>
 
 #include "distributed/process_group.h"
+#include "tensor/error.h"
 #include "tensor/dtype.h"
 
 namespace ember::distributed::mpi {
@@ -23,3 +24,13 @@ MPI_Op mpi_op(ReduceOp op, ScalarType dtype, const char* collective);
 std::string mpi_error_string(int code);
 
 }  // namespace ember::distributed::mpi
+
+// Throws with the MPI call and its error text; the worker prefixes the collective's description.
+#define EMBER_MPI_CALL(call)                                                              \
+  do {                                                                                    \
+    int rc_ = (call);                                                                     \
+    if (rc_ != MPI_SUCCESS) {                                                             \
+      EMBER_THROW(#call " failed: ", ::ember::distributed::mpi::mpi_error_string(rc_)); \
+    }                                                                                     \
+  } while (0)
+

@@ -21,15 +21,6 @@
 namespace ember::distributed {
 namespace {
 
-// Throws with the MPI call and its error text; the worker prefixes the collective's description.
-#define EMBER_MPI_CALL(call)                                                              \
-  do {                                                                                    \
-    int rc_ = (call);                                                                     \
-    if (rc_ != MPI_SUCCESS) {                                                             \
-      EMBER_THROW(#call " failed: ", ::ember::distributed::mpi::mpi_error_string(rc_)); \
-    }                                                                                     \
-  } while (0)
-
 // MPI counts are int.
 int count_of(int64_t n, const char* op) {
   EMBER_CHECK(n <= INT_MAX, op, ": ", n, " elements exceed MPI's int count limit");
