@@ -4,4 +4,5 @@
 #include "optim/adam.h"
 #include "optim/lr_scheduler.h"
 #include "optim/optimizer.h"
+#include "optim/param_groups.h"
 #include "optim/sgd.h"

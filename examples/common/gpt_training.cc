@@ -93,7 +93,7 @@ nn::GPTConfig gpt_config(const GptTrainConfig& cfg, int64_t vocab_size) {
 
 optim::AdamW make_gpt_optimizer(const GptTrainConfig& cfg, const nn::GPT& model) {
   const auto options = optim::AdamWOptions(cfg.lr).betas({cfg.beta1, cfg.beta2});
-  return optim::AdamW(model.configure_optimizer_groups(cfg.weight_decay, options), options);
+  return optim::AdamW(optim::configure_optimizer_groups(model, cfg.weight_decay, options), options);
 }
 
 namespace {

@@ -68,7 +68,7 @@ nn::GPTConfig gpt_config(const GptTrainConfig& cfg, int64_t vocab_size);
 
 // nanoGPT's configure_optimizers: AdamW over two groups, weight decay for the parameters of two
 // or more dims (matrices and embeddings), none for biases and LayerNorm weights
-// (GPT::configure_optimizer_groups), betas (beta1, beta2).
+// (optim::configure_optimizer_groups), betas (beta1, beta2).
 optim::AdamW make_gpt_optimizer(const GptTrainConfig& cfg, const nn::GPT& model);
 
 // What both trainers build from their flags, in this order: the threads and the default

@@ -6,7 +6,6 @@
 
 #include "nn/functional.h"
 #include "nn/init.h"
-#include "optim/adam.h"
 #include "tensor/all.h"
 
 namespace ember::nn {
@@ -140,27 +139,6 @@ GPT::WeightDecaySplit GPT::weight_decay_split() const {
   WeightDecaySplit split;
   for (const auto& [name, p] : named_parameters()) (p.dim() >= 2 ? split.decay : split.no_decay).emplace_back(name, p);
   return split;
-}
-
-std::vector<optim::OptimizerParamGroup> GPT::configure_optimizer_groups(double weight_decay,
-                                                                        const optim::AdamOptions& options) const {
-  WeightDecaySplit split = weight_decay_split();
-  auto tensors = [](const std::vector<std::pair<std::string, Tensor>>& named) {
-    std::vector<Tensor> out;
-    for (const auto& kv : named) out.push_back(kv.second);
-    return out;
-  };
-  optim::AdamOptions decay = options, no_decay = options;
-  decay.weight_decay(weight_decay);
-  no_decay.weight_decay(0.0);
-  std::vector<optim::OptimizerParamGroup> groups;
-  groups.emplace_back(tensors(split.decay), decay);
-  groups.emplace_back(tensors(split.no_decay), no_decay);
-  return groups;
-}
-
-std::vector<optim::OptimizerParamGroup> GPT::configure_optimizer_groups(double weight_decay) const {
-  return configure_optimizer_groups(weight_decay, optim::AdamWOptions());
 }
 
 int64_t GPT::num_parameters(bool non_embedding) const {

@@ -4,7 +4,7 @@
 //   transformer.h.N.{ln_1, attn.c_attn, attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj}.{weight, bias},
 //   transformer.ln_f.{weight, bias}, lm_head.weight (tied to transformer.wte.weight).
 // Attention is nanoGPT's flash path (scaled_dot_product_attention, causal), so there is no
-// attn.bias mask buffer. Issue 53 item 2.
+// attn.bias mask buffer.
 #pragma once
 
 #include <memory>
@@ -17,13 +17,6 @@
 #include "nn/layers/simple.h"
 #include "nn/module.h"
 #include "tensor/generator.h"
-
-// Declared only: nn/ does not depend on optim/, and <ember/nn.h> reaches no optimizer header
-// (configure_optimizer_groups' callers include <ember/optim.h>).
-namespace ember::optim {
-class AdamOptions;
-class OptimizerParamGroup;
-}  // namespace ember::optim
 
 namespace ember::nn {
 
@@ -105,13 +98,8 @@ class GPT : public Module {
   struct WeightDecaySplit {
     std::vector<std::pair<std::string, Tensor>> decay, no_decay;
   };
+  // (optim::configure_optimizer_groups makes the optimizer's two groups of it: optim/param_groups.h.)
   WeightDecaySplit weight_decay_split() const;
-  // The two groups of that split for Adam/AdamW: copies of `options` with weight_decay set to
-  // `weight_decay` for the first and 0 for the second.
-  std::vector<optim::OptimizerParamGroup> configure_optimizer_groups(double weight_decay,
-                                                                     const optim::AdamOptions& options) const;
-  // The same with AdamW's defaults (optim::AdamWOptions()).
-  std::vector<optim::OptimizerParamGroup> configure_optimizer_groups(double weight_decay) const;
 
   // Appends max_new_tokens tokens to idx [B, T], each sampled from softmax(logits / temperature)
   // of the last position (the context cropped to block_size), kept to the top_k most likely when

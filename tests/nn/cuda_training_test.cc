@@ -11,6 +11,7 @@
 #include "nn/models/resnet.h"
 #include "nn/utils/clip_grad.h"
 #include "optim/adam.h"
+#include "optim/param_groups.h"
 #include "optim/sgd.h"
 #include "tests/tensor/cuda/device_buffer.h"
 #include "tests/tensor/test_util.h"
@@ -134,8 +135,8 @@ TEST(CudaTrainingTest, GptStepsMatchTheCpu) {
   gpu_model.to(kCuda0);
   ASSERT_TRUE(gpu_model.wte_weight().is_same(gpu_model.lm_head_weight()));
   const auto options = optim::AdamWOptions(3e-3);
-  optim::AdamW cpu_opt(cpu_model.configure_optimizer_groups(0.1, options), options);
-  optim::AdamW gpu_opt(gpu_model.configure_optimizer_groups(0.1, options), options);
+  optim::AdamW cpu_opt(optim::configure_optimizer_groups(cpu_model, 0.1, options), options);
+  optim::AdamW gpu_opt(optim::configure_optimizer_groups(gpu_model, 0.1, options), options);
   for (int step = 0; step < 3; ++step) {
     const Tensor x = randint(0, 11, {3, 8}, &data), y = randint(0, 11, {3, 8}, &data);
     Tensor cpu_loss = cpu_model.loss(cpu_model.forward(x), y);

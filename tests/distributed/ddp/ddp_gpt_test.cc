@@ -4,6 +4,7 @@
 // few steps; the clipped norm is the global one on every rank, and the head stays tied to wte.
 #include "nn/models/gpt.h"
 #include "optim/lr_scheduler.h"
+#include "optim/param_groups.h"
 #include "tests/distributed/ddp/ddp_test_util.h"
 
 namespace ember::distributed::testing {
@@ -46,7 +47,7 @@ std::pair<Tensor, Tensor> global_batch(int step, int64_t rows) {
 // schedule.
 struct Training {
   explicit Training(const nn::GPT& model)
-      : opt(model.configure_optimizer_groups(0.1, optim::AdamOptions(1e-2).betas({0.9, 0.95})),
+      : opt(optim::configure_optimizer_groups(model, 0.1, optim::AdamOptions(1e-2).betas({0.9, 0.95})),
             optim::AdamWOptions(1e-2)),
         lr(opt, /*warmup_iters=*/2, /*decay_iters=*/kSteps) {}
   optim::AdamW opt;

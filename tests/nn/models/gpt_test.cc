@@ -10,6 +10,7 @@
 #include "nn/checkpoint.h"
 #include "nn/models/gpt.h"
 #include "optim/adam.h"
+#include "optim/param_groups.h"
 #include "optim/sgd.h"
 #include "tensor/all.h"
 #include "tests/common/error_matchers.h"
@@ -166,7 +167,7 @@ TEST(GPT, WeightDecayGroupsAreNanoGPTs) {
   EXPECT_EQ(split.no_decay.size(), 2u * (4 + 4) + 2);
   EXPECT_EQ(split.decay.size() + split.no_decay.size(), model->parameters().size());
 
-  auto groups = model->configure_optimizer_groups(0.1, optim::AdamOptions(6e-4).betas({0.9, 0.95}));
+  auto groups = optim::configure_optimizer_groups(*model, 0.1, optim::AdamOptions(6e-4).betas({0.9, 0.95}));
   ASSERT_EQ(groups.size(), 2u);
   const auto& d = dynamic_cast<const optim::AdamOptions&>(groups[0].options());
   const auto& n = dynamic_cast<const optim::AdamOptions&>(groups[1].options());
