@@ -19,7 +19,7 @@
 
 #include "examples/common/flags.h"
 
-using namespace ember;
+namespace ember::examples {
 
 namespace {
 
@@ -196,7 +196,7 @@ std::pair<Tensor, Tensor> global_batch(const std::string& model, int64_t batch, 
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int example_main(int argc, char** argv) {
   std::string stage = "naive", model_name = "mlp";
   int64_t steps = 3, warmup = 1, batch = 24, threads = 1;
   uint64_t seed = 0;
@@ -318,3 +318,7 @@ int main(int argc, char** argv) {
   distributed::destroy_process_group();
   return 0;
 }
+
+}  // namespace ember::examples
+
+int main(int argc, char** argv) { return ember::examples::example_main(argc, argv); }

@@ -18,9 +18,9 @@
 #include "examples/common/gpt_training.h"
 #include "examples/common/training.h"
 
-using namespace ember;
+namespace ember::examples {
 
-int main(int argc, char** argv) {
+int example_main(int argc, char** argv) {
   int rank = flags::launcher_rank();
   bool flags_parsed = false;
   try {
@@ -95,3 +95,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 }
+
+}  // namespace ember::examples
+
+int main(int argc, char** argv) { return ember::examples::example_main(argc, argv); }

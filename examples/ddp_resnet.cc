@@ -26,7 +26,7 @@
 #include "examples/common/flags.h"
 #include "examples/common/training.h"
 
-using namespace ember;
+namespace ember::examples {
 namespace flags = ember::flags;
 
 namespace {
@@ -83,7 +83,7 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const examples::TrainConfig& cf
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int example_main(int argc, char** argv) {
   // Until the process group exists, the launcher says which rank this is.
   int rank = flags::launcher_rank();
   bool flags_parsed = false;
@@ -290,3 +290,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 }
+
+}  // namespace ember::examples
+
+int main(int argc, char** argv) { return ember::examples::example_main(argc, argv); }

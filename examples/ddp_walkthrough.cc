@@ -20,7 +20,7 @@
 
 #include "examples/common/flags.h"
 
-using namespace ember;
+namespace ember::examples {
 
 namespace {
 
@@ -58,7 +58,7 @@ void print_per_rank(const char* what, const std::vector<double>& values) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int example_main(int argc, char** argv) {
   double bucket_cap_mb = 0.2;      // small buckets so a small model still has several
   double first_bucket_mb = 0.05;
   flags::CommandLine cli("A narrated DDP iteration (docs/how-ddp-works.md). Run under mpirun.", "ddp_walkthrough");
@@ -220,3 +220,7 @@ int main(int argc, char** argv) {
   distributed::destroy_process_group();
   return 0;
 }
+
+}  // namespace ember::examples
+
+int main(int argc, char** argv) { return ember::examples::example_main(argc, argv); }

@@ -3,9 +3,9 @@
 
 #include <ember/tensor.h>
 
-using namespace ember;
+namespace ember::examples {
 
-int main() {
+int example_main() {
   Generator gen(0);
   Tensor a = arange(6).view({2, 3});
   std::cout << "a = arange(6).view({2, 3}):\n" << a << "\n\n";
@@ -26,3 +26,7 @@ int main() {
   }
   return 0;
 }
+
+}  // namespace ember::examples
+
+int main() { return ember::examples::example_main(); }

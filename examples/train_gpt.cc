@@ -10,9 +10,9 @@
 #include "examples/common/gpt_training.h"
 #include "examples/common/training.h"
 
-using namespace ember;
+namespace ember::examples {
 
-int main(int argc, char** argv) {
+int example_main(int argc, char** argv) {
   try {
     bool help = false;
     examples::GptTrainConfig cfg = examples::parse_gpt_flags(argc, argv, "train_gpt", &help);
@@ -51,3 +51,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 }
+
+}  // namespace ember::examples
+
+int main(int argc, char** argv) { return ember::examples::example_main(argc, argv); }

@@ -10,9 +10,9 @@
 #include "examples/common/training.h"
 #include <ember/tensor.h>
 
-using namespace ember;
+namespace ember::examples {
 
-int main(int argc, char** argv) {
+int example_main(int argc, char** argv) {
   try {
     bool help = false;
     examples::TrainConfig cfg = examples::parse_flags(argc, argv, "train_resnet", &help);
@@ -68,3 +68,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 }
+
+}  // namespace ember::examples
+
+int main(int argc, char** argv) { return ember::examples::example_main(argc, argv); }

@@ -15,9 +15,9 @@
 
 #include "examples/debugging/program_flags.h"
 
-using namespace ember;
+namespace ember::examples {
 
-int main(int argc, char** argv) {
+int example_main(int argc, char** argv) {
   const auto exit_code = examples::exit_code_from_flags(argc, argv, "dead_rank", nullptr);
   if (exit_code) return *exit_code;
   distributed::ProcessGroup::Options pg_options;
@@ -43,3 +43,7 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+}  // namespace ember::examples
+
+int main(int argc, char** argv) { return ember::examples::example_main(argc, argv); }

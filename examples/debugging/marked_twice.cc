@@ -11,7 +11,7 @@
 
 #include "examples/debugging/program_flags.h"
 
-using namespace ember;
+namespace ember::examples {
 
 struct TwoHeads : nn::Module {
   std::shared_ptr<nn::Linear> trunk, head_a, head_b;
@@ -26,7 +26,7 @@ struct TwoHeads : nn::Module {
   }
 };
 
-int main(int argc, char** argv) {
+int example_main(int argc, char** argv) {
   bool fixed = false;
   const auto exit_code = examples::exit_code_from_flags(argc, argv, "marked_twice", &fixed);
   if (exit_code) return *exit_code;
@@ -56,3 +56,7 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+}  // namespace ember::examples
+
+int main(int argc, char** argv) { return ember::examples::example_main(argc, argv); }

@@ -13,9 +13,9 @@
 
 #include "examples/debugging/program_flags.h"
 
-using namespace ember;
+namespace ember::examples {
 
-int main(int argc, char** argv) {
+int example_main(int argc, char** argv) {
   bool fixed = false;
   const auto exit_code = examples::exit_code_from_flags(argc, argv, "uneven_inputs", &fixed);
   if (exit_code) return *exit_code;
@@ -49,3 +49,7 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+}  // namespace ember::examples
+
+int main(int argc, char** argv) { return ember::examples::example_main(argc, argv); }

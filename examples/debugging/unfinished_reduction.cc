@@ -12,7 +12,7 @@
 
 #include "examples/debugging/program_flags.h"
 
-using namespace ember;
+namespace ember::examples {
 
 struct Classifier : nn::Module {
   bool use_aux_head = false;  // from the run's config
@@ -29,7 +29,7 @@ struct Classifier : nn::Module {
   }
 };
 
-int main(int argc, char** argv) {
+int example_main(int argc, char** argv) {
   bool fixed = false;
   const auto exit_code = examples::exit_code_from_flags(argc, argv, "unfinished_reduction", &fixed);
   if (exit_code) return *exit_code;
@@ -54,3 +54,7 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+}  // namespace ember::examples
+
+int main(int argc, char** argv) { return ember::examples::example_main(argc, argv); }

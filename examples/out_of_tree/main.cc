@@ -8,7 +8,7 @@
 
 #include <ember/ember.h>
 
-using namespace ember;
+namespace ember::examples {
 
 // y = x + W2 relu(W1 x): the skip connection is the custom part no layer of ember's provides.
 struct ResidualMlp : nn::Module {
@@ -21,7 +21,7 @@ struct ResidualMlp : nn::Module {
   Tensor forward(const Tensor& x) override { return out->forward(x + hidden->forward(relu(in->forward(x)))); }
 };
 
-int main(int argc, char** argv) {
+int example_main(int argc, char** argv) {
   const std::string checkpoint = argc > 1 ? argv[1] : "my_model.safetensors";
   auto pg = distributed::init_process_group("mpi");
   const int rank = pg->rank(), world = pg->size();
@@ -57,3 +57,7 @@ int main(int argc, char** argv) {
   distributed::destroy_process_group();
   return 0;
 }
+
+}  // namespace ember::examples
+
+int main(int argc, char** argv) { return ember::examples::example_main(argc, argv); }
