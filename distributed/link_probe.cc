@@ -46,6 +46,46 @@ std::string send_all(int fd, const char* data, size_t size, Clock::time_point de
   return "";
 }
 
+// Connects to `endpoint` within the deadline: "" once connected, else why not.
+std::string connect_within(int fd, const sockaddr_in& addr, Clock::time_point deadline,
+                           std::chrono::milliseconds budget) {
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0 && errno != EINPROGRESS) {
+    return error_text(errno);
+  }
+  if (!wait_ready(fd, POLLOUT, deadline)) return detail::str_cat("no connection within ", budget.count(), " ms");
+  int err = 0;
+  socklen_t len = sizeof(err);
+  getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+  return err != 0 ? error_text(err) : "";
+}
+
+// Sends the probe's header and `bytes` bytes: "" when all went out, else why not.
+std::string send_probe(int fd, size_t bytes, Clock::time_point deadline) {
+  const std::string header = detail::str_cat(StallInspector::kProbeHeader, bytes, "\n");
+  std::string failure = send_all(fd, header.data(), header.size(), deadline);
+  static const std::vector<char> chunk(256 * 1024, 'e');
+  for (size_t left = bytes; failure.empty() && left > 0;) {
+    const size_t n = std::min(left, chunk.size());
+    failure = send_all(fd, chunk.data(), n, deadline);
+    left -= n;
+  }
+  return failure;
+}
+
+// Waits for the responder's "ok\n": "" when it came, else why not.
+std::string await_acknowledgement(int fd, Clock::time_point deadline, std::chrono::milliseconds budget) {
+  std::string reply;
+  while (reply.find('\n') == std::string::npos) {
+    if (!wait_ready(fd, POLLIN, deadline)) return detail::str_cat("no acknowledgement within ", budget.count(), " ms");
+    char buf[16];
+    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (n <= 0) return "it closed the connection before acknowledging";
+    reply.append(buf, static_cast<size_t>(n));
+  }
+  return reply == "ok\n" ? "" : "its acknowledgement was garbled";
+}
+
 void probe_one(const SideChannelEndpoint& endpoint, size_t bytes, std::chrono::milliseconds budget,
                LinkMeasurement* m) {
   const auto deadline = Clock::now() + budget;
@@ -63,51 +103,13 @@ void probe_one(const SideChannelEndpoint& endpoint, size_t bytes, std::chrono::m
     int fd;
     ~Closer() { close(fd); }
   } closer{fd};
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 && errno != EINPROGRESS) {
-    m->failure = error_text(errno);
-    return;
-  }
-  if (!wait_ready(fd, POLLOUT, deadline)) {
-    m->failure = detail::str_cat("no connection within ", budget.count(), " ms");
-    return;
-  }
-  int err = 0;
-  socklen_t len = sizeof(err);
-  getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-  if (err != 0) {
-    m->failure = error_text(err);
-    return;
-  }
+  m->failure = connect_within(fd, addr, deadline, budget);
+  if (!m->failure.empty()) return;
   // Timed from the first byte: connection set-up is latency, not the link's rate.
   const auto start = Clock::now();
-  const std::string header = detail::str_cat(StallInspector::kProbeHeader, bytes, "\n");
-  m->failure = send_all(fd, header.data(), header.size(), deadline);
-  static const std::vector<char> chunk(256 * 1024, 'e');
-  for (size_t left = bytes; m->failure.empty() && left > 0;) {
-    const size_t n = std::min(left, chunk.size());
-    m->failure = send_all(fd, chunk.data(), n, deadline);
-    left -= n;
-  }
+  m->failure = send_probe(fd, bytes, deadline);
+  if (m->failure.empty()) m->failure = await_acknowledgement(fd, deadline, budget);
   if (!m->failure.empty()) return;
-  std::string reply;
-  while (reply.find('\n') == std::string::npos) {
-    if (!wait_ready(fd, POLLIN, deadline)) {
-      m->failure = detail::str_cat("no acknowledgement within ", budget.count(), " ms");
-      return;
-    }
-    char buf[16];
-    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (n <= 0) {
-      m->failure = "it closed the connection before acknowledging";
-      return;
-    }
-    reply.append(buf, static_cast<size_t>(n));
-  }
-  if (reply != "ok\n") {
-    m->failure = "its acknowledgement was garbled";
-    return;
-  }
   m->seconds = std::chrono::duration<double>(Clock::now() - start).count();
   m->ok = true;
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -183,20 +184,61 @@ bool StallInspector::parse_answer(const std::string& line, int* rank, Collective
 // client is served from one poll() loop, none waits for another: a probe streaming megabytes over
 // a slow link never delays a stall query's answer (Note [Stall inspector side channel]). A client
 // that says nothing gets kServeReadMs, a probe kServeProbeMs.
+namespace {
+
+// One client of the responder: a stall query's line, or a link probe's header and bytes.
+struct ServedClient {
+  int fd = -1;
+  Clock::time_point deadline;
+  std::string line;
+  bool probing = false;  // receiving a probe's bytes
+  int64_t probe_left = 0;
+};
+
+// Takes what arrived from `c`; true once the client is answered or is not ours. `answer` makes
+// the progress line a query gets.
+bool serve_readable(ServedClient& c, std::vector<char>& buf, const std::function<std::string()>& answer) {
+  const ssize_t n = recv(c.fd, buf.data(), buf.size(), 0);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return false;
+  if (n <= 0) return true;
+  if (c.probing) {
+    c.probe_left -= n;
+  } else {
+    c.line.append(buf.data(), static_cast<size_t>(n));
+    const size_t eol = c.line.find('\n');
+    const size_t header_len = std::strlen(StallInspector::kProbeHeader);
+    if (c.line == StallInspector::kQuery) {
+      const std::string reply = answer();
+      // A few hundred bytes into a fresh socket's buffer: one non-blocking send suffices.
+      ssize_t ignored = send(c.fd, reply.data(), reply.size(), MSG_NOSIGNAL);
+      (void)ignored;
+      return true;
+    }
+    if (eol == std::string::npos || c.line.compare(0, header_len, StallInspector::kProbeHeader) != 0) {
+      return eol != std::string::npos || c.line.size() >= kMaxLine;  // not ours
+    }
+    c.probe_left = std::atoll(c.line.c_str() + header_len) - static_cast<int64_t>(c.line.size() - eol - 1);
+    c.probing = true;
+    c.deadline = Clock::now() + std::chrono::milliseconds(kServeProbeMs);
+  }
+  if (c.probing && c.probe_left <= 0) {
+    ssize_t ignored = send(c.fd, "ok\n", 3, MSG_NOSIGNAL);
+    (void)ignored;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 void StallInspector::serve() {
-  struct Client {
-    int fd = -1;
-    Clock::time_point deadline;
-    std::string line;
-    bool probing = false;  // receiving a probe's bytes
-    int64_t probe_left = 0;
-  };
-  std::vector<Client> clients;
+  std::vector<ServedClient> clients;
   std::vector<char> buf(64 * 1024);
+  const auto reply = [this] { return answer(); };
   while (true) {
     std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}, {wake_pipe_[0], POLLIN, 0}};
     int timeout = -1;
-    for (const Client& c : clients) {
+    for (const ServedClient& c : clients) {
       fds.push_back({c.fd, POLLIN, 0});
       const int left = remaining_ms(c.deadline);
       timeout = timeout < 0 ? left : std::min(timeout, left);
@@ -207,45 +249,14 @@ void StallInspector::serve() {
     }
     if (fds[1].revents) break;
     for (size_t i = 0; i < clients.size(); ++i) {
-      Client& c = clients[i];
-      bool done = Clock::now() >= c.deadline;
-      if (!done && fds[2 + i].revents) {
-        const ssize_t n = recv(c.fd, buf.data(), buf.size(), 0);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-        done = n <= 0;
-        if (!done && c.probing) {
-          c.probe_left -= n;
-        } else if (!done) {
-          c.line.append(buf.data(), static_cast<size_t>(n));
-          const size_t eol = c.line.find('\n');
-          const size_t header_len = std::strlen(kProbeHeader);
-          if (c.line == kQuery) {
-            const std::string reply = answer();
-            // A few hundred bytes into a fresh socket's buffer: one non-blocking send suffices.
-            ssize_t ignored = send(c.fd, reply.data(), reply.size(), MSG_NOSIGNAL);
-            (void)ignored;
-            done = true;
-          } else if (eol != std::string::npos && c.line.compare(0, header_len, kProbeHeader) == 0) {
-            c.probe_left = std::atoll(c.line.c_str() + header_len) -
-                           static_cast<int64_t>(c.line.size() - eol - 1);
-            c.probing = true;
-            c.deadline = Clock::now() + std::chrono::milliseconds(kServeProbeMs);
-          } else {
-            done = eol != std::string::npos || c.line.size() >= kMaxLine;  // not ours
-          }
-        }
-        if (!done && c.probing && c.probe_left <= 0) {
-          ssize_t ignored = send(c.fd, "ok\n", 3, MSG_NOSIGNAL);
-          (void)ignored;
-          done = true;
-        }
-      }
+      ServedClient& c = clients[i];
+      const bool done = Clock::now() >= c.deadline || (fds[2 + i].revents && serve_readable(c, buf, reply));
       if (done) {
         close(c.fd);
         c.fd = -1;
       }
     }
-    clients.erase(std::remove_if(clients.begin(), clients.end(), [](const Client& c) { return c.fd < 0; }),
+    clients.erase(std::remove_if(clients.begin(), clients.end(), [](const ServedClient& c) { return c.fd < 0; }),
                   clients.end());
     if (fds[0].revents) {
       const int client = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -254,7 +265,7 @@ void StallInspector::serve() {
       }
     }
   }
-  for (const Client& c : clients) close(c.fd);
+  for (const ServedClient& c : clients) close(c.fd);
 }
 
 std::string StallInspector::host_of(int rank) const {
@@ -263,101 +274,126 @@ std::string StallInspector::host_of(int rank) const {
 
 // ---- the query -----------------------------------------------------------------------------------
 
+namespace {
+
+enum class QueryPhase { kConnecting, kReading, kDone };
+// One peer's query in flight.
+struct PendingQuery {
+  int fd = -1;
+  QueryPhase phase = QueryPhase::kDone;
+  std::string buffer;
+};
+
+void note_connect_error(PeerAnswer& a, int err) {
+  a.refused = err == ECONNREFUSED;
+  a.unreachable = err == EHOSTUNREACH || err == ENETUNREACH || err == ETIMEDOUT;
+  a.failure = error_text(err);
+}
+
+// Starts a non-blocking connection to a.endpoint; a failure known at once is written into `a`.
+PendingQuery start_query(PeerAnswer& a) {
+  PendingQuery p;
+  sockaddr_in addr;
+  if (a.endpoint.port == 0 || !make_sockaddr(a.endpoint.address, a.endpoint.port, &addr)) {
+    a.failure = "it has no side channel";
+  } else if ((p.fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) < 0) {
+    a.failure = std::string("socket: ") + error_text(errno);
+  } else if (connect(p.fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 || errno == EINPROGRESS) {
+    p.phase = QueryPhase::kConnecting;
+  } else {
+    note_connect_error(a, errno);
+  }
+  return p;
+}
+
+// The connection completed or failed: sends the query on success.
+void on_connected(PendingQuery& p, PeerAnswer& a) {
+  int err = 0;
+  socklen_t len = sizeof(err);
+  getsockopt(p.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+  const size_t query_len = std::strlen(StallInspector::kQuery);
+  p.phase = QueryPhase::kDone;
+  if (err != 0) {
+    note_connect_error(a, err);
+  } else if (send(p.fd, StallInspector::kQuery, query_len, MSG_NOSIGNAL) != static_cast<ssize_t>(query_len)) {
+    a.failure = std::string("send: ") + error_text(errno);
+  } else {
+    p.phase = QueryPhase::kReading;
+  }
+}
+
+// Reads what arrived; once the answer's line is whole, parses it into `a`.
+void on_readable(PendingQuery& p, PeerAnswer& a) {
+  char buf[512];
+  const ssize_t got = recv(p.fd, buf, sizeof(buf), 0);
+  if (got < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  if (got <= 0) {
+    a.failure = got == 0 ? "it closed the connection without answering" : error_text(errno);
+    p.phase = QueryPhase::kDone;
+    return;
+  }
+  p.buffer.append(buf, static_cast<size_t>(got));
+  const size_t eol = p.buffer.find('\n');
+  if (eol == std::string::npos && p.buffer.size() < kMaxLine) return;
+  int answered_rank = -1;
+  if (!StallInspector::parse_answer(p.buffer.substr(0, eol), &answered_rank, &a.progress)) {
+    a.failure = "its answer was garbled";
+  } else if (answered_rank != a.rank) {
+    a.failure = detail::str_cat("the endpoint answered as rank ", answered_rank);
+  } else {
+    a.answered = true;
+  }
+  p.phase = QueryPhase::kDone;
+}
+
+// Polls the queries still in flight until each is done or the deadline passes.
+void run_queries(std::vector<PendingQuery>& pending, std::vector<PeerAnswer>& answers, Clock::time_point deadline) {
+  while (true) {
+    std::vector<pollfd> fds;
+    std::vector<size_t> which;
+    for (size_t i = 0; i < pending.size(); ++i) {
+      if (pending[i].phase == QueryPhase::kDone) continue;
+      const short events = pending[i].phase == QueryPhase::kConnecting ? POLLOUT : POLLIN;
+      fds.push_back({pending[i].fd, events, 0});
+      which.push_back(i);
+    }
+    if (fds.empty()) return;
+    const int left = remaining_ms(deadline);
+    if (left == 0) return;
+    const int n = poll(fds.data(), fds.size(), left);
+    if (n < 0 && errno != EINTR) return;
+    for (size_t k = 0; n > 0 && k < fds.size(); ++k) {
+      if (!fds[k].revents) continue;
+      PendingQuery& p = pending[which[k]];
+      if (p.phase == QueryPhase::kConnecting) {
+        on_connected(p, answers[which[k]]);
+      } else {
+        on_readable(p, answers[which[k]]);
+      }
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<PeerAnswer> StallInspector::query_peers(std::chrono::milliseconds budget) const {
-  enum class Phase { kConnecting, kReading, kDone };
-  struct Pending {
-    int fd = -1;
-    Phase phase = Phase::kDone;
-    std::string buffer;
-  };
   const auto deadline = Clock::now() + budget;
   std::vector<PeerAnswer> answers;
-  std::vector<Pending> pending;
+  std::vector<PendingQuery> pending;
   for (size_t r = 0; r < peers_.size(); ++r) {
     if (static_cast<int>(r) == rank_) continue;
     PeerAnswer a;
     a.rank = static_cast<int>(r);
     a.endpoint = peers_[r];
-    Pending p;
-    sockaddr_in addr;
-    if (a.endpoint.port == 0 || !make_sockaddr(a.endpoint.address, a.endpoint.port, &addr)) {
-      a.failure = "it has no side channel";
-    } else if ((p.fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) < 0) {
-      a.failure = std::string("socket: ") + error_text(errno);
-    } else if (connect(p.fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 ||
-               errno == EINPROGRESS) {
-      p.phase = Phase::kConnecting;
-    } else {
-      a.refused = errno == ECONNREFUSED;
-      a.unreachable = errno == EHOSTUNREACH || errno == ENETUNREACH || errno == ETIMEDOUT;
-      a.failure = error_text(errno);
-    }
+    pending.push_back(start_query(a));
     answers.push_back(std::move(a));
-    pending.push_back(std::move(p));
   }
-  while (true) {
-    std::vector<pollfd> fds;
-    std::vector<size_t> which;
-    for (size_t i = 0; i < pending.size(); ++i) {
-      if (pending[i].phase == Phase::kDone) continue;
-      const short events = pending[i].phase == Phase::kConnecting ? POLLOUT : POLLIN;
-      fds.push_back({pending[i].fd, events, 0});
-      which.push_back(i);
-    }
-    if (fds.empty()) break;
-    const int left = remaining_ms(deadline);
-    if (left == 0) break;
-    const int n = poll(fds.data(), fds.size(), left);
-    if (n < 0 && errno != EINTR) break;
-    for (size_t k = 0; n > 0 && k < fds.size(); ++k) {
-      if (!fds[k].revents) continue;
-      Pending& p = pending[which[k]];
-      PeerAnswer& a = answers[which[k]];
-      if (p.phase == Phase::kConnecting) {
-        int err = 0;
-        socklen_t len = sizeof(err);
-        getsockopt(p.fd, SOL_SOCKET, SO_ERROR, &err, &len);
-        const size_t query_len = std::strlen(kQuery);
-        if (err != 0) {
-          a.refused = err == ECONNREFUSED;
-          a.unreachable = err == EHOSTUNREACH || err == ENETUNREACH || err == ETIMEDOUT;
-          a.failure = error_text(err);
-          p.phase = Phase::kDone;
-        } else if (send(p.fd, kQuery, query_len, MSG_NOSIGNAL) != static_cast<ssize_t>(query_len)) {
-          a.failure = std::string("send: ") + error_text(errno);
-          p.phase = Phase::kDone;
-        } else {
-          p.phase = Phase::kReading;
-        }
-        continue;
-      }
-      char buf[512];
-      const ssize_t got = recv(p.fd, buf, sizeof(buf), 0);
-      if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-      if (got <= 0) {
-        a.failure = got == 0 ? "it closed the connection without answering" : error_text(errno);
-        p.phase = Phase::kDone;
-        continue;
-      }
-      p.buffer.append(buf, static_cast<size_t>(got));
-      const size_t eol = p.buffer.find('\n');
-      if (eol == std::string::npos && p.buffer.size() < kMaxLine) continue;
-      int answered_rank = -1;
-      if (!parse_answer(p.buffer.substr(0, eol), &answered_rank, &a.progress)) {
-        a.failure = "its answer was garbled";
-      } else if (answered_rank != a.rank) {
-        a.failure = detail::str_cat("the endpoint answered as rank ", answered_rank);
-      } else {
-        a.answered = true;
-      }
-      p.phase = Phase::kDone;
-    }
-  }
+  run_queries(pending, answers, deadline);
   for (size_t i = 0; i < pending.size(); ++i) {
-    if (pending[i].phase == Phase::kConnecting) {
+    if (pending[i].phase == QueryPhase::kConnecting) {
       answers[i].unreachable = true;
       answers[i].failure = detail::str_cat("no connection within ", budget.count(), " ms");
-    } else if (pending[i].phase != Phase::kDone) {
+    } else if (pending[i].phase != QueryPhase::kDone) {
       answers[i].failure = detail::str_cat("no answer within ", budget.count(), " ms");
     }
     if (pending[i].fd >= 0) close(pending[i].fd);

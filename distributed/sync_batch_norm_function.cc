@@ -77,57 +77,56 @@ Tensor per_channel_or(const Tensor& t, int64_t C, double fill) {
 
 }  // namespace
 
-Tensor sync_batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
-                       const Tensor& running_mean, const Tensor& running_var, const SyncBatchNormArgs& args) {
-  const Layout l = check_input(input, weight, bias, running_mean, running_var, args);
-  ProcessGroupPtr group = args.process_group;
-  const int64_t C = l.C;
-  const bool needs_backward = GradMode::is_enabled() && input.requires_grad();
-  const double eps = args.eps;
+namespace {
+
+// What the forward hands the backward: the group's statistics.
+struct ForwardStats {
   GroupStats stats;
   Tensor invstd;
-  auto forward = [&]() -> Tensor {
-    NoGradGuard no_grad;
-    Tensor local_mean = zeros({C}, kFloat64), local_var = zeros({C}, kFloat64);
-    Tensor x3;
-    if (l.count() > 0) {
-      x3 = input.contiguous().reshape({l.N, C, l.inner});
-      Tensor x64 = x3.to(kFloat64);
-      local_mean = mean(x64, {0, 2});
-      local_var = var(x64, {0, 2}, /*unbiased=*/false);
-    }
-    Tensor row = cat({local_mean, local_var, full({1}, Scalar(static_cast<double>(l.count())), kFloat64),
-                      full({1}, Scalar(needs_backward ? 1.0 : 0.0), kFloat64)});
-    Tensor gathered = empty({group->size() * row.numel()}, kFloat64);
-    group->allgather_base(gathered, row)->wait();
-    stats = combine(gathered, group->size(), C);
-    EMBER_CHECK(stats.count > 1, "sync_batch_norm (rank ", group->rank(),
-                "): expected more than 1 value per channel across the ", group->size(),
-                " ranks of group '", group->group_name(), "' when training, got ", stats.count,
-                " (this rank's input ", input.describe(), ")");
-    invstd = rsqrt(add(stats.var, eps));
-    update_running_stats(running_mean, running_var, stats, args.momentum);
-    if (l.count() == 0) return empty(input.sizes(), input.dtype());
-    // y = x * scale + shift per channel, as the BatchNorm kernel computes it.
-    Tensor scale = mul(per_channel_or(weight, C, 1.0), invstd);
-    Tensor shift = sub(per_channel_or(bias, C, 0.0), mul(stats.mean, scale));
-    Tensor y = add(mul(x3, scale.to(input.dtype()).view({1, C, 1})), shift.to(input.dtype()).view({1, C, 1}));
-    return y.reshape(input.sizes());
-  };
-  autograd::RecordSpec spec{"SyncBatchNormBackward", {input}};
-  const bool has_w = weight.defined(), has_b = bias.defined();
-  if (has_w) spec.inputs.push_back(weight);
-  if (has_b) spec.inputs.push_back(bias);
-  spec.saved = {input, weight};
-  if (!GradMode::is_enabled() ||
-      !(input.requires_grad() || (has_w && weight.requires_grad()) || (has_b && bias.requires_grad()))) {
-    return forward();
+};
+
+// The forward: this rank's per-channel moments, the group's by one allgather (Note [SyncBatchNorm
+// collectives]), the running stats, then y = x * scale + shift per channel.
+Tensor normalize_over_group(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                            const Tensor& running_var, const SyncBatchNormArgs& args, const Layout& l,
+                            bool needs_backward, ForwardStats* out) {
+  NoGradGuard no_grad;
+  const int64_t C = l.C;
+  ProcessGroup& group = *args.process_group;
+  Tensor local_mean = zeros({C}, kFloat64), local_var = zeros({C}, kFloat64);
+  Tensor x3;
+  if (l.count() > 0) {
+    x3 = input.contiguous().reshape({l.N, C, l.inner});
+    Tensor x64 = x3.to(kFloat64);
+    local_mean = mean(x64, {0, 2});
+    local_var = var(x64, {0, 2}, /*unbiased=*/false);
   }
-  Tensor out = autograd::record_op(spec, forward, nullptr);
-  auto* node = static_cast<autograd::FunctionNode*>(out.grad_fn().get());
-  const Tensor mean_c = stats.mean, invstd_c = invstd;
-  const double total = stats.count;
-  node->set_formula([=](const Tensor& g, const autograd::variable_list& s, const std::vector<bool>& n) {
+  Tensor row = cat({local_mean, local_var, full({1}, Scalar(static_cast<double>(l.count())), kFloat64),
+                    full({1}, Scalar(needs_backward ? 1.0 : 0.0), kFloat64)});
+  Tensor gathered = empty({group.size() * row.numel()}, kFloat64);
+  group.allgather_base(gathered, row)->wait();
+  out->stats = combine(gathered, group.size(), C);
+  EMBER_CHECK(out->stats.count > 1, "sync_batch_norm (rank ", group.rank(), "): expected more than 1 value per channel ",
+              "across the ", group.size(), " ranks of group '", group.group_name(), "' when training, got ",
+              out->stats.count, " (this rank's input ", input.describe(), ")");
+  out->invstd = rsqrt(add(out->stats.var, args.eps));
+  update_running_stats(running_mean, running_var, out->stats, args.momentum);
+  if (l.count() == 0) return empty(input.sizes(), input.dtype());
+  // y = x * scale + shift per channel, as the BatchNorm kernel computes it.
+  Tensor scale = mul(per_channel_or(weight, C, 1.0), out->invstd);
+  Tensor shift = sub(per_channel_or(bias, C, 0.0), mul(out->stats.mean, scale));
+  Tensor y = add(mul(x3, scale.to(input.dtype()).view({1, C, 1})), shift.to(input.dtype()).view({1, C, 1}));
+  return y.reshape(input.sizes());
+}
+
+// The backward: the input gradient needs the group's sums of dy and dy * (x - mean) (one
+// allreduce); the weight's and bias's gradients are this rank's own.
+autograd::BackwardFormula backward_over_group(const Layout& l, ProcessGroupPtr group, const ForwardStats& fwd,
+                                              bool has_w, bool has_b) {
+  const int64_t C = l.C;
+  const Tensor mean_c = fwd.stats.mean, invstd_c = fwd.invstd;
+  const double total = fwd.stats.count;
+  return [=](const Tensor& g, const autograd::variable_list& s, const std::vector<bool>& n) {
     NoGradGuard no_grad;
     const Tensor& x = s[0];
     Tensor sum_dy = zeros({C}, kFloat64), sum_dy_xmu = zeros({C}, kFloat64);
@@ -161,7 +160,31 @@ Tensor sync_batch_norm(const Tensor& input, const Tensor& weight, const Tensor& 
     if (has_w) grads.push_back(mul(sum_dy_xmu, invstd_c).to(x.dtype()));
     if (has_b) grads.push_back(sum_dy.to(x.dtype()));
     return grads;
-  });
+  };
+}
+
+}  // namespace
+
+Tensor sync_batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                       const Tensor& running_mean, const Tensor& running_var, const SyncBatchNormArgs& args) {
+  const Layout l = check_input(input, weight, bias, running_mean, running_var, args);
+  const bool needs_backward = GradMode::is_enabled() && input.requires_grad();
+  ForwardStats fwd;
+  auto forward = [&]() -> Tensor {
+    return normalize_over_group(input, weight, bias, running_mean, running_var, args, l, needs_backward, &fwd);
+  };
+  const bool has_w = weight.defined(), has_b = bias.defined();
+  if (!GradMode::is_enabled() ||
+      !(input.requires_grad() || (has_w && weight.requires_grad()) || (has_b && bias.requires_grad()))) {
+    return forward();
+  }
+  autograd::RecordSpec spec{"SyncBatchNormBackward", {input}};
+  if (has_w) spec.inputs.push_back(weight);
+  if (has_b) spec.inputs.push_back(bias);
+  spec.saved = {input, weight};
+  Tensor out = autograd::record_op(spec, forward, nullptr);
+  auto* node = static_cast<autograd::FunctionNode*>(out.grad_fn().get());
+  node->set_formula(backward_over_group(l, args.process_group, fwd, has_w, has_b));
   return out;
 }
 

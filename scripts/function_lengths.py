@@ -6,8 +6,8 @@
 
 A block is a function body when its header (the text since the previous ';', '{' or '}') has a
 parameter list and the block is not inside another function (lambdas count toward the function
-around them). Comments, string and character literals are blanked first, so braces in them do not
-count. Standard library only.
+around them). Comments, string and character literals and preprocessor directives (macros too)
+are blanked first, so braces in them do not count. Standard library only.
 """
 import argparse
 import os
@@ -57,9 +57,19 @@ def blank_comments_and_literals(text):
     return "".join(out)
 
 
+def blank_preprocessor(text):
+    """The text with preprocessor directives (and their continuation lines) replaced by spaces."""
+    out, continued = [], False
+    for line in text.split("\n"):
+        directive = continued or line.lstrip().startswith("#")
+        out.append(" " * len(line) if directive else line)
+        continued = directive and line.rstrip().endswith("\\")
+    return "\n".join(out)
+
+
 def functions(path):
     """(name, first line, last line) of every function body in the file."""
-    text = blank_comments_and_literals(open(path, encoding="utf-8", errors="replace").read())
+    text = blank_preprocessor(blank_comments_and_literals(open(path, encoding="utf-8", errors="replace").read()))
     found = []
     stack = []  # per open brace: ("function", name, line) or ("scope", ...) or ("block", ...)
     header_start = 0

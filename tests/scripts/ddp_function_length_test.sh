@@ -13,8 +13,14 @@ cat "$work/ddp.out" >&2
 grep -q "^[0-9]* functions in ${#sources[@]} files, 0 over 60 lines$" "$work/ddp.out"
 check "every one of the ${#sources[@]} files was read" $?
 
-# A function of 61 lines, with braces in a string and a comment that must not count.
+# A function of 61 lines, with braces in a string and a comment that must not count, after
+# preprocessor lines whose parentheses and braces must not count either.
 {
+  echo '#if !defined(__BYTE_ORDER__) || defined(FOO)'
+  echo '#endif'
+  echo '#define CALL(x) do { \'
+  echo '    if (x) { return; } \'
+  echo '  } while (0)'
   echo 'int long_one(int x) {'
   echo '  const char* s = "}}}"; // }'
   for i in $(seq 1 58); do echo "  x += $i;"; done

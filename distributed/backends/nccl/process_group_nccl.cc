@@ -198,31 +198,8 @@ WorkPtr ProcessGroupNCCL::collective(OpType op, const std::vector<Tensor>& input
     pending_.push_back(work);
   }
   cv_.notify_all();
-  int rc = ncclSuccess;
   std::string failure;
-  try {
-    DeviceBackend& backend = device_backend(DeviceType::kCUDA, "ProcessGroupNCCL");
-    EMBER_CUDA_OK(cudaEventRecord(as_event(ready_), as_stream(backend.current_stream(device_))),
-                  "cudaEventRecord");
-    EMBER_CUDA_OK(cudaStreamWaitEvent(as_stream(stream_), as_event(ready_), 0), "cudaStreamWaitEvent");
-    CurrentStreamScope on_comm_stream(device_, stream_);
-    if (steps.prepare) steps.prepare();
-    EMBER_CUDA_OK(cudaEventRecord(as_event(work->start_event()), as_stream(stream_)), "cudaEventRecord");
-    rc = steps.launch(stream_);
-    if (rc == ncclSuccess) {
-      // The end event follows the completion step (copies out of a flat buffer, also on this
-      // stream): a stream that waits for the work reads what those copies wrote.
-      if (steps.complete) steps.complete();
-      EMBER_CUDA_OK(cudaEventRecord(as_event(work->end_event()), as_stream(stream_)), "cudaEventRecord");
-      work->mark_enqueued();
-    } else {
-      failure = detail::str_cat(ncclGetErrorString(static_cast<ncclResult_t>(rc)), " (",
-                                ncclGetLastError(nullptr), ")");
-    }
-  } catch (const std::exception& e) {
-    rc = ncclInternalError;
-    failure = e.what();
-  }
+  const int rc = issue_on_stream(*work, steps, &failure);
   if (rc != ncclSuccess) {
     // The watchdog's timeout error, if it aborted this call, names the cause; else NCCL's.
     work->fail(std::make_exception_ptr(Error(description + ": " + failure)));
@@ -237,6 +214,34 @@ WorkPtr ProcessGroupNCCL::collective(OpType op, const std::vector<Tensor>& input
   work->get_future()->set_stream_sync([end, device] { make_current_stream_wait(device, end.get()); });
   work->finish();
   return work;
+}
+
+int ProcessGroupNCCL::issue_on_stream(NcclWork& work, const Steps& steps, std::string* failure) {
+  int rc = ncclSuccess;
+  try {
+    DeviceBackend& backend = device_backend(DeviceType::kCUDA, "ProcessGroupNCCL");
+    EMBER_CUDA_OK(cudaEventRecord(as_event(ready_), as_stream(backend.current_stream(device_))),
+                  "cudaEventRecord");
+    EMBER_CUDA_OK(cudaStreamWaitEvent(as_stream(stream_), as_event(ready_), 0), "cudaStreamWaitEvent");
+    CurrentStreamScope on_comm_stream(device_, stream_);
+    if (steps.prepare) steps.prepare();
+    EMBER_CUDA_OK(cudaEventRecord(as_event(work.start_event()), as_stream(stream_)), "cudaEventRecord");
+    rc = steps.launch(stream_);
+    if (rc == ncclSuccess) {
+      // The end event follows the completion step (copies out of a flat buffer, also on this
+      // stream): a stream that waits for the work reads what those copies wrote.
+      if (steps.complete) steps.complete();
+      EMBER_CUDA_OK(cudaEventRecord(as_event(work.end_event()), as_stream(stream_)), "cudaEventRecord");
+      work.mark_enqueued();
+    } else {
+      *failure = detail::str_cat(ncclGetErrorString(static_cast<ncclResult_t>(rc)), " (",
+                                 ncclGetLastError(nullptr), ")");
+    }
+  } catch (const std::exception& e) {
+    rc = ncclInternalError;
+    *failure = e.what();
+  }
+  return rc;
 }
 
 void ProcessGroupNCCL::break_group(const std::string& why, StallReport report) {

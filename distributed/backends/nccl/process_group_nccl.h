@@ -75,6 +75,10 @@ class ProcessGroupNCCL : public ProcessGroup {
   };
   WorkPtr collective(OpType op, const std::vector<Tensor>& inputs, std::vector<Tensor> outputs,
                      std::chrono::milliseconds timeout, int reduce_op, int root, Steps steps);
+  // Orders the communication stream after the caller's, then runs the steps on it between the
+  // work's start and end events; returns NCCL's result (ncclInternalError for a CUDA or ember
+  // error), with what failed in `failure`.
+  int issue_on_stream(NcclWork& work, const Steps& steps, std::string* failure);
   void watchdog_loop();
   // The error for a collective past its timeout, naming the ranks that did not arrive (asked over
   // the stall inspector's side channel, within its budget, and left in `report`).
