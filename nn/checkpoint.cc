@@ -154,18 +154,28 @@ std::string directory_of(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-}  // namespace
+// CRC-32 of `text`, to be continued over more bytes with crc32_update.
+uint32_t crc32_of(const std::string& text) {
+  return crc32_update(static_cast<uint32_t>(::crc32(0L, Z_NULL, 0)), text.data(), text.size());
+}
 
-void save(const StateDict& sd, const std::string& path, const CheckpointMetadata& metadata) {
-  // Validate and collect contiguous CPU copies before touching the file system.
-  std::vector<Tensor> data;
+// What save writes: the header (before its checksum is added) and the bytes it describes.
+struct SavePlan {
+  Json head;
+  std::vector<Tensor> data;  // contiguous CPU copies, in data order
+};
+
+// Validates the metadata and tensors and lays the tensors out back to back, in `sd`'s order.
+SavePlan plan_save(const StateDict& sd, const std::string& path,
+                   const CheckpointMetadata& metadata) {
+  SavePlan plan;
   std::set<std::string> names;
   // __metadata__ always comes first (as in the spec's examples) and always holds the checksum.
-  Json head = Json::object();
-  head["__metadata__"] = Json::object();
+  plan.head = Json::object();
+  plan.head["__metadata__"] = Json::object();
   for (const auto& [k, v] : metadata) {
     EMBER_CHECK(k != kChecksumKey, "save: '", path, "': metadata key '", k, "' is reserved");
-    head["__metadata__"][k] = v;
+    plan.head["__metadata__"][k] = v;
   }
   uint64_t offset = 0;
   for (const auto& [name, t] : sd) {
@@ -177,68 +187,76 @@ void save(const StateDict& sd, const std::string& path, const CheckpointMetadata
                 "); safetensors stores dense tensors only");
     Tensor c = t.cpu().contiguous();
     const uint64_t end = offset + c.nbytes();
-    head[name] = {{"dtype", safetensors_dtype(c.dtype())},
-                    {"shape", std::vector<int64_t>(c.sizes().begin(), c.sizes().end())},
-                    {"data_offsets", {offset, end}}};
+    plan.head[name] = {{"dtype", safetensors_dtype(c.dtype())},
+                       {"shape", std::vector<int64_t>(c.sizes().begin(), c.sizes().end())},
+                       {"data_offsets", {offset, end}}};
     offset = end;
-    data.push_back(std::move(c));
+    plan.data.push_back(std::move(c));
   }
+  return plan;
+}
+
+// Adds the checksum to the header and returns it as written, padded.
+std::string finish_header(SavePlan& plan, const std::string& path) {
   std::string header;
   try {
     // Note [Checkpoint checksum]: over the header without the checksum, then the data.
-    const std::string unsummed = head.dump();
-    uint32_t crc = crc32_update(static_cast<uint32_t>(::crc32(0L, Z_NULL, 0)), unsummed.data(),
-                                unsummed.size());
-    for (const Tensor& c : data) crc = crc32_update(crc, c.data_ptr(), c.nbytes());
-    head["__metadata__"][kChecksumKey] = hex32(crc);
-    header = head.dump();
+    uint32_t crc = crc32_of(plan.head.dump());
+    for (const Tensor& c : plan.data) crc = crc32_update(crc, c.data_ptr(), c.nbytes());
+    plan.head["__metadata__"][kChecksumKey] = hex32(crc);
+    header = plan.head.dump();
   } catch (const Json::exception& e) {  // e.g. a name that is not valid UTF-8
     EMBER_THROW("save: '", path, "': cannot write the header: ", e.what());
   }
   // Pad so the data starts 8-byte aligned (the spec's recommendation; readers mmap the file).
   header.append((8 - header.size() % 8) % 8, ' ');
-  char len_bytes[8];
-  const uint64_t n = header.size();
-  for (int i = 0; i < 8; ++i) len_bytes[i] = static_cast<char>((n >> (8 * i)) & 0xFF);
+  return header;
+}
 
-  // Temporary file in the same directory, so the rename is atomic (same file system).
-  const std::string dir = directory_of(path);
+// A temporary file in the target's directory, so the rename over it is atomic (same file system).
+struct TempFile {
+  std::string dir;   // the target's directory, fsynced after the rename
+  std::string path;  // mkstemp's name for the file
+  int fd;
+};
+
+TempFile create_temp_file(const std::string& path) {
+  TempFile tmp{directory_of(path), "", -1};
   const size_t slash = path.rfind('/');
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
   EMBER_CHECK(!base.empty(), "save: '", path, "' names a directory, not a file");
-  std::string tmpl = dir + "/." + base + ".tmp.XXXXXX";
-  const int fd = ::mkstemp(tmpl.data());
-  EMBER_CHECK(fd >= 0, "save: '", path, "': cannot create a temporary file in '", dir, "': ",
-              errno_text());
-  bool ok = true;
+  tmp.path = tmp.dir + "/." + base + ".tmp.XXXXXX";
+  tmp.fd = ::mkstemp(tmp.path.data());
+  EMBER_CHECK(tmp.fd >= 0, "save: '", path, "': cannot create a temporary file in '", tmp.dir,
+              "': ", errno_text());
+  return tmp;
+}
+
+// Writes the header length, header and data to fd, fsyncs and closes it. Returns what failed, or ""
+// if nothing did (the caller then removes the temporary file and throws).
+std::string write_and_close(int fd, const std::string& header, const std::vector<Tensor>& data) {
+  char len_bytes[8];
+  const uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) len_bytes[i] = static_cast<char>((n >> (8 * i)) & 0xFF);
   std::string what;
-  {
-    FdCloser closer{fd};
-    ok = ::fchmod(fd, 0644) == 0 && write_all(fd, len_bytes, 8) &&
-         write_all(fd, header.data(), header.size());
-    for (size_t i = 0; ok && i < data.size(); ++i) {
-      ok = write_all(fd, static_cast<const char*>(data[i].data_ptr()), data[i].nbytes());
-    }
-    if (!ok) what = "write failed: " + errno_text();
-    if (ok && ::fsync(fd) != 0) {
-      ok = false;
-      what = "fsync failed: " + errno_text();
-    }
-    closer.fd = -1;
-    if (::close(fd) != 0 && ok) {
-      ok = false;
-      what = "close failed: " + errno_text();
-    }
+  FdCloser closer{fd};
+  bool ok = ::fchmod(fd, 0644) == 0 && write_all(fd, len_bytes, 8) &&
+            write_all(fd, header.data(), header.size());
+  for (size_t i = 0; ok && i < data.size(); ++i) {
+    ok = write_all(fd, static_cast<const char*>(data[i].data_ptr()), data[i].nbytes());
   }
-  if (ok && ::rename(tmpl.c_str(), path.c_str()) != 0) {
+  if (!ok) what = "write failed: " + errno_text();
+  if (ok && ::fsync(fd) != 0) {
     ok = false;
-    what = "rename failed: " + errno_text();
+    what = "fsync failed: " + errno_text();
   }
-  if (!ok) {
-    ::unlink(tmpl.c_str());
-    EMBER_THROW("save: '", path, "': ", what);
-  }
-  // Persist the rename itself; best effort (some file systems refuse to open directories).
+  closer.fd = -1;
+  if (::close(fd) != 0 && ok) what = "close failed: " + errno_text();
+  return what;
+}
+
+// Persists a rename in `dir`; best effort (some file systems refuse to open directories).
+void fsync_directory(const std::string& dir) {
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
   if (dfd >= 0) {
     ::fsync(dfd);
@@ -246,12 +264,18 @@ void save(const StateDict& sd, const std::string& path, const CheckpointMetadata
   }
 }
 
-StateDict load(const std::string& path) { return load(path, nullptr); }
+// A checkpoint open for reading: an 8-byte header length, the header, then the data section.
+struct CheckpointFile {
+  std::string path;
+  int fd;
+  uint64_t file_size;
+  uint64_t header_size;
+  uint64_t data_start() const { return 8 + header_size; }
+  uint64_t data_size() const { return file_size - 8 - header_size; }
+};
 
-StateDict load(const std::string& path, CheckpointMetadata* metadata) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  EMBER_CHECK(fd >= 0, "load: cannot open '", path, "': ", errno_text());
-  FdCloser closer{fd};
+// Reads the file's size and header length, checking the header fits in the file and the cap.
+CheckpointFile read_layout(int fd, const std::string& path) {
   struct stat st;
   EMBER_CHECK(::fstat(fd, &st) == 0, "load: cannot stat '", path, "': ", errno_text());
   const uint64_t file_size = static_cast<uint64_t>(st.st_size);
@@ -266,135 +290,222 @@ StateDict load(const std::string& path, CheckpointMetadata* metadata) {
               " runs past the end of the file (", file_size, " bytes)");
   EMBER_CHECK(n <= kMaxHeaderBytes, "load: '", path, "': header length ", n, " exceeds the ",
               kMaxHeaderBytes, "-byte limit");
-  std::string header(n, '\0');
-  EMBER_CHECK(read_exact(fd, header.data(), n, 8), "load: cannot read the header of '", path, "': ",
-              errno_text());
+  return CheckpointFile{path, fd, file_size, n};
+}
+
+// Reads and parses the header, which must be a JSON object.
+Json read_header(const CheckpointFile& file) {
+  std::string header(file.header_size, '\0');
+  EMBER_CHECK(read_exact(file.fd, header.data(), file.header_size, 8),
+              "load: cannot read the header of '", file.path, "': ", errno_text());
   Json root;
   try {
     root = parse_header(header);
   } catch (const Error& e) {
-    EMBER_THROW("load: '", path, "' has a corrupt header: ", e.what());
+    EMBER_THROW("load: '", file.path, "' has a corrupt header: ", e.what());
   }
-  EMBER_CHECK(root.is_object(), "load: '", path, "' has a corrupt header: expected a JSON object, got ",
-              kind_of(root));
+  EMBER_CHECK(root.is_object(), "load: '", file.path,
+              "' has a corrupt header: expected a JSON object, got ", kind_of(root));
+  return root;
+}
 
-  const uint64_t data_size = file_size - 8 - n;
-  struct Entry {
-    std::string name;
-    ScalarType dtype;
-    Shape shape;
-    uint64_t begin, end;
-    size_t order;  // position in the header, to keep equal offsets (empty tensors) stable
-  };
-  std::vector<Entry> entries;
-  std::string stored_checksum;
-  const auto as_uint64 = [](const Json& v, uint64_t* out) {
-    if (!v.is_number_unsigned()) return false;  // negative, fractional or too large numbers are not
-    *out = v.get<uint64_t>();
-    return true;
-  };
-  for (auto& [name, v] : root.items()) {
-    const std::string where = "load: '" + path + "': ";
-    if (name == "__metadata__") {
-      EMBER_CHECK(v.is_object(), where, "__metadata__ must be an object, got ", kind_of(v));
-      for (const auto& [k, mv] : v.items()) {
-        EMBER_CHECK(mv.is_string(), where, "__metadata__ value of '", k, "' must be a string, got ",
-                    kind_of(mv));
-        if (k == kChecksumKey) {
-          stored_checksum = mv.get<std::string>();
-        } else if (metadata != nullptr) {
-          (*metadata)[k] = mv.get<std::string>();
-        }
-      }
-      continue;
+// Where one tensor's bytes lie in the data section, and what they hold.
+struct TensorEntry {
+  std::string name;
+  ScalarType dtype;
+  Shape shape;
+  uint64_t begin, end;
+  size_t order;  // position in the header, to keep equal offsets (empty tensors) stable
+};
+
+// What load takes from the header besides the metadata it hands back.
+struct HeaderContents {
+  std::vector<TensorEntry> entries;  // in header order
+  std::string stored_checksum;       // empty when the file carries none
+};
+
+bool as_uint64(const Json& v, uint64_t* out) {
+  if (!v.is_number_unsigned()) return false;  // negative, fractional or too large numbers are not
+  *out = v.get<uint64_t>();
+  return true;
+}
+
+// Copies __metadata__ into `metadata` (when wanted), all but the checksum, which it returns.
+void read_metadata(const Json& v, const std::string& where, CheckpointMetadata* metadata,
+                   std::string* stored_checksum) {
+  EMBER_CHECK(v.is_object(), where, "__metadata__ must be an object, got ", kind_of(v));
+  for (const auto& [k, mv] : v.items()) {
+    EMBER_CHECK(mv.is_string(), where, "__metadata__ value of '", k, "' must be a string, got ",
+                kind_of(mv));
+    if (k == kChecksumKey) {
+      *stored_checksum = mv.get<std::string>();
+    } else if (metadata != nullptr) {
+      (*metadata)[k] = mv.get<std::string>();
     }
-    const std::string tw = where + "tensor '" + name + "': ";
-    EMBER_CHECK(v.is_object(), tw, "expected an object, got ", kind_of(v));
-    EMBER_CHECK(v.contains("dtype") && v.contains("shape") && v.contains("data_offsets"), tw,
-                "needs \"dtype\", \"shape\" and \"data_offsets\"");
-    const Json& dt = v["dtype"];
-    const Json& shape = v["shape"];
-    const Json& offsets = v["data_offsets"];
-    Entry e{name, kFloat32, {}, 0, 0, entries.size()};
-    const std::string dtype_name = dt.is_string() ? dt.get<std::string>() : kind_of(dt);
-    EMBER_CHECK(dt.is_string() && parse_dtype(dtype_name, &e.dtype), tw, "unknown dtype ", dtype_name,
-                " (supported: F32 F64 F16 BF16 I32 I64 U8 BOOL)");
-    EMBER_CHECK(shape.is_array(), tw, "shape must be an array");
-    uint64_t numel = 1;
-    bool overflow = false, has_zero = false;
-    for (const Json& d : shape) {
-      uint64_t s = 0;
-      EMBER_CHECK(as_uint64(d, &s) && s <= static_cast<uint64_t>(INT64_MAX), tw,
-                  "shape entries must be non-negative integers");
-      if (s == 0) has_zero = true;
-      if (s != 0 && numel > UINT64_MAX / s) overflow = true;
-      numel *= s;
-      e.shape.push_back(static_cast<int64_t>(s));
-    }
-    if (has_zero) {  // an empty tensor, however large its other dims
-      overflow = false;
-      numel = 0;
-    }
-    EMBER_CHECK(offsets.is_array() && offsets.size() == 2 && as_uint64(offsets[0], &e.begin) &&
-                    as_uint64(offsets[1], &e.end),
-                tw, "data_offsets must be two non-negative integers");
-    EMBER_CHECK(e.begin <= e.end && e.end <= data_size, tw, "data_offsets [", e.begin, ", ", e.end,
-                "] are out of range for ", data_size, " bytes of data");
-    const uint64_t esize = element_size(e.dtype);
-    EMBER_CHECK(!overflow && numel <= UINT64_MAX / esize && numel * esize == e.end - e.begin, tw,
-                "shape ", shape_to_string(e.shape), " of ", dtype_name, " needs ",
-                overflow ? std::string("more than 2^64") : std::to_string(numel * esize),
-                " bytes but data_offsets [", e.begin, ", ", e.end, "] span ", e.end - e.begin);
-    entries.push_back(std::move(e));
   }
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+}
+
+// A header's shape and its element count, which overflows 64 bits in some corrupt files.
+struct ParsedShape {
+  Shape dims;
+  uint64_t numel = 1;
+  bool overflow = false;
+};
+
+ParsedShape parse_shape(const Json& shape, const std::string& tw) {
+  EMBER_CHECK(shape.is_array(), tw, "shape must be an array");
+  ParsedShape parsed;
+  bool has_zero = false;
+  for (const Json& d : shape) {
+    uint64_t s = 0;
+    EMBER_CHECK(as_uint64(d, &s) && s <= static_cast<uint64_t>(INT64_MAX), tw,
+                "shape entries must be non-negative integers");
+    if (s == 0) has_zero = true;
+    if (s != 0 && parsed.numel > UINT64_MAX / s) parsed.overflow = true;
+    parsed.numel *= s;
+    parsed.dims.push_back(static_cast<int64_t>(s));
+  }
+  if (has_zero) {  // an empty tensor, however large its other dims
+    parsed.overflow = false;
+    parsed.numel = 0;
+  }
+  return parsed;
+}
+
+// Validates one tensor's header entry: its dtype, shape, and offsets within `data_size` bytes
+// spanning exactly the bytes the shape needs.
+TensorEntry parse_entry(const std::string& name, const Json& v, size_t order, uint64_t data_size,
+                        const std::string& where) {
+  const std::string tw = where + "tensor '" + name + "': ";
+  EMBER_CHECK(v.is_object(), tw, "expected an object, got ", kind_of(v));
+  EMBER_CHECK(v.contains("dtype") && v.contains("shape") && v.contains("data_offsets"), tw,
+              "needs \"dtype\", \"shape\" and \"data_offsets\"");
+  const Json& dt = v["dtype"];
+  const Json& offsets = v["data_offsets"];
+  TensorEntry e{name, kFloat32, {}, 0, 0, order};
+  const std::string dtype_name = dt.is_string() ? dt.get<std::string>() : kind_of(dt);
+  EMBER_CHECK(dt.is_string() && parse_dtype(dtype_name, &e.dtype), tw, "unknown dtype ", dtype_name,
+              " (supported: F32 F64 F16 BF16 I32 I64 U8 BOOL)");
+  const ParsedShape shape = parse_shape(v["shape"], tw);
+  e.shape = shape.dims;
+  EMBER_CHECK(offsets.is_array() && offsets.size() == 2 && as_uint64(offsets[0], &e.begin) &&
+                  as_uint64(offsets[1], &e.end),
+              tw, "data_offsets must be two non-negative integers");
+  EMBER_CHECK(e.begin <= e.end && e.end <= data_size, tw, "data_offsets [", e.begin, ", ", e.end,
+              "] are out of range for ", data_size, " bytes of data");
+  const uint64_t esize = element_size(e.dtype);
+  EMBER_CHECK(!shape.overflow && shape.numel <= UINT64_MAX / esize &&
+                  shape.numel * esize == e.end - e.begin,
+              tw, "shape ", shape_to_string(e.shape), " of ", dtype_name, " needs ",
+              shape.overflow ? std::string("more than 2^64") : std::to_string(shape.numel * esize),
+              " bytes but data_offsets [", e.begin, ", ", e.end, "] span ", e.end - e.begin);
+  return e;
+}
+
+// Validates the header's entries in document order, filling `metadata` from __metadata__.
+HeaderContents read_entries(const Json& root, const CheckpointFile& file,
+                            CheckpointMetadata* metadata) {
+  HeaderContents contents;
+  const std::string where = "load: '" + file.path + "': ";
+  for (const auto& [name, v] : root.items()) {
+    if (name == "__metadata__") {
+      read_metadata(v, where, metadata, &contents.stored_checksum);
+    } else {
+      contents.entries.push_back(
+          parse_entry(name, v, contents.entries.size(), file.data_size(), where));
+    }
+  }
+  return contents;
+}
+
+// Sorts the entries into data order and rejects tensors whose bytes overlap.
+void sort_and_check_overlaps(std::vector<TensorEntry>& entries, const std::string& path) {
+  std::sort(entries.begin(), entries.end(), [](const TensorEntry& a, const TensorEntry& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.order < b.order;
   });
-  const Entry* prev = nullptr;
-  for (const Entry& e : entries) {
+  const TensorEntry* prev = nullptr;
+  for (const TensorEntry& e : entries) {
     if (e.begin == e.end) continue;  // empty tensors occupy no bytes
     EMBER_CHECK(prev == nullptr || e.begin >= prev->end, "load: '", path, "': tensors '", prev->name,
                 "' [", prev->begin, ", ", prev->end, "] and '", e.name, "' [", e.begin, ", ", e.end,
                 "] overlap");
     prev = &e;
   }
-  StateDict sd;
-  sd.reserve(entries.size());
-  for (const Entry& e : entries) {
-    Tensor t = empty(e.shape, e.dtype);
-    const size_t bytes = static_cast<size_t>(e.end - e.begin);
-    if (bytes > 0) {
-      EMBER_CHECK(read_exact(fd, static_cast<char*>(t.data_ptr()), bytes, 8 + n + e.begin),
-                  "load: cannot read tensor '", e.name, "' from '", path, "': ", errno_text());
-    }
-    if (e.dtype == kBool) {
-      // Any byte but 0/1 in a bool is undefined behaviour in C++; reject it as corruption.
-      const unsigned char* b = static_cast<const unsigned char*>(t.data_ptr());
-      for (size_t i = 0; i < bytes; ++i) {
-        EMBER_CHECK(b[i] <= 1, "load: '", path, "': BOOL tensor '", e.name, "' holds byte ",
-                    static_cast<int>(b[i]), " at element ", i);
-      }
-    }
-    sd.emplace_back(e.name, std::move(t));
+}
+
+// Reads one tensor's bytes into a new CPU tensor.
+Tensor read_tensor(const CheckpointFile& file, const TensorEntry& e) {
+  Tensor t = empty(e.shape, e.dtype);
+  const size_t bytes = static_cast<size_t>(e.end - e.begin);
+  if (bytes > 0) {
+    EMBER_CHECK(read_exact(file.fd, static_cast<char*>(t.data_ptr()), bytes,
+                           file.data_start() + e.begin),
+                "load: cannot read tensor '", e.name, "' from '", file.path, "': ", errno_text());
   }
-  if (!stored_checksum.empty()) {
-    // Note [Checkpoint checksum]: the header as written before the checksum was added, then the
-    // data in file order (the whole data section, gaps included, as save leaves none).
-    root["__metadata__"].erase(kChecksumKey);
-    const std::string unsummed = root.dump();
-    uint32_t crc = crc32_update(static_cast<uint32_t>(::crc32(0L, Z_NULL, 0)), unsummed.data(),
-                                unsummed.size());
-    std::vector<char> buf(std::min<uint64_t>(data_size, 1u << 20));
-    for (uint64_t at = 0; at < data_size;) {
-      const size_t chunk = static_cast<size_t>(std::min<uint64_t>(buf.size(), data_size - at));
-      EMBER_CHECK(read_exact(fd, buf.data(), chunk, 8 + n + at), "load: cannot read '", path, "': ",
-                  errno_text());
-      crc = crc32_update(crc, buf.data(), chunk);
-      at += chunk;
+  if (e.dtype == kBool) {
+    // Any byte but 0/1 in a bool is undefined behaviour in C++; reject it as corruption.
+    const unsigned char* b = static_cast<const unsigned char*>(t.data_ptr());
+    for (size_t i = 0; i < bytes; ++i) {
+      EMBER_CHECK(b[i] <= 1, "load: '", file.path, "': BOOL tensor '", e.name, "' holds byte ",
+                  static_cast<int>(b[i]), " at element ", i);
     }
-    EMBER_CHECK(hex32(crc) == stored_checksum, "load: '", path, "' is corrupt: checksum mismatch (",
-                kChecksumKey, " ", stored_checksum, " in the header, ", hex32(crc),
-                " computed) -- the file was modified or damaged after it was written");
+  }
+  return t;
+}
+
+// Note [Checkpoint checksum]: the header as written before the checksum was added, then the data in
+// file order (the whole data section, gaps included, as save leaves none).
+void verify_checksum(const CheckpointFile& file, Json root, const std::string& stored_checksum) {
+  root["__metadata__"].erase(kChecksumKey);
+  uint32_t crc = crc32_of(root.dump());
+  const uint64_t data_size = file.data_size();
+  std::vector<char> buf(std::min<uint64_t>(data_size, 1u << 20));
+  for (uint64_t at = 0; at < data_size;) {
+    const size_t chunk = static_cast<size_t>(std::min<uint64_t>(buf.size(), data_size - at));
+    EMBER_CHECK(read_exact(file.fd, buf.data(), chunk, file.data_start() + at),
+                "load: cannot read '", file.path, "': ", errno_text());
+    crc = crc32_update(crc, buf.data(), chunk);
+    at += chunk;
+  }
+  EMBER_CHECK(hex32(crc) == stored_checksum, "load: '", file.path,
+              "' is corrupt: checksum mismatch (", kChecksumKey, " ", stored_checksum,
+              " in the header, ", hex32(crc),
+              " computed) -- the file was modified or damaged after it was written");
+}
+
+}  // namespace
+
+void save(const StateDict& sd, const std::string& path, const CheckpointMetadata& metadata) {
+  // Validate and collect contiguous CPU copies before touching the file system.
+  SavePlan plan = plan_save(sd, path, metadata);
+  const std::string header = finish_header(plan, path);
+  const TempFile tmp = create_temp_file(path);
+  std::string what = write_and_close(tmp.fd, header, plan.data);
+  if (what.empty() && ::rename(tmp.path.c_str(), path.c_str()) != 0) {
+    what = "rename failed: " + errno_text();
+  }
+  if (!what.empty()) {
+    ::unlink(tmp.path.c_str());
+    EMBER_THROW("save: '", path, "': ", what);
+  }
+  fsync_directory(tmp.dir);
+}
+
+StateDict load(const std::string& path) { return load(path, nullptr); }
+
+StateDict load(const std::string& path, CheckpointMetadata* metadata) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  EMBER_CHECK(fd >= 0, "load: cannot open '", path, "': ", errno_text());
+  FdCloser closer{fd};
+  const CheckpointFile file = read_layout(fd, path);
+  Json root = read_header(file);
+  HeaderContents contents = read_entries(root, file, metadata);
+  sort_and_check_overlaps(contents.entries, path);
+  StateDict sd;
+  sd.reserve(contents.entries.size());
+  for (const TensorEntry& e : contents.entries) sd.emplace_back(e.name, read_tensor(file, e));
+  if (!contents.stored_checksum.empty()) {
+    verify_checksum(file, std::move(root), contents.stored_checksum);
   }
   return sd;
 }
