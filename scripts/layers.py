@@ -23,6 +23,7 @@ LAYERS = [
     ["nn"],
     ["optim"],
     ["distributed"],
+    ["sim"],  # the CUDA and NCCL stand-ins that --config=cudasim links in place of the toolkit
     ["examples"],
     ["bench", "tests"],
 ]

@@ -23,7 +23,7 @@
 #   cuda_build  bazel build --config=cuda //...: the CUDA backend compiles and links (no GPU needed;
 #               skipped without /usr/local/cuda/bin/nvcc); counts as one test
 #   cudasim     the CUDA suites (tag "cuda") with the CUDA backend's kernels running on the CUDA
-#               simulator (tensor/cuda/sim/)
+#               simulator (sim/cuda/)
 #   asan        the single-process suites and the mpirun suites (one world size each) again under
 #               AddressSanitizer + UBSan + LeakSanitizer
 #   tsan        ThreadSanitizer on the suites whose threads are ember's own (tag "tsan": Work/Future,

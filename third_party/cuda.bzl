@@ -30,7 +30,7 @@ def if_cuda_backend(if_true, if_false = []):
     })
 
 # Under --config=cudasim the kernels are compiled with ThreadSanitizer's instrumentation, whose
-# hooks are the simulator's checks (Note [Simulated compute-sanitizer], tensor/cuda/sim/checks.cc);
+# hooks are the simulator's checks (Note [Simulated compute-sanitizer], sim/cuda/checks.cc);
 # not under a host sanitizer, whose own instrumentation it would clash with.
 CUDA_SIMULATOR_CHECK_COPTS = select({
     "//third_party:cuda_simulated_sanitizer_build": [],
@@ -44,7 +44,7 @@ CUDA_SIMULATOR_CHECK_COPTS = select({
 # What code built for the CUDA backend links against: the toolkit, or the simulator's runtime.
 CUDA_RUNTIME_DEPS = select({
     _REAL: ["@cuda"],
-    _SIM: ["//tensor/cuda/sim:runtime"],
+    _SIM: ["//sim/cuda:runtime"],
     "//conditions:default": [],
 })
 

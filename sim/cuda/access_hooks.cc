@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "tensor/cuda/sim/checks.h"
+#include "sim/cuda/checks.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // The CUDA simulator's sanitizer: memcheck, initcheck and racecheck over every load and store a
 // kernel makes (Note [Simulated compute-sanitizer]).
-#include "tensor/cuda/sim/checks.h"
+#include "sim/cuda/checks.h"
 
 #include <sys/mman.h>
 
@@ -13,7 +13,7 @@
 #include <mutex>
 #include <sstream>
 
-#include "tensor/cuda/sim/state.h"
+#include "sim/cuda/state.h"
 
 // Note [Simulated compute-sanitizer]
 // The kernels' .cu sources are compiled for the simulator with GCC's ThreadSanitizer

@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <string>
 
-#include "tensor/cuda/sim/checks.h"
-#include "tensor/cuda/sim/state.h"
+#include "sim/cuda/checks.h"
+#include "sim/cuda/state.h"
 
 struct cublasContext {
   cudaStream_t stream = nullptr;

@@ -13,8 +13,8 @@
 #include <map>
 #include <mutex>
 
-#include "tensor/cuda/sim/checks.h"
-#include "tensor/cuda/sim/state.h"
+#include "sim/cuda/checks.h"
+#include "sim/cuda/state.h"
 
 // Note [Simulated device memory is not host memory]
 // On a GPU, host code that dereferences a device pointer faults; the simulator's device memory is

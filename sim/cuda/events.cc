@@ -8,7 +8,7 @@
 #include <string>
 #include <utility>
 
-#include "tensor/cuda/sim/state.h"
+#include "sim/cuda/state.h"
 
 // An event's latest record: the stream and ticket it completes at, and when the stream reached
 // it. Shared with the record's work, which may run after the event is destroyed.

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "tensor/cuda/sim/checks.h"
+#include "sim/cuda/checks.h"
 
 namespace ember::cudasim {
 namespace {

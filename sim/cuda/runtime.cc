@@ -11,8 +11,8 @@
 #include <set>
 #include <string>
 
-#include "tensor/cuda/sim/checks.h"
-#include "tensor/cuda/sim/state.h"
+#include "sim/cuda/checks.h"
+#include "sim/cuda/state.h"
 
 namespace ember::cudasim {
 namespace {

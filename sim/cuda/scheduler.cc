@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "tensor/cuda/sim/checks.h"
-#include "tensor/cuda/sim/state.h"
+#include "sim/cuda/checks.h"
+#include "sim/cuda/state.h"
 
 // Note [CUDA simulator scheduling]
 // A block's threads run as fibers on one host thread, in thread order, each until it finishes or

@@ -10,7 +10,7 @@
 #include <mutex>
 #include <string>
 
-#include "tensor/cuda/sim/checks.h"
+#include "sim/cuda/checks.h"
 
 namespace ember::cudasim {
 namespace {

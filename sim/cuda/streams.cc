@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "tensor/cuda/sim/state.h"
+#include "sim/cuda/state.h"
 
 // Note [Simulated streams]
 // A stream is a FIFO of work (kernel launches, copies, memsets, cuBLAS calls, simulated NCCL

@@ -4,7 +4,7 @@
 // aborted. float16 and bfloat16 are reduced in float32 and rounded once, as NCCL's two-rank ring
 // does. Buffers must be (simulated) device memory, as NCCL requires. A call returns once it is
 // checked; the collective itself runs when its stream reaches it, on the stream's thread (Note
-// [Simulated streams], tensor/cuda/sim/streams.cc), and a failure there is the communicator's
+// [Simulated streams], sim/cuda/streams.cc), and a failure there is the communicator's
 // asynchronous error (ncclCommGetAsyncError), as on a GPU.
 #include <mpi.h>
 #include <nccl.h>

@@ -1,5 +1,5 @@
 // Included by every .cu file in ember: what lets one kernel source compile under nvcc and under the
-// CUDA simulator (tensor/cuda/sim/, --config=cudasim), which runs it on the host.
+// CUDA simulator (sim/cuda/, --config=cudasim), which runs it on the host.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -28,7 +28,7 @@
 #endif
 
 // `T name[count]` in the block's shared memory (a static __shared__ array). The simulator places it
-// where it can poison it at each block's start and check every access (tensor/cuda/sim/checks.cc).
+// where it can poison it at each block's start and check every access (sim/cuda/checks.cc).
 #ifdef EMBER_CUDA_SIMULATOR
 #define EMBER_SHARED(T, name, count)                                                           \
   static const char ember_shared_##name = 0;                                                   \

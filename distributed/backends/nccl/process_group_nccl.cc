@@ -305,6 +305,8 @@ void ProcessGroupNCCL::watchdog_loop() {
       StallReport report;
       if (expired) {
         why = timeout_error(*expired, &report);
+        // Broken before the work fails: its waiter may read stall_report() or issue again at once.
+        lifecycle_.break_group(why, report);
         expired->fail(std::make_exception_ptr(Error(why)));
         lifecycle_.finish(expired->sequence_number(), false);
       }

@@ -86,7 +86,7 @@ constexpr unsigned cudaEventBlockingSync = 0x1;
 constexpr unsigned cudaEventDisableTiming = 0x2;
 constexpr unsigned cudaHostAllocDefault = 0x0;
 
-// Runtime API (tensor/cuda/sim/runtime.cc, streams.cc, events.cc): work runs on each stream's own
+// Runtime API (sim/cuda/runtime.cc, streams.cc, events.cc): work runs on each stream's own
 // host thread, in stream order (Note [Simulated streams]).
 const char* cudaGetErrorName(cudaError_t error);
 const char* cudaGetErrorString(cudaError_t error);

@@ -1,4 +1,4 @@
-// The CUDA simulator's sanitizer (Note [Simulated compute-sanitizer], tensor/cuda/sim/checks.cc):
+// The CUDA simulator's sanitizer (Note [Simulated compute-sanitizer], sim/cuda/checks.cc):
 // each check fires on a planted bug (sanitizer_kernels.cu) and names the kernel, thread, block,
 // address, allocation and source line, while the bug's correct twin passes. The twins also run
 // on a GPU; the reports are simulator-only (compute-sanitizer reports them there).

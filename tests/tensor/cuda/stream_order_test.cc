@@ -1,4 +1,4 @@
-// What only asynchronous streams can show (Note [Simulated streams], tensor/cuda/sim/streams.cc):
+// What only asynchronous streams can show (Note [Simulated streams], sim/cuda/streams.cc):
 // a stream held back by a gate, so work on another stream or the host runs first, exactly as a
 // busy GPU lets it. Each test plants the mistake a real GPU punishes and checks the simulator
 // shows it, or checks that ember's own code does not make it.
