@@ -31,7 +31,7 @@ class Engine {
 // Note [Backward node observer]: a profiler's view of backward. When set, the engine calls it after
 // every node it runs (pre-hooks, apply and the node's post-hooks, such as DDP's autograd hook on an
 // AccumulateGrad) with the node and when it began and ended. Process-wide and read atomically, so
-// tracing costs one load per node when off. The DDP trace (distributed/trace.h) draws them.
+// tracing costs one load per node when off. The DDP trace (distributed/diagnostics/trace.h) draws them.
 using NodeObserver = void (*)(const Node& node, std::chrono::steady_clock::time_point begin,
                               std::chrono::steady_clock::time_point end);
 void set_node_observer(NodeObserver observer);  // nullptr: none

@@ -1,6 +1,6 @@
 #include "distributed/collective_lifecycle.h"
 
-#include "distributed/fault_injection.h"
+#include "distributed/diagnostics/fault_injection.h"
 #include "tensor/error.h"
 
 namespace ember::distributed {

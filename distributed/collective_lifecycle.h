@@ -9,7 +9,7 @@
 #include <mutex>
 #include <string>
 
-#include "distributed/stall_inspector.h"
+#include "distributed/diagnostics/stall_inspector.h"
 
 namespace ember::distributed {
 

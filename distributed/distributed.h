@@ -6,9 +6,9 @@
 
 #include "distributed/backends/mpi/mpi_backend.h"
 #include "distributed/collective_helpers.h"
-#include "distributed/debug.h"
+#include "distributed/diagnostics/debug.h"
 #include "distributed/join.h"
 #include "distributed/process_group.h"
-#include "distributed/stall_inspector.h"
+#include "distributed/diagnostics/stall_inspector.h"
 #include "distributed/utils.h"
 #include "distributed/work.h"

@@ -11,14 +11,14 @@
 #include <string>
 #include <vector>
 
-#include "distributed/debug.h"
+#include "distributed/diagnostics/debug.h"
 #include "distributed/work.h"
 #include "tensor/tensor.h"
 
 namespace ember::distributed {
 
 class CollectiveLifecycle;  // distributed/collective_lifecycle.h
-class StallInspector;       // distributed/stall_inspector.h
+class StallInspector;       // distributed/diagnostics/stall_inspector.h
 struct StallReport;
 
 // Order matters: it is part of the DETAIL fingerprint.

@@ -14,7 +14,7 @@ that is), then starts the next attempt with --resume= the newest checkpoint that
 
 and adds a record to the trainer's --metrics file ("# restart ..." in a CSV, {"event": "restart", ...}
 in a JSONL file). The attempt number goes to the trainer in EMBER_RESTART_COUNT (0 first), which
-the fault-injection variables obey (distributed/fault_injection.h). With no restarts left, one line
+the fault-injection variables obey (distributed/diagnostics/fault_injection.h). With no restarts left, one line
 says so (with the last attempt's status) and the launcher exits with status 1, as torchrun does.
 
 With a hostfile (--hostfile, or the one scripts/cluster.sh gives Open MPI) and --min_ranks=M below

@@ -6,7 +6,7 @@ and from each allreduce to the finalize_backward that waited for it.
 
     python3 scripts/merge_traces.py DIR [-o DIR/ember_trace_job.json]
 
-Timelines (Note [Trace clocks] in distributed/trace.cc): ranks on one machine (one kernel boot id,
+Timelines (Note [Trace clocks] in distributed/diagnostics/trace.cc): ranks on one machine (one kernel boot id,
 network namespaces included) are placed exactly by their clock origins; otherwise each rank is
 shifted so that its "ddp constructed" instant, which follows construction's collectives, meets
 rank 0's. The merged trace says which, in an "ember_merge" metadata record (args.aligned_by).

@@ -7,7 +7,7 @@
 #include "distributed/ddp/ddp_check.h"
 #include "distributed/ddp/distributed_data_parallel.h"
 #include "distributed/sync_batch_norm.h"
-#include "distributed/trace.h"
+#include "distributed/diagnostics/trace.h"
 #include "tensor/factories.h"
 
 namespace ember::distributed {

@@ -12,7 +12,7 @@
 #include "distributed/ddp/ddp_sink.h"
 #include "distributed/ddp/first_iteration_report.h"
 #include "distributed/ddp/straggler.h"
-#include "distributed/trace.h"
+#include "distributed/diagnostics/trace.h"
 #include "nn/layers/simple.h"
 
 namespace ember::distributed {

@@ -7,8 +7,8 @@
 
 #include "distributed/ddp/ddp_check.h"
 #include "distributed/ddp/reducer.h"
-#include "distributed/stall_inspector.h"
-#include "distributed/trace.h"
+#include "distributed/diagnostics/stall_inspector.h"
+#include "distributed/diagnostics/trace.h"
 #include "tensor/factories.h"
 #include "tensor/ops.h"
 
@@ -104,7 +104,7 @@ std::exception_ptr Reducer::wait_for_bucket_reductions(std::vector<Tensor>& resu
 
 // Without Join, a rank that ran out of data simply stops issuing collectives: the others' next
 // bucket allreduce finds no partner. The group's stall inspector asked every rank where it was when
-// the allreduce timed out (distributed/stall_inspector.h), so the hint names the ranks that stopped
+// the allreduce timed out (distributed/diagnostics/stall_inspector.h), so the hint names the ranks that stopped
 // at any world size; without its findings (another backend, or a failure that was no timeout), only
 // two ranks make it certain.
 std::string Reducer::uneven_inputs_hint() const {

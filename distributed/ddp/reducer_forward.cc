@@ -6,7 +6,7 @@
 
 #include "autograd/graph_traversal.h"
 #include "distributed/ddp/reducer.h"
-#include "distributed/trace.h"
+#include "distributed/diagnostics/trace.h"
 
 namespace ember::distributed {
 

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "distributed/trace.h"
+#include "distributed/diagnostics/trace.h"
 
 namespace ember::distributed {
 

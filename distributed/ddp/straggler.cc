@@ -5,7 +5,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "distributed/stall_inspector.h"
+#include "distributed/diagnostics/stall_inspector.h"
 #include "tensor/factories.h"
 #include "tensor/ops.h"
 

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "distributed/fault_injection.h"
+#include "distributed/diagnostics/fault_injection.h"
 #include "examples/common/whole_number.h"
 
 namespace ember::examples {

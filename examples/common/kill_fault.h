@@ -9,7 +9,7 @@ namespace ember::examples {
 
 // Sends this process SIGKILL when the environment variable `variable` is set to `at` and
 // EMBER_FAULT_KILL_RANK is unset or `rank`; under the restarting launcher only in the attempts
-// faults fire in (distributed/fault_injection.h). A malformed value throws, naming the variable.
+// faults fire in (distributed/diagnostics/fault_injection.h). A malformed value throws, naming the variable.
 void maybe_kill_self(const char* variable, int64_t at, int rank);
 
 }  // namespace ember::examples

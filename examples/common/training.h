@@ -90,7 +90,7 @@ struct EpochStats {
 // Fault injection for the resume and fault tests: with EMBER_FAULT_KILL_AT_STEP=G (and optionally
 // EMBER_FAULT_KILL_RANK=R, default every rank) the process sends itself SIGKILL -- a real kill -9 --
 // right after global step G. The trainers call it after every step. Under the restarting launcher it
-// fires in the first EMBER_FAULT_ATTEMPTS attempts only (distributed/fault_injection.h).
+// fires in the first EMBER_FAULT_ATTEMPTS attempts only (distributed/diagnostics/fault_injection.h).
 void maybe_kill_at_step(int64_t global_step, int rank);
 
 struct EpochOptions {

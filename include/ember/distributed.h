@@ -11,5 +11,5 @@
 #include "distributed/optim/zero_redundancy_optimizer.h"
 #include "distributed/optim/zero_step_hook.h"
 #include "distributed/sync_batch_norm.h"
-#include "distributed/trace.h"
+#include "distributed/diagnostics/trace.h"
 #include "ember/nn.h"

@@ -1,4 +1,4 @@
-// A job whose rank stalls (EMBER_FAULT_STALL_*, distributed/fault_injection.h) in a loop of
+// A job whose rank stalls (EMBER_FAULT_STALL_*, distributed/diagnostics/fault_injection.h) in a loop of
 // allreduces on the default group, whose timeout is 3 s. Run by stall_fault_test.sh, which expects
 // the other ranks to fail within the timeout with one line naming the collective, its sequence
 // number and the stalled rank, and the job to end instead of hanging.

@@ -1,7 +1,7 @@
 // The stall inspector's side channel without MPI: responders in one process answer each other's
 // queries, a peer that never answers costs no more than the budget, a closed port is reported, and
 // summarize_stall words the timeout message as the watchdog prints it.
-#include "distributed/stall_inspector.h"
+#include "distributed/diagnostics/stall_inspector.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

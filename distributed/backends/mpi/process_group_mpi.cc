@@ -12,9 +12,9 @@
 #include <thread>
 
 #include "distributed/backends/mpi/mpi_types.h"
-#include "distributed/fault_injection.h"
+#include "distributed/diagnostics/fault_injection.h"
 #include "distributed/poll_backoff.h"
-#include "distributed/trace.h"
+#include "distributed/diagnostics/trace.h"
 #include "distributed/utils.h"
 #include "tensor/factories.h"
 

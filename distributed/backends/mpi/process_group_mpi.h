@@ -4,7 +4,7 @@
 // collective issued from a Future callback on that worker runs inline, at once (DESIGN.md step 10:
 // multi-round comm hooks; Note [Collectives issued from callbacks run inline]). Before a timeout
 // throws, the worker asks the peers over a side channel which of them did not arrive
-// (Note [Stall inspector side channel], distributed/stall_inspector.h).
+// (Note [Stall inspector side channel], distributed/diagnostics/stall_inspector.h).
 #pragma once
 
 #include <mpi.h>
@@ -31,7 +31,7 @@ class ProcessGroupMPI : public ProcessGroup {
   // group over a duplicate of MPI_COMM_WORLD (so raw MPI use elsewhere cannot interleave with ours).
   static std::shared_ptr<ProcessGroupMPI> create_world(Options options);
   // Takes ownership of `comm`. With inject_faults (the world group), EMBER_FAULT_STALL_* apply
-  // (distributed/fault_injection.h).
+  // (distributed/diagnostics/fault_injection.h).
   ProcessGroupMPI(MPI_Comm comm, Options options, bool inject_faults = false);
   ~ProcessGroupMPI() override;
 

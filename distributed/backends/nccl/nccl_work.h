@@ -24,7 +24,7 @@ class NcclWork final : public Work {
     std::chrono::milliseconds timeout{0};
     std::string fingerprint;        // "allreduce #3 (SUM, float32 [4], 1 tensor)"
     std::string description;        // the fingerprint, rank, group and device, for errors
-    std::string trace_label;        // the issuing thread's TraceLabel (distributed/trace.h)
+    std::string trace_label;        // the issuing thread's TraceLabel (distributed/diagnostics/trace.h)
     std::vector<Tensor> keep_alive;  // every tensor the NCCL calls read or write
   };
   explicit NcclWork(Options options);

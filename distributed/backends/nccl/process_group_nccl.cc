@@ -11,7 +11,7 @@
 
 #include "distributed/backends/mpi/process_group_mpi.h"
 #include "distributed/backends/nccl/nccl_work.h"
-#include "distributed/trace.h"
+#include "distributed/diagnostics/trace.h"
 #include "tensor/cuda_stream.h"
 #include "tensor/device_backend.h"
 #include "tensor/factories.h"

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "distributed/collective_lifecycle.h"
-#include "distributed/debug.h"
+#include "distributed/diagnostics/debug.h"
 #include "distributed/process_group.h"
 
 namespace ember::distributed {

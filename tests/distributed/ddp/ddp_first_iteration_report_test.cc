@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "distributed/debug.h"
-#include "distributed/trace.h"
+#include "distributed/diagnostics/debug.h"
+#include "distributed/diagnostics/trace.h"
 #include "tests/distributed/ddp/ddp_test_util.h"
 
 namespace ember::distributed::testing {

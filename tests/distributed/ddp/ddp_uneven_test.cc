@@ -8,7 +8,7 @@
 #include <chrono>
 #include <string>
 
-#include "distributed/stall_inspector.h"
+#include "distributed/diagnostics/stall_inspector.h"
 #include "tests/distributed/ddp/ddp_test_util.h"
 
 namespace ember::distributed::testing {

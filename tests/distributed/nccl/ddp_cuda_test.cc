@@ -10,7 +10,7 @@
 
 #include "distributed/hooks/default_hooks.h"
 #include "distributed/hooks/powersgd_hook.h"
-#include "distributed/trace.h"
+#include "distributed/diagnostics/trace.h"
 #include "tensor/cuda_stream.h"
 #include "tensor/device_backend.h"
 #include "tests/distributed/ddp/ddp_test_util.h"

@@ -1,4 +1,4 @@
-#include "distributed/side_channel_socket.h"
+#include "distributed/diagnostics/side_channel_socket.h"
 
 #include <arpa/inet.h>
 #include <sys/socket.h>

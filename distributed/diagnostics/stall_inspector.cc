@@ -1,4 +1,4 @@
-#include "distributed/stall_inspector.h"
+#include "distributed/diagnostics/stall_inspector.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -17,7 +17,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "distributed/side_channel_socket.h"
+#include "distributed/diagnostics/side_channel_socket.h"
 #include "tensor/error.h"
 
 namespace ember::distributed {

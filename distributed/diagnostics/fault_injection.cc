@@ -1,4 +1,4 @@
-#include "distributed/fault_injection.h"
+#include "distributed/diagnostics/fault_injection.h"
 
 #include <chrono>
 #include <csignal>

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "distributed/side_channel_socket.h"
-#include "distributed/stall_inspector.h"
+#include "distributed/diagnostics/side_channel_socket.h"
+#include "distributed/diagnostics/stall_inspector.h"
 #include "tensor/error.h"
 
 namespace ember::distributed {

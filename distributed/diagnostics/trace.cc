@@ -1,4 +1,4 @@
-#include "distributed/trace.h"
+#include "distributed/diagnostics/trace.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "distributed/debug.h"
+#include "distributed/diagnostics/debug.h"
 
 #include <algorithm>
 #include <atomic>
