@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tokens per second of ember's GPT (examples/train_gpt, examples/ddp_gpt) against PyTorch's
+# Tokens per second of ember's GPT (examples/train_gpt alone and under mpirun) against PyTorch's
 # (bench/torch_gpt.py, Debian's python3-torch): the same model (nanoGPT's, 4 layers x 4 heads x 128
 # wide by default), the same character corpus, batch and block, AdamW with clipping; one process of
 # one thread, and 2-rank DDP (ember over MPI, PyTorch over gloo, one thread per rank).
@@ -18,7 +18,6 @@ batch="${BATCH:-12}" block="${BLOCK:-64}"
 model=(--n_layer="${N_LAYER:-4}" --n_head="${N_HEAD:-4}" --n_embd="${N_EMBD:-128}" --block_size="$block")
 torch_model=(--n_layer "${N_LAYER:-4}" --n_head "${N_HEAD:-4}" --n_embd "${N_EMBD:-128}" --block_size "$block")
 train=$(bench_binary examples:train_gpt)
-ddp=$(bench_binary examples:ddp_gpt)
 export OMPI_MCA_btl=self,vader
 print_machine
 echo "   model: ${model[*]}, batch $batch per process, $steps timed steps, $rounds rounds"
@@ -28,7 +27,7 @@ run() {  # run CONFIG -> tokens_per_s
   case "$1" in
     ember1) line=$(timeout 900 "$train" "${model[@]}" --batch="$batch" --max_iters=$((steps + 3)) \
                      --warmup_iters=1 --eval_iters=1 --threads=1 2>/dev/null | grep '^RESULT') ;;
-    ember2) line=$(timeout 900 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 "$ddp" "${model[@]}" \
+    ember2) line=$(timeout 900 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 "$train" "${model[@]}" \
                      --batch="$batch" --max_iters=$((steps + 3)) --warmup_iters=1 --eval_iters=1 --threads=1 \
                      2>/dev/null | grep '^RESULT') ;;
     torch1) line=$(timeout 900 "$py" bench/torch_gpt.py "${torch_model[@]}" --batch "$batch" \

@@ -15,7 +15,7 @@ common=(--max_iters="$steps" --batch="$batch" --block_size="$block" --n_layer=4 
         --eval_iters=50)
 print_machine
 if [[ "$which" != torch ]]; then
-  ddp=$(bench_binary examples:ddp_gpt)
+  ddp=$(bench_binary examples:train_gpt)
   export OMPI_MCA_btl=self,vader
   ember=$(mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 "$ddp" "${common[@]}" --eval_interval="$steps" \
           2>/dev/null | grep '^RESULT')

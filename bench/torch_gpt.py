@@ -1,4 +1,4 @@
-"""PyTorch twin of examples/ddp_gpt and train_gpt: nanoGPT's model (model.py, the copy in
+"""PyTorch twin of examples/train_gpt (alone and under mpirun): nanoGPT's model (model.py, the copy in
 tests/nn/models/gen_gpt_cases.py that gpt_test checks ember's GPT against), nanoGPT's train.py loop (AdamW with two weight-decay groups, warm-up + cosine lr, gradient
 clipping, estimate_loss), on the same character corpus and split as ember's data::TextCorpus.
 
@@ -7,10 +7,10 @@ Usage: /usr/bin/python3 bench/torch_gpt.py [--world 1|2] [--corpus FILE] [--max_
            [--warmup_iters 100] [--min_lr_factor 0.1] [--weight_decay 0.1] [--beta2 0.99]
            [--grad_clip 1.0] [--eval_iters 20] [--bench_steps 0] [--seed 1337]
 --world 2 spawns two processes (torch.multiprocessing, gloo, one thread each) under DDP, each
-drawing --batch windows a step, as ddp_gpt does. --bench_steps N times N steps after 3 warm-up
+drawing --batch windows a step, as train_gpt does. --bench_steps N times N steps after 3 warm-up
 steps and stops (tokens_per_s); otherwise it trains --max_iters steps and evaluates both splits
 once at the end (eval_iters batches per rank). The last line
-has ddp_gpt's RESULT fields:
+has train_gpt's RESULT fields:
   RESULT val_loss=... train_loss=... tokens_per_s=... ms_per_step=... steps=... tokens_per_step=...
 """
 import argparse

@@ -163,6 +163,11 @@ int launcher_rank() {
   return rank ? std::atoi(rank) : 0;
 }
 
+int launcher_world_size() {
+  const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
+  return size ? std::max(1, std::atoi(size)) : 1;
+}
+
 void report_rank_error(int rank, const char* program, const std::string& message) {
   const std::string line =
       "[rank " + std::to_string(rank) + "] " + program + ": " + message + "\n";

@@ -107,6 +107,8 @@ Check one_of(const std::vector<std::string>& names);
 // This process's rank as the launcher (Open MPI's mpirun) says, 0 outside mpirun: known before any
 // process group exists, so every rank parses the command line and only rank 0 reports it.
 int launcher_rank();
+// The number of processes mpirun started (Open MPI's OMPI_COMM_WORLD_SIZE), 1 outside mpirun.
+int launcher_world_size();
 
 // Writes "[rank R] PROGRAM: MESSAGE" and a newline to stderr in one write(2). Under mpirun stderr is
 // a pipe that mpirun forwards as it reads, so a line made of several writes (std::cerr writes each

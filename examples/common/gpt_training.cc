@@ -5,7 +5,6 @@
 #include <limits>
 
 #include "examples/common/training.h"
-#include "nn/utils/clip_grad.h"
 
 namespace ember::examples {
 namespace {
@@ -112,76 +111,25 @@ GptRun::GptRun(const GptTrainConfig& cfg)
       optimizer(make_gpt_optimizer(cfg, *model)),
       schedule(optimizer, cfg.warmup_iters, cfg.lr_decay_iters, cfg.min_lr_factor) {}
 
-double estimate_loss(const GptTrainConfig& cfg, const Tensor& tokens, const GptLoop& loop, uint64_t draw) {
+double GptRanks::mean(double v) const {
+  if (!group) return v;
+  std::vector<Tensor> t{from_vector<double>({v})};
+  group->allreduce(t)->wait();
+  return t[0].item<double>() / world;
+}
+
+double estimate_loss(const GptTrainConfig& cfg, const Tensor& tokens, nn::GPT& model, const GptRanks& ranks,
+                     uint64_t draw) {
   NoGradGuard no_grad;
-  loop.model->eval();
-  data::WindowSampler sampler(tokens, {cfg.block_size, cfg.batch, loop.world, loop.rank, cfg.seed ^ (draw << 32)});
+  model.eval();
+  data::WindowSampler sampler(tokens, {cfg.block_size, cfg.batch, ranks.world, ranks.rank, cfg.seed ^ (draw << 32)});
   double total = 0;
   for (int64_t i = 0; i < cfg.eval_iters; ++i) {
     const data::WindowBatch b = sampler.batch(i);
-    const Tensor logits = loop.model->forward(b.x);
-    total += nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), b.y.reshape({-1})).item<double>();
+    total += model.loss(model.forward(b.x), b.y).item<double>();
   }
-  loop.model->train();
-  return loop.mean_over_ranks(total / static_cast<double>(cfg.eval_iters));
-}
-
-GptResult train_gpt(const GptTrainConfig& cfg, const data::TextCorpus& corpus, const GptLoop& loop,
-                    TrainPosition start) {
-  data::WindowSampler sampler(corpus.train(), {cfg.block_size, cfg.batch, loop.world, loop.rank, cfg.seed});
-  const std::vector<Tensor> params = loop.model->parameters();
-  const int64_t tokens_per_step = cfg.block_size * cfg.batch * loop.world;
-  Progress progress(1, 1, cfg.max_iters, "tok/s");
-  GptResult r;
-  TrainPosition pos = start;
-  double smoothed = 0;
-  loop.forward->train();
-  while (pos.step < cfg.max_iters) {
-    if (pos.step % cfg.eval_interval == 0 && pos.step > start.step) {
-      const double train = estimate_loss(cfg, corpus.train(), loop, 2 * pos.step + 1);
-      const double val = estimate_loss(cfg, corpus.val(), loop, 2 * pos.step + 2);
-      if (loop.rank == 0) std::fprintf(stderr, "\nstep %lld: train loss %.4f, val loss %.4f\n", (long long)pos.step, train, val);
-    }
-    const auto t0 = Clock::now();
-    const data::WindowBatch b = sampler.batch(pos.step);
-    const Tensor logits = loop.forward->forward(b.x);
-    const Tensor loss = nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), b.y.reshape({-1}));
-    loop.optimizer->zero_grad();
-    if (loop.writer) loop.writer->wait_for_write();
-    loss.backward();
-    if (cfg.grad_clip > 0) nn::utils::clip_grad_norm_(params, cfg.grad_clip);
-    loop.optimizer->step();
-    const double lr = loop.scheduler->get_last_lr()[0];
-    loop.scheduler->step();
-    const double l = loss.item<double>();
-    const double step_s = seconds_since(t0);
-    r.seconds += step_s;
-    ++r.steps;
-    ++pos.step;
-    ++pos.global_step;
-    smoothed = r.steps == 1 ? l : 0.98 * smoothed + 0.02 * l;
-    if (loop.metrics) {
-      StepMetrics m;
-      m.step = pos.global_step;
-      m.epoch = 1;
-      m.loss = l;
-      m.lr = lr;
-      m.img_per_s = tokens_per_step / step_s;  // tokens per second here
-      m.ms_per_step = 1000.0 * step_s;
-      loop.metrics->write(m);
-    }
-    if (loop.rank == 0) progress.update(pos.step, smoothed, r.steps * tokens_per_step / r.seconds);
-    if (loop.writer && cfg.checkpoint_every > 0 && pos.step % cfg.checkpoint_every == 0 && pos.step < cfg.max_iters) {
-      loop.writer->save(*loop.state, pos, loop.shape);
-    }
-    maybe_kill_at_step(pos.global_step, loop.rank);
-  }
-  if (loop.rank == 0) progress.finish();
-  r.tokens = r.steps * tokens_per_step;
-  r.train_loss = estimate_loss(cfg, corpus.train(), loop, 2 * pos.step + 1);
-  r.val_loss = estimate_loss(cfg, corpus.val(), loop, 2 * pos.step + 2);
-  if (loop.writer) loop.writer->save(*loop.state, pos, loop.shape);
-  return r;
+  model.train();
+  return ranks.mean(total / static_cast<double>(cfg.eval_iters));
 }
 
 std::string sample_text(const GptTrainConfig& cfg, nn::GPT& model, const data::CharVocabulary& vocab, int64_t n) {

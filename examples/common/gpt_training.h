@@ -1,10 +1,7 @@
-// What the GPT trainers share (train_gpt, one process; ddp_gpt, under mpirun): flags, the corpus,
-// nanoGPT's optimizer groups and schedule, the training loop with gradient clipping, the
-// validation estimate, samples, and the final machine-readable RESULT line
+// What the GPT trainer (examples/train_gpt.cc, whose loop is nanoGPT's train.py) builds on: flags,
+// the corpus, the model with nanoGPT's optimizer groups and schedule, the validation estimate,
+// samples, and the final machine-readable RESULT line
 //   RESULT val_loss=... train_loss=... tokens_per_s=... ms_per_step=... steps=...
-// The loop is nanoGPT's train.py: lr from the schedule, forward, cross entropy over B*T, backward
-// (DDP's allreduce), clip the global norm, AdamW step; every eval_interval steps the mean loss of
-// eval_iters batches on each split.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <ember/distributed.h>
 #include <ember/nn.h>
 #include <ember/optim.h>
 
@@ -71,7 +69,7 @@ nn::GPTConfig gpt_config(const GptTrainConfig& cfg, int64_t vocab_size);
 // (optim::configure_optimizer_groups), betas (beta1, beta2).
 optim::AdamW make_gpt_optimizer(const GptTrainConfig& cfg, const nn::GPT& model);
 
-// What both trainers build from their flags, in this order: the threads and the default
+// What the trainer builds from its flags, in this order: the threads and the default
 // generator's seed (--threads, --seed), the --resume checkpoint read and checked (a bad file
 // fails before any work), the corpus, the model, nanoGPT's AdamW and its schedule; and the state
 // a checkpoint holds of them.
@@ -85,23 +83,22 @@ struct GptRun {
   TrainState state() { return TrainState{model.get(), &optimizer, &schedule}; }
 };
 
-// What the loop needs beyond the model: the DDP wrapper or the model itself as `forward`,
-// the communication for the validation mean, and where checkpoints go.
-struct GptLoop {
-  nn::Module* forward = nullptr;      // DistributedDataParallel, or the model itself
-  nn::GPT* model = nullptr;
-  optim::Optimizer* optimizer = nullptr;
-  optim::LRScheduler* scheduler = nullptr;
+// Who this process is in the job: one process alone, or one rank of a DDP job under mpirun with
+// the group the evaluation's mean goes over.
+struct GptRanks {
   int rank = 0;
   int world = 1;
-  // The mean over ranks of one number per rank (identity for one process).
-  std::function<double(double)> mean_over_ranks = [](double v) { return v; };
-  CheckpointWriter* writer = nullptr;  // null: no checkpoints
-  const TrainState* state = nullptr;
-  TrainShape shape;
-  MetricsWriter* metrics = nullptr;
+  distributed::ProcessGroupPtr group;  // null alone
+  // The mean over the ranks of one number per rank (the number itself alone).
+  double mean(double v) const;
 };
 
+// Mean cross entropy (GPT::loss) of cfg.eval_iters global batches of `tokens` (windows drawn from
+// the seed and the evaluation's index), split over the ranks; eval mode, no grad.
+double estimate_loss(const GptTrainConfig& cfg, const Tensor& tokens, nn::GPT& model, const GptRanks& ranks,
+                     uint64_t draw);
+
+// What a run reports at its end.
 struct GptResult {
   double val_loss = 0;
   double train_loss = 0;
@@ -109,14 +106,6 @@ struct GptResult {
   double seconds = 0;    // of training steps, evaluations excluded
   int64_t tokens = 0;    // trained on, all ranks together
 };
-
-// Trains from `start` to cfg.max_iters. Rank 0 prints progress and the evaluations.
-GptResult train_gpt(const GptTrainConfig& cfg, const data::TextCorpus& corpus, const GptLoop& loop,
-                    TrainPosition start);
-
-// Mean cross entropy of cfg.eval_iters global batches of `tokens` (windows drawn from the seed
-// and the evaluation's index), split over the ranks; eval mode, no grad.
-double estimate_loss(const GptTrainConfig& cfg, const Tensor& tokens, const GptLoop& loop, uint64_t draw);
 
 // `n` characters sampled from the model after a newline, with cfg.temperature and cfg.top_k.
 std::string sample_text(const GptTrainConfig& cfg, nn::GPT& model, const data::CharVocabulary& vocab, int64_t n);

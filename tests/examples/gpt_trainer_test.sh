@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
-# The GPT trainers (examples/train_gpt, examples/ddp_gpt) end to end on a small corpus: the RESULT
-# line and --sample; the loss falls; a 2-rank run killed with SIGKILL and resumed from its checkpoint
-# ends bit-identical to an uninterrupted one; one clear line for bad flags and a bad corpus; the
-# default corpus (the King James Bible) loads.
-# usage: gpt_trainer_test.sh TRAIN_GPT DDP_GPT
+# The GPT trainer (examples/train_gpt), alone and under mpirun, end to end on a small corpus: the
+# RESULT line and --sample; the loss falls; a 2-rank run killed with SIGKILL and resumed from its
+# checkpoint ends bit-identical to an uninterrupted one; one clear line for bad flags and a bad
+# corpus; the default corpus (the King James Bible) loads.
+# usage: gpt_trainer_test.sh TRAIN_GPT
 source "$(dirname "$0")/lib.sh"
 train="$(realpath "$1")"
-ddp="$(realpath "$2")"
 python3 - "$work/corpus.txt" <<'PY'
 import sys
 words = "in the beginning god created the heaven and the earth and the earth was without form".split()
@@ -33,11 +32,11 @@ check "the validation loss ($val) is well below the first step's loss ($first)" 
 
 echo "== 2 ranks: killed after step 9 of 16, resumed from the checkpoint of step 8" >&2
 d_args=("${tiny[@]}" --batch=4 --max_iters=16 --checkpoint_every=4 --timeout=20)
-run d1 120 "${MPIRUN[@]}" -np 2 "$ddp" "${d_args[@]}" --checkpoint=d1.ckpt
+run d1 120 "${MPIRUN[@]}" -np 2 "$train" "${d_args[@]}" --checkpoint=d1.ckpt
 expect_success d1
-EMBER_FAULT_KILL_AT_STEP=9 run d2_killed 60 "${MPIRUN[@]}" -np 2 "$ddp" "${d_args[@]}" --checkpoint=d2.ckpt
+EMBER_FAULT_KILL_AT_STEP=9 run d2_killed 60 "${MPIRUN[@]}" -np 2 "$train" "${d_args[@]}" --checkpoint=d2.ckpt
 [[ $rc -ne 0 ]]; check "the job died (exit $rc)" $?
-run d2 120 "${MPIRUN[@]}" -np 2 "$ddp" "${d_args[@]}" --checkpoint=d2.ckpt --resume=d2.ckpt
+run d2 120 "${MPIRUN[@]}" -np 2 "$train" "${d_args[@]}" --checkpoint=d2.ckpt --resume=d2.ckpt
 expect_success d2
 expect_line d2 "resumed from d2.ckpt at global step 8"
 same_files d1.ckpt d2.ckpt
@@ -53,7 +52,7 @@ run empty 30 "$train" --corpus=empty.txt
 expect_error empty "^train_gpt: .*empty.txt.*empty"
 run flag 30 "$train" --max_iters=abc
 expect_error flag "--max_iters"
-run ddp_flag 30 "${MPIRUN[@]}" -np 2 "$ddp" --block_size=0
+run ddp_flag 30 "${MPIRUN[@]}" -np 2 "$train" --block_size=0
 expect_error ddp_flag "--block_size"
 
 echo "== the default corpus: the King James Bible" >&2
