@@ -34,14 +34,14 @@ void print_banner(const GptTrainConfig& cfg, const GptRun& run, const GptRanks& 
                (long long)cfg.batch, (long long)cfg.max_iters, (long long)buckets, cpu_capability());
 }
 
-// One training step's row of --metrics (throughput in tokens per second, all ranks).
+// One training step's row of --metrics (its throughput column is tokens_per_s, all ranks).
 StepMetrics step_metrics(int64_t global_step, double loss, double lr, double tokens_per_step, double step_s) {
   StepMetrics m;
   m.step = global_step;
-  m.epoch = 1;  // windows are drawn at random: no epochs
+  m.epoch = 1;  // windows are drawn at random: one endless epoch
   m.loss = loss;
   m.lr = lr;
-  m.img_per_s = tokens_per_step / step_s;  // the throughput column: tokens here
+  m.img_per_s = tokens_per_step / step_s;
   m.ms_per_step = 1000.0 * step_s;
   return m;
 }
@@ -70,7 +70,9 @@ int train(int argc, char** argv, int* rank, bool* flags_parsed) {
   }
   const bool master = ranks.rank == 0;
   std::unique_ptr<MetricsWriter> metrics;
-  if (master && !cfg.metrics.empty()) metrics = std::make_unique<MetricsWriter>(cfg.metrics, !cfg.resume.empty());
+  if (master && !cfg.metrics.empty()) {
+    metrics = std::make_unique<MetricsWriter>(cfg.metrics, !cfg.resume.empty(), "tokens_per_s");
+  }
 
   // ---- data, model, optimizer, schedule; the DDP wrapper; where a resumed run starts
   GptRun run(cfg);

@@ -20,8 +20,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from svg import Svg, nice_ticks, tick_label  # noqa: E402
 
 WIDTH, PANEL_HEIGHT, MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 760, 200, 70, 20, 30, 40
-COLORS = {"loss": "#d62728", "img_per_s": "#1f77b4", "overlap": "#2ca02c"}
-TITLES = {"loss": "loss", "img_per_s": "images / s (the whole job)", "overlap": "communication overlap"}
+COLORS = {"loss": "#d62728", "img_per_s": "#1f77b4", "tokens_per_s": "#1f77b4", "overlap": "#2ca02c"}
+TITLES = {"loss": "loss", "img_per_s": "images / s (the whole job)", "tokens_per_s": "tokens / s (the whole job)",
+          "overlap": "communication overlap"}
 
 
 def read_metrics(path):
@@ -84,7 +85,7 @@ def panel(svg, rows, key, top, epoch_starts):
 
 
 def render(rows, title):
-    keys = ["loss", "img_per_s"]
+    keys = ["loss", "tokens_per_s" if rows and "tokens_per_s" in rows[0] else "img_per_s"]
     # A DDP run (it sent bytes, or overlapped some): the single-process trainer writes 0 for both.
     if any((r.get("overlap") or 0) > 0 or (r.get("bytes_sent") or 0) > 0 for r in rows):
         keys.append("overlap")

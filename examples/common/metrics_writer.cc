@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include <ember/tensor.h>
 
@@ -30,7 +31,8 @@ MetricsFormat metrics_format_of(const std::string& path) {
   EMBER_THROW("'", path, "' must end in .csv or .jsonl: the format follows the extension");
 }
 
-MetricsWriter::MetricsWriter(const std::string& path, bool append) : path_(path), format_(metrics_format_of(path)) {
+MetricsWriter::MetricsWriter(const std::string& path, bool append, std::string throughput_column)
+    : path_(path), format_(metrics_format_of(path)), throughput_column_(std::move(throughput_column)) {
   // A missing directory is the likely mistake; say which one rather than fopen's bare ENOENT.
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
   std::error_code ec;
@@ -40,7 +42,8 @@ MetricsWriter::MetricsWriter(const std::string& path, bool append) : path_(path)
   EMBER_CHECK(file_ != nullptr, "metrics: cannot open '", path, "': ", std::strerror(errno));
   std::fseek(file_, 0, SEEK_END);  // appending: is the file empty, so the CSV needs its header?
   if (format_ == MetricsFormat::kCsv && std::ftell(file_) == 0) {
-    std::fputs("step,epoch,loss,lr,img_per_s,ms_per_step,overlap,comm_wall_ms,exposed_comm_ms,bytes_sent\n", file_);
+    std::fprintf(file_, "step,epoch,loss,lr,%s,ms_per_step,overlap,comm_wall_ms,exposed_comm_ms,bytes_sent\n",
+                 throughput_column_.c_str());
     std::fflush(file_);
   }
 }
@@ -57,11 +60,11 @@ void MetricsWriter::write(const StepMetrics& m) {
                      (long long)m.bytes_sent);
   } else {
     n = std::fprintf(file_,
-                     "{\"step\": %lld, \"epoch\": %lld, \"loss\": %s, \"lr\": %s, \"img_per_s\": %s, "
+                     "{\"step\": %lld, \"epoch\": %lld, \"loss\": %s, \"lr\": %s, \"%s\": %s, "
                      "\"ms_per_step\": %s, \"overlap\": %s, \"comm_wall_ms\": %s, \"exposed_comm_ms\": %s, "
                      "\"bytes_sent\": %lld}\n",
                      (long long)m.step, (long long)m.epoch, json_number(m.loss, "%.6g").c_str(),
-                     json_number(m.lr, "%.6g").c_str(), json_number(m.img_per_s, "%.1f").c_str(),
+                     json_number(m.lr, "%.6g").c_str(), throughput_column_.c_str(), json_number(m.img_per_s, "%.1f").c_str(),
                      json_number(m.ms_per_step, "%.3f").c_str(), json_number(m.overlap, "%.4f").c_str(),
                      json_number(m.comm_wall_ms, "%.3f").c_str(), json_number(m.exposed_comm_ms, "%.3f").c_str(),
                      (long long)m.bytes_sent);

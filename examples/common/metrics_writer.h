@@ -8,7 +8,8 @@
 //   epoch        1-based
 //   loss         this step's training loss (not smoothed)
 //   lr           the learning rate this step used
-//   img_per_s    images of the whole job (the global batch under DDP) / this step's wall time
+//   img_per_s    images of the whole job (the global batch under DDP) / this step's wall time;
+//                tokens_per_s instead for a language model (MetricsWriter's throughput_column)
 //   ms_per_step  this step's wall time: data loading, forward, backward, optimizer
 //   overlap          DDP: 1 - exposed_comm_ms / comm_wall_ms, the share of gradient communication
 //                    hidden behind backward (Note [Communication time] in distributed/ddp/logging.h)
@@ -35,7 +36,7 @@ struct StepMetrics {
   int64_t epoch = 0;
   double loss = 0;
   double lr = 0;
-  double img_per_s = 0;
+  double img_per_s = 0;  // or tokens per second: the writer's throughput column
   double ms_per_step = 0;
   double overlap = 0;
   double comm_wall_ms = 0;
@@ -47,8 +48,9 @@ class MetricsWriter {
  public:
   // Creates `path` (or truncates it); with `append` (a resumed run) adds to what is there, writing
   // the CSV header only into an empty file. Throws naming the path when its directory does not
-  // exist or the file cannot be opened.
-  MetricsWriter(const std::string& path, bool append);
+  // exist or the file cannot be opened. `throughput_column` names the throughput's column (key):
+  // "img_per_s" for the image trainers, "tokens_per_s" for the GPT trainer.
+  MetricsWriter(const std::string& path, bool append, std::string throughput_column = "img_per_s");
   ~MetricsWriter();
   MetricsWriter(const MetricsWriter&) = delete;
   MetricsWriter& operator=(const MetricsWriter&) = delete;
@@ -61,6 +63,7 @@ class MetricsWriter {
  private:
   std::string path_;
   MetricsFormat format_;
+  std::string throughput_column_;
   std::FILE* file_ = nullptr;
 };
 

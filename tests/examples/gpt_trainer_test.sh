@@ -16,8 +16,11 @@ tiny=(--corpus=corpus.txt --n_layer=1 --n_head=2 --n_embd=16 --block_size=16 --e
       --warmup_iters=2 --lr=3e-3)
 
 echo "== one process: RESULT, samples, a falling loss" >&2
-run single 120 "$train" "${tiny[@]}" --batch=8 --max_iters=60 --sample=40
+run single 120 "$train" "${tiny[@]}" --batch=8 --max_iters=60 --sample=40 --metrics=single.csv
 expect_success single
+head -1 "$work/single.csv" | grep -q "^step,epoch,loss,lr,tokens_per_s,ms_per_step," &&
+  [[ $(($(wc -l <"$work/single.csv") - 1)) -eq 60 ]]
+check "--metrics wrote a tokens_per_s column and one row per step" $?
 result=$(grep '^RESULT' "$work/single.out" || true)
 echo "  $result" >&2
 [[ "$result" =~ ^RESULT\ val_loss=[0-9.]+\ train_loss=[0-9.]+\ tokens_per_s=[0-9.]+\ ms_per_step=[0-9.]+\ steps=60\ tokens_per_step=128$ ]]

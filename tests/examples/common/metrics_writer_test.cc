@@ -74,6 +74,15 @@ TEST(MetricsWriter, JsonLinesWithNullForADivergedLoss) {
             "\"bytes_sent\": 1048576}\n");
 }
 
+TEST(MetricsWriter, ALanguageModelNamesItsThroughputTokensPerSecond) {
+  const std::string csv = temp_path("gpt.csv"), jsonl = temp_path("gpt.jsonl");
+  { MetricsWriter(csv, false, "tokens_per_s").write(row(1)); }
+  { MetricsWriter(jsonl, false, "tokens_per_s").write(row(1)); }
+  EXPECT_EQ(read_all(csv).find("step,epoch,loss,lr,tokens_per_s,ms_per_step,"), 0u);
+  EXPECT_NE(read_all(jsonl).find("\"lr\": 0.1, \"tokens_per_s\": 1234.5, "), std::string::npos);
+  EXPECT_EQ(read_all(jsonl).find("img_per_s"), std::string::npos);
+}
+
 TEST(MetricsWriter, ResumeAppendsWithoutASecondHeaderAndAFreshRunTruncates) {
   const std::string path = temp_path("resume.csv");
   { MetricsWriter(path, false).write(row(1)); }
