@@ -200,7 +200,7 @@ int example_main(int argc, char** argv) {
                   e.what.c_str(), design_step(e.what));
     }
     auto d = ddp->get_ddp_logging_data();
-    // Note [Communication time] in distributed/ddp/logging.h.
+    // Note [Communication time] in distributed/ddp_reports/logging.h.
     std::printf("backward %.2f ms; communication %.2f ms of wall time (the union of the bucket spans), "
                 "%.2f ms of it after the last gradient was ready (finalize waited): overlap %.0f%%\n",
                 d.last.backward_ms, d.last.comm_wall_ms, d.last.exposed_comm_ms, 100 * d.last.overlap);

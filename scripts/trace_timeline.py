@@ -21,7 +21,7 @@ starts it; transfer = -> this rank's worker completes it. Without those spans th
 and says "(backend did not report its start)".
 
 Note [Communication figures]: what the picture prints per rank, as DDPLoggingData defines them
-(Note [Communication time] in distributed/ddp/logging.h): comm_wall = the wall-clock union of the
+(Note [Communication time] in distributed/ddp_reports/logging.h): comm_wall = the wall-clock union of the
 iteration's bucket spans (never longer than the iteration); exposed_comm = the part of that union
 after finalize_backward began (the last hook's time if there is none), what overlap failed to
 hide; overlap = 1 - exposed_comm / comm_wall. The picture keeps them, as printed,

@@ -8,10 +8,10 @@
 #include <limits>
 
 #include "distributed/collective_helpers.h"
-#include "distributed/ddp/bucket_plan.h"
+#include "distributed/ddp_reports/bucket_plan.h"
 #include "distributed/ddp/ddp_sink.h"
-#include "distributed/ddp/first_iteration_report.h"
-#include "distributed/ddp/straggler.h"
+#include "distributed/ddp_reports/first_iteration_report.h"
+#include "distributed/ddp_reports/straggler.h"
 #include "distributed/diagnostics/trace.h"
 #include "nn/layers/simple.h"
 

@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "distributed/ddp/first_iteration_report.h"
-#include "distributed/ddp/logging.h"
+#include "distributed/ddp_reports/first_iteration_report.h"
+#include "distributed/ddp_reports/logging.h"
 #include "distributed/ddp/reducer.h"
 #include "distributed/hooks/default_hooks.h"
 #include "distributed/join.h"

@@ -20,8 +20,8 @@
 #include "autograd/accumulate_grad.h"
 #include "distributed/ddp/bucket_stream.h"
 #include "distributed/ddp/bucketing.h"
-#include "distributed/ddp/logging.h"
-#include "distributed/ddp/reducer_statistics.h"
+#include "distributed/ddp_reports/logging.h"
+#include "distributed/ddp_reports/reducer_statistics.h"
 #include "distributed/hooks/comm_hook.h"
 #include "distributed/process_group.h"
 

@@ -12,7 +12,7 @@
 //                tokens_per_s instead for a language model (MetricsWriter's throughput_column)
 //   ms_per_step  this step's wall time: data loading, forward, backward, optimizer
 //   overlap          DDP: 1 - exposed_comm_ms / comm_wall_ms, the share of gradient communication
-//                    hidden behind backward (Note [Communication time] in distributed/ddp/logging.h)
+//                    hidden behind backward (Note [Communication time] in distributed/ddp_reports/logging.h)
 //   comm_wall_ms     DDP: wall-clock time some bucket was being reduced (never more than the step)
 //   exposed_comm_ms  DDP: how long the step waited for buckets after the last gradient was ready
 //   bytes_sent       DDP: payload this rank handed to collectives during the step

@@ -1,4 +1,4 @@
-// Note [Communication time] (distributed/ddp/logging.h) on real runs: every communication time DDP
+// Note [Communication time] (distributed/ddp_reports/logging.h) on real runs: every communication time DDP
 // reports -- comm_wall_ms, exposed_comm_ms and PyTorch's backward_comm_time and its mean -- is at
 // most the wall time of the iteration it describes, measured around forward and backward here,
 // with several buckets, a compressing hook, static_graph and find_unused_parameters.

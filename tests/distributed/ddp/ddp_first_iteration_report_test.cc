@@ -1,4 +1,4 @@
-// EMBER_DISTRIBUTED_DEBUG=INFO's first-iteration report (distributed/ddp/first_iteration_report.h)
+// EMBER_DISTRIBUTED_DEBUG=INFO's first-iteration report (distributed/ddp_reports/first_iteration_report.h)
 // on real ranks: when it appears, the bucket plans before and after the rebuild it shows agree with
 // get_ddp_logging_data(), parameters without a gradient are named with their modules, and the
 // trace's "ddp constructed" / "buckets rebuilt" events carry the same plans. Training with the

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "distributed/ddp/logging.h"
+#include "distributed/ddp_reports/logging.h"
 #include "distributed/work.h"
 
 namespace ember::distributed {

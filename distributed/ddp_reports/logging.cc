@@ -1,5 +1,5 @@
 // DESIGN.md step 12's statistics: Note [Communication time] (logging.h).
-#include "distributed/ddp/logging.h"
+#include "distributed/ddp_reports/logging.h"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
 // DESIGN.md steps 10-13 replayed (bucket_advisor.h, Note [Bucket-size advisor model]).
-#include "distributed/ddp/bucket_advisor.h"
+#include "distributed/ddp_reports/bucket_advisor.h"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 #include <string>
 #include <utility>
 
-#include "distributed/ddp/bucket_plan.h"
+#include "distributed/ddp_reports/bucket_plan.h"
 
 namespace ember::distributed {
 

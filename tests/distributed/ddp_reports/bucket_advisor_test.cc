@@ -1,13 +1,13 @@
 // The bucket-size advisor's model (Note [Bucket-size advisor model]) on timelines worked out by
-// hand, and the bucket plan's JSON and text (distributed/ddp/bucket_plan.h).
-#include "distributed/ddp/bucket_advisor.h"
+// hand, and the bucket plan's JSON and text (distributed/ddp_reports/bucket_plan.h).
+#include "distributed/ddp_reports/bucket_advisor.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "distributed/ddp/bucket_plan.h"
+#include "distributed/ddp_reports/bucket_plan.h"
 
 namespace ember::distributed {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "distributed/ddp/logging.h"
+#include "distributed/ddp_reports/logging.h"
 
 namespace ember::distributed {
 

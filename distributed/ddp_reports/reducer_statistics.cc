@@ -1,5 +1,5 @@
 // DESIGN.md steps 7-12, observed: the Reducer's statistics and trace events (reducer_statistics.h).
-#include "distributed/ddp/reducer_statistics.h"
+#include "distributed/ddp_reports/reducer_statistics.h"
 
 #include <algorithm>
 #include <cmath>

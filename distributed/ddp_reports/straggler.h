@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "distributed/ddp/logging.h"
+#include "distributed/ddp_reports/logging.h"
 #include "distributed/process_group.h"
 
 namespace ember::distributed {

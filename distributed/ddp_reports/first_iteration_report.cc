@@ -1,13 +1,13 @@
 // DESIGN.md steps 4, 7, 10-13 as the user sees them (first_iteration_report.h).
-#include "distributed/ddp/first_iteration_report.h"
+#include "distributed/ddp_reports/first_iteration_report.h"
 
 #include <fmt/format.h>
 
 #include <numeric>
 #include <sstream>
 
-#include "distributed/ddp/bucket_advisor.h"
-#include "distributed/ddp/bucket_plan.h"
+#include "distributed/ddp_reports/bucket_advisor.h"
+#include "distributed/ddp_reports/bucket_plan.h"
 
 namespace ember::distributed {
 

@@ -1,5 +1,5 @@
 // DDP's straggler check (Note [Straggler check]); DESIGN.md step 6 runs it before forward.
-#include "distributed/ddp/straggler.h"
+#include "distributed/ddp_reports/straggler.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,5 +1,5 @@
 // DESIGN.md steps 4 and 13 made visible (bucket_plan.h).
-#include "distributed/ddp/bucket_plan.h"
+#include "distributed/ddp_reports/bucket_plan.h"
 
 #include <fmt/format.h>
 

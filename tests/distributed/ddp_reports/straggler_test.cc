@@ -1,7 +1,7 @@
 // find_stragglers (Note [Straggler check]) on measurements as ranks would report them: which rank
 // is named, when no verdict is possible, and the wording of the logging data's summary.
 // tests/scripts/cluster_test.sh slows a real host's link mid-run and checks the name it gets.
-#include "distributed/ddp/straggler.h"
+#include "distributed/ddp_reports/straggler.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
