@@ -1,4 +1,4 @@
-"""ember_shared_library: ember as one library for programs outside this repository (issue 48).
+"""ember_shared_library: ember as one library for programs outside this repository.
 
 Bazel 4.2 has no stable cc_shared_library, and a cc_binary(linkshared) keeps only the objects something
 references. This rule links every object of `deps`' static archives, whole, into

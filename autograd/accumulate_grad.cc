@@ -54,7 +54,7 @@ void AccumulateGrad::accumulate(const Tensor& variable, Tensor&& new_grad) {
 variable_list AccumulateGrad::apply(variable_list&& grads) {
   EMBER_INTERNAL_ASSERT(grads.size() == 1);
   // Node post hooks run even when no gradient arrived (as PyTorch's engine runs them): DDP's
-  // Reducer must hear about every parameter the backward graph reaches (DESIGN.md step 8).
+  // Reducer must hear about every parameter the backward graph reaches (docs/design.md step 8).
   if (!grads[0].defined()) {
     for (const PostHook& h : post_hooks_) h.fn(variable_);
     return {};

@@ -2,7 +2,7 @@
 // .grad (stealing the buffer when nobody else holds it, copying otherwise, adding in place after
 // that) and then runs its post hooks in registration order, also when the incoming gradient is
 // undefined (the tensor-level post-accumulate hooks run only after a real accumulation). DDP's
-// Reducer registers its autograd_hook here (DESIGN.md step 5 and 8).
+// Reducer registers its autograd_hook here (docs/design.md step 5 and 8).
 #pragma once
 
 #include <functional>

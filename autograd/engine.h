@@ -2,7 +2,7 @@
 // reachable from the roots, then pops a ready queue ordered by sequence_nr (newest first,
 // AccumulateGrad first of all), so the order gradients become ready is deterministic and identical
 // on every rank. Callbacks queued during backward run once after the whole graph has executed
-// (DDP's finalize_backward, DESIGN.md step 11-12).
+// (DDP's finalize_backward, docs/design.md step 11-12).
 #pragma once
 
 #include <chrono>

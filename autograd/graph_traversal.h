@@ -1,5 +1,5 @@
 // Walks the backward graph from some outputs and reports what it reaches. DDP's
-// prepare_for_backward uses it with find_unused_parameters (DESIGN.md step 7): every parameter
+// prepare_for_backward uses it with find_unused_parameters (docs/design.md step 7): every parameter
 // whose AccumulateGrad is not reached gets no gradient this iteration.
 #pragma once
 

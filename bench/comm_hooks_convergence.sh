@@ -4,7 +4,7 @@
 #   hook  rank  test_acc  delta_vs_none  bytes_per_step  compression  ms_per_step
 # bytes_per_step is the payload rank 0 handed to collectives per step in the last epoch (PowerSGD
 # starts at 10% of the steps, so the last epoch is all PowerSGD); compression = the model's fp32
-# gradient bytes / bytes_per_step. Target (issue 7): PowerSGD rank 4 within 1 point of "none".
+# gradient bytes / bytes_per_step. Target: PowerSGD rank 4 within 1 point of "none".
 #   bench/comm_hooks_convergence.sh [epochs]        (default 5; time per hook: docs/measurements.md)
 # Environment: HOOKS="none fp16 bf16 powersgd:1 powersgd:2 powersgd:4" (name[:rank]), NO_BUILD=1, BIN=path,
 # LOGS=dir (default /tmp/ember_comm_hooks: one log per run, kept for the RESULT lines).

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""DDP step-time model (issue 16): predicts a DDP step from a 1-rank trace and an alpha-beta link.
+"""DDP step-time model: predicts a DDP step from a 1-rank trace and an alpha-beta link.
 
     python3 bench/step_model.py report MEASUREMENTS_DIR [--out DIR] [--max_error 0.15]
                                           # what bench/step_model.sh runs; exit 1 above max_error
     python3 bench/step_model.py selftest
 
-The model, one named function per step (the same steps as DESIGN.md's DDP iteration):
+The model, one named function per step (the same steps as docs/design.md's DDP iteration):
   1. compute_profile: ember's trace of one rank (EMBER_DDP_TRACE) gives a step's computation
      (forward start to the next forward start), and for every gradient the moment its
      AccumulateGrad hook fired and its bytes. Where several ranks share this machine's cores, the

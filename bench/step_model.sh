@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The DDP step-time model of issue 16, measured, validated and plotted (bench/step_model.py says how
+# The DDP step-time model, measured, validated and plotted (bench/step_model.py says how
 # it predicts). On scripts/cluster.sh hosts (network namespaces, TCP only, each link capped):
 #   1. a trace of one rank per model (compute profile: when each gradient is ready, its bytes);
 #   2. ember's allreduce, 1 KiB .. 16 MiB, on 2 and 4 hosts per link (fits alpha and beta);

@@ -1,6 +1,6 @@
 // DistributedSampler: torch.utils.data.DistributedSampler in C++. Each of num_replicas ranks gets a
 // disjoint, equally long share of the (optionally shuffled) indices, so every rank runs the same number
-// of steps per epoch, as DDP needs (DESIGN.md: every rank must join every collective).
+// of steps per epoch, as DDP needs (docs/design.md: every rank must join every collective).
 #pragma once
 
 #include <cstdint>

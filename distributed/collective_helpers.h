@@ -1,4 +1,4 @@
-// The collective helpers DDP's constructor calls (DESIGN.md steps 2 and 3): checking that every rank
+// The collective helpers DDP's constructor calls (docs/design.md steps 2 and 3): checking that every rank
 // holds parameters of the same shapes as rank 0, and broadcasting parameters and buffers from the
 // root in large flattened buckets (PyTorch's verify_params_across_processes and broadcast_coalesced).
 #pragma once

@@ -2,7 +2,7 @@
 // JoinHook). A rank that runs out of data calls Join::finish(); from then on it shadows, through
 // each joinable's JoinHook::main_hook(), the collectives the ranks still training issue in every
 // iteration, until every rank has joined; then each hook's post_hook() runs once. DDP is a joinable
-// (distributed/ddp/ddp_join.cc, DESIGN.md steps 6, 10 and 12); so is SyncBatchNorm's
+// (distributed/ddp/ddp_join.cc, docs/design.md steps 6, 10 and 12); so is SyncBatchNorm's
 // SyncBatchNormJoinable. Protocol and collective order: Note [Join protocol].
 #pragma once
 

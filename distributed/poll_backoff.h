@@ -1,4 +1,4 @@
-// PollBackoff: how a thread waits between polls of something it cannot block on, under DESIGN.md
+// PollBackoff: how a thread waits between polls of something it cannot block on, under docs/design.md
 // steps 10 and 12 (a bucket's allreduce running, finalize waiting for it) -- MPI requests on
 // ProcessGroupMPI's communication thread, CUDA events in NcclWork::wait, the simulated NCCL's MPI
 // requests. One policy, tuned per caller through PollBackoffOptions.

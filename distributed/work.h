@@ -1,5 +1,5 @@
 // Work and Future: the handles every ProcessGroup collective returns (PyTorch's c10d::Work and
-// c10::ivalue::Future). DDP's comm hooks (DESIGN.md step 10) chain Futures with then(); errors raised
+// c10::ivalue::Future). DDP's comm hooks (docs/design.md step 10) chain Futures with then(); errors raised
 // inside a collective or a callback surface from wait()/value() on the caller's thread.
 #pragma once
 

@@ -1,6 +1,6 @@
 // A guided tour of one DDP iteration for students (docs/how-ddp-works.md). Run under mpirun:
 //   mpirun -np 2 bazel-bin/examples/ddp_walkthrough [--bucket_cap_mb=0.2 --first_bucket_mb=0.05]
-// It prints the parameter list with its bucket assignment (DESIGN.md steps 1-5), then narrates
+// It prints the parameter list with its bucket assignment (docs/design.md steps 1-5), then narrates
 // one training iteration from rank 0's point of view — forward, every autograd hook, each
 // bucket's launch and completion, finalize — with timestamps, so the overlap of communication
 // with the rest of backward is visible. Each rank trains on its own rows of a fixed global batch:
@@ -24,7 +24,7 @@ namespace ember::examples {
 
 namespace {
 
-// The DESIGN.md step a narrated event belongs to (docs/how-ddp-works.md walks through them).
+// The docs/design.md step a narrated event belongs to (docs/how-ddp-works.md walks through them).
 const char* design_step(const std::string& event) {
   auto starts = [&event](const char* prefix) { return event.rfind(prefix, 0) == 0; };
   if (starts("DDP forward")) return "steps 6-7: DistributedDataParallel::forward";

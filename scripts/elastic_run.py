@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Restarts a failed DDP job from its newest complete checkpoint (issue 51; scripts/train.sh uses it).
+"""Restarts a failed DDP job from its newest complete checkpoint.
 
     scripts/elastic_run.py --np=2 --max_restarts=3 [--mpirun="mpirun --bind-to none"] \\
         -- bazel-bin/examples/ddp_resnet --checkpoint=c.ckpt [--metrics=m.csv] [trainer flags]

@@ -3,8 +3,8 @@
 
 Why ember's CPU convolution is F(2x2, 3x3) and not F(4x4, 3x3) (Note [Winograd F(2x2, 3x3)] in
 tensor/cpu/winograd_conv.cc): F(4x4) would do 2.25 multiplications per output instead of 4, but
-its transforms' larger coefficients cost accuracy, and issue 12 asks that ember's float32 results
-stay closer to float64 than PyTorch's (whose oneDNN convolutions are direct). Evaluated the way
+its transforms' larger coefficients cost accuracy, and ember's float32 results are to stay closer
+to float64 than PyTorch's (whose oneDNN convolutions are direct). Evaluated the way
 winograd_conv.cc computes: the transformed kernel U rounded once from double, the input and output
 transforms and the products in float32. Needs numpy (Debian's python3-numpy):
   /usr/bin/python3 scripts/winograd_error.py

@@ -1,4 +1,4 @@
-// DESIGN.md steps 9-12 on a GPU (Note [Bucket copies on the communication stream]).
+// docs/design.md steps 9-12 on a GPU (Note [Bucket copies on the communication stream]).
 #include "distributed/ddp/bucket_stream.h"
 
 namespace ember::distributed {

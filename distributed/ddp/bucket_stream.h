@@ -1,4 +1,4 @@
-// DESIGN.md steps 9-12 on a GPU: the stream a CUDA Reducer queues its bucket copies, comm hooks and
+// docs/design.md steps 9-12 on a GPU: the stream a CUDA Reducer queues its bucket copies, comm hooks and
 // collectives on, apart from the compute stream that runs backward.
 // Note [Bucket copies on the communication stream]
 // Backward runs on the compute stream (the caller's current stream). When a gradient is ready, the

@@ -1,4 +1,4 @@
-// DESIGN.md step 4: compute_bucket_assignment_by_size.
+// docs/design.md step 4: compute_bucket_assignment_by_size.
 #include "distributed/ddp/bucketing.h"
 
 #include <algorithm>

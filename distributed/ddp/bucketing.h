@@ -1,4 +1,4 @@
-// DESIGN.md step 4: compute_bucket_assignment_by_size — group parameters into gradient buckets.
+// docs/design.md step 4: compute_bucket_assignment_by_size — group parameters into gradient buckets.
 // Exactly PyTorch's function of that name: buckets are per (dtype, device); the size limits list
 // is advanced per key each time a bucket fills (first bucket 1 MiB, then bucket_cap); tensors that
 // expect a sparse gradient get a bucket of their own; without tensor_indices the buckets are sorted

@@ -1,4 +1,4 @@
-// DESIGN.md steps 1-13: the prefix every DDP error starts with, "DistributedDataParallel (rank N): "
+// docs/design.md steps 1-13: the prefix every DDP error starts with, "DistributedDataParallel (rank N): "
 // (PyTorch's REDUCER_CHECK), and DDP_INTERNAL_ASSERT for invariants only a bug in DDP can break
 // (PyTorch's TORCH_INTERNAL_ASSERT; tests/distributed/ddp/reducer_invariants_test.cc breaks each).
 // Used inside DistributedDataParallel's and the Reducer's members, which both have ddp_rank();

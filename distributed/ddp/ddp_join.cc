@@ -1,4 +1,4 @@
-// DESIGN.md steps 6, 10, 12 and 13 under Join (distributed/join.h): DistributedDataParallel as a
+// docs/design.md steps 6, 10, 12 and 13 under Join (distributed/join.h): DistributedDataParallel as a
 // Joinable. A rank still training adds Join's collectives to its forward (pre_forward); a joined
 // rank's DDPJoinHook issues, per iteration of the others, the same collectives in the same order
 // (Note [Join protocol]): bucket rebuild, buffer broadcast from the highest rank still training,

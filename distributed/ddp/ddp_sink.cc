@@ -1,4 +1,4 @@
-// DESIGN.md steps 7-8: DDP's output sink; see ddp_sink.h.
+// docs/design.md steps 7-8: DDP's output sink; see ddp_sink.h.
 #include "distributed/ddp/ddp_sink.h"
 
 #include <memory>

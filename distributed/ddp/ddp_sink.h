@@ -1,4 +1,4 @@
-// DESIGN.md steps 7-8: DDP's output sink (PyTorch's _DDPSink). DDP's forward passes every output
+// docs/design.md steps 7-8: DDP's output sink (PyTorch's _DDPSink). DDP's forward passes every output
 // that requires grad through one node, so backward always reaches all outputs' graphs together:
 // an output the loss never used hands an undefined gradient down its branch, the parameters there
 // fire their hooks without a gradient, and the Reducer fills their slots with zeros instead of

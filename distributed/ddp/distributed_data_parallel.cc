@@ -1,4 +1,4 @@
-// DESIGN.md steps 1-4 (construction) and 6-7 (forward).
+// docs/design.md steps 1-4 (construction) and 6-7 (forward).
 #include "distributed/ddp/ddp_check.h"
 #include "distributed/ddp/distributed_data_parallel.h"
 

@@ -1,4 +1,4 @@
-// DESIGN.md steps 1-4 and 6-7: DistributedDataParallel, a Module wrapping another. Construction
+// docs/design.md steps 1-4 and 6-7: DistributedDataParallel, a Module wrapping another. Construction
 // collects and de-duplicates the parameters, verifies them across ranks, broadcasts rank 0's
 // parameters and buffers, assigns buckets (reversed) and builds the Reducer. forward() broadcasts
 // buffers, runs the module and prepares the Reducer for backward. Backward needs no call: the

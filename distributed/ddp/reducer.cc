@@ -1,4 +1,4 @@
-// DESIGN.md step 5: building the Reducer: one flat buffer per bucket with a view per parameter,
+// docs/design.md step 5: building the Reducer: one flat buffer per bucket with a view per parameter,
 // a hook on every parameter's AccumulateGrad; and what the Reducer reports (logging_data).
 #include "distributed/ddp/reducer.h"
 

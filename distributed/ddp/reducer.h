@@ -1,4 +1,4 @@
-// DESIGN.md steps 5, 7-13: the Reducer, which turns per-parameter gradients into bucketed,
+// docs/design.md steps 5, 7-13: the Reducer, which turns per-parameter gradients into bucketed,
 // overlapped allreduces. Construction builds one flat buffer per bucket with a view per parameter
 // and hooks every parameter's AccumulateGrad. During backward autograd_hook -> mark_variable_ready
 // -> mark_bucket_ready launch buckets strictly in order through the comm hook; the last launch

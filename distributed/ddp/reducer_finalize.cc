@@ -1,4 +1,4 @@
-// DESIGN.md step 12: finalize_backward, the engine's final callback: wait for every bucket, write
+// docs/design.md step 12: finalize_backward, the engine's final callback: wait for every bucket, write
 // the results back into .grad (a parameter unused on every rank keeps its own), reset the
 // per-iteration state; and static_graph's first iteration, reduced in one go at its end.
 #include <algorithm>
@@ -47,7 +47,7 @@ void Reducer::delay_all_reduce_locked() {
   finalize_backward();
 }
 
-// Step 12: the engine's final callback (the caller holds mutex_). In DESIGN.md's order: wait for
+// Step 12: the engine's final callback (the caller holds mutex_). In docs/design.md's order: wait for
 // every bucket, write the results back into .grad (parameters unused on every rank keep theirs),
 // reset the per-iteration state. Every bucket is waited for and the state is reset even when a
 // reduction failed, so the error reaches the caller and the next iteration starts clean.

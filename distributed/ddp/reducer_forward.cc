@@ -1,4 +1,4 @@
-// DESIGN.md steps 6-7: what DDP's forward tells the Reducer: a synchronising forward began, and
+// docs/design.md steps 6-7: what DDP's forward tells the Reducer: a synchronising forward began, and
 // (prepare_for_backward) the outputs, from which find_unused_parameters finds the parameters that
 // will get no gradient.
 #include <algorithm>

@@ -1,4 +1,4 @@
-// DESIGN.md steps 9-13 under Join (distributed/join.h): the divisor of the default path, and a joined
+// docs/design.md steps 9-13 under Join (distributed/join.h): the divisor of the default path, and a joined
 // rank's shadow of one backward (zero buckets through the comm hook, the used map, the rebuild).
 #include <utility>
 

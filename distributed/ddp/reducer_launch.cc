@@ -1,4 +1,4 @@
-// DESIGN.md steps 10-11: launching each bucket's reduction through the comm hook, strictly in bucket
+// docs/design.md steps 10-11: launching each bucket's reduction through the comm hook, strictly in bucket
 // order, and, once the last one is launched, queueing finalize_backward on the autograd engine.
 #include <algorithm>
 

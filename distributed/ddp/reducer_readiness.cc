@@ -1,4 +1,4 @@
-// DESIGN.md steps 8-9: the autograd hook of each parameter, and marking its gradient ready: into
+// docs/design.md steps 8-9: the autograd hook of each parameter, and marking its gradient ready: into
 // its bucket view, scaled by 1/world while copying, then one fewer pending in its bucket.
 #include <algorithm>
 #include <cstdio>

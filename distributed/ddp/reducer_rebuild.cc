@@ -1,4 +1,4 @@
-// DESIGN.md step 13: after the first iteration, the buckets rebuilt once in the order gradients
+// docs/design.md step 13: after the first iteration, the buckets rebuilt once in the order gradients
 // became ready (rank 0's order, broadcast); the check that the last iteration's reduction finished,
 // which runs first; and a layout loaded for exact resume.
 #include <vector>

@@ -1,4 +1,4 @@
-// DESIGN.md steps 10-13 replayed (bucket_advisor.h, Note [Bucket-size advisor model]).
+// docs/design.md steps 10-13 replayed (bucket_advisor.h, Note [Bucket-size advisor model]).
 #include "distributed/ddp_reports/bucket_advisor.h"
 
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-// DESIGN.md steps 10-13 replayed: the bucket-size advisor of EMBER_DISTRIBUTED_DEBUG=INFO's report.
+// docs/design.md steps 10-13 replayed: the bucket-size advisor of EMBER_DISTRIBUTED_DEBUG=INFO's report.
 // From one measured iteration (when each gradient became ready, how long each bucket's reduction
 // took) it predicts the backward's end with other bucket_cap_mb values and recommends one.
 //

@@ -1,4 +1,4 @@
-// DESIGN.md steps 4 and 13 made visible (bucket_plan.h).
+// docs/design.md steps 4 and 13 made visible (bucket_plan.h).
 #include "distributed/ddp_reports/bucket_plan.h"
 
 #include <fmt/format.h>

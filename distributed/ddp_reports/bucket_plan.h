@@ -1,4 +1,4 @@
-// DESIGN.md steps 4 and 13 made visible: a bucket plan (which parameters each bucket holds, in
+// docs/design.md steps 4 and 13 made visible: a bucket plan (which parameters each bucket holds, in
 // launch order, and its bytes) as the trace's JSON and as the first-iteration report's text.
 #pragma once
 

@@ -1,4 +1,4 @@
-// DESIGN.md steps 4, 7, 10-13 as the user sees them (first_iteration_report.h).
+// docs/design.md steps 4, 7, 10-13 as the user sees them (first_iteration_report.h).
 #include "distributed/ddp_reports/first_iteration_report.h"
 
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-// DESIGN.md steps 4, 7, 10-13 as the user sees them: the report EMBER_DISTRIBUTED_DEBUG=INFO prints
+// docs/design.md steps 4, 7, 10-13 as the user sees them: the report EMBER_DISTRIBUTED_DEBUG=INFO prints
 // once DDP's first iterations are over (DistributedDataParallel::first_iteration_report()): the
 // bucket plan before and after the rebuild, the parameters that got no gradient (with their
 // modules), what the unused-parameter search cost, the overlap achieved with the final buckets and

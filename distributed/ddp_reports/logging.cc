@@ -1,4 +1,4 @@
-// DESIGN.md step 12's statistics: Note [Communication time] (logging.h).
+// docs/design.md step 12's statistics: Note [Communication time] (logging.h).
 #include "distributed/ddp_reports/logging.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// DESIGN.md steps 7-12, observed: the Reducer's statistics and trace events (reducer_statistics.h).
+// docs/design.md steps 7-12, observed: the Reducer's statistics and trace events (reducer_statistics.h).
 #include "distributed/ddp_reports/reducer_statistics.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// DESIGN.md steps 7-12, observed: what the Reducer's steps record for logging_data(), the iteration
+// docs/design.md steps 7-12, observed: what the Reducer's steps record for logging_data(), the iteration
 // timeline and the trace (distributed/diagnostics/trace.h), kept here so each step function reads as the seed's:
 // a step calls one of these at its start or end and knows nothing of timestamps or trace JSON.
 #pragma once

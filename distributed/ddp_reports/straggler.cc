@@ -1,4 +1,4 @@
-// DDP's straggler check (Note [Straggler check]); DESIGN.md step 6 runs it before forward.
+// DDP's straggler check (Note [Straggler check]); docs/design.md step 6 runs it before forward.
 #include "distributed/ddp_reports/straggler.h"
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 // Fault injection for the failure tests, read from the environment in this one place: a rank that
 // stalls before a given collective, so the tests can check that the others fail within the
-// timeout with a message naming the stalled rank (issue 13, "Faults"; StallInspector).
+// timeout with a message naming the stalled rank.
 //
 //   EMBER_FAULT_STALL_RANK=R   the rank (of the default group) that stalls
 //   EMBER_FAULT_STALL_AT=SEQ   before entering collective #SEQ of the default group

@@ -1,5 +1,5 @@
 // A Chrome-trace recorder (viewable in Perfetto or chrome://tracing) for the DDP iteration: forward,
-// each autograd hook, each bucket's launch and completion, finalize (DESIGN.md steps 8-12), so the
+// each autograd hook, each bucket's launch and completion, finalize (docs/design.md steps 8-12), so the
 // overlap of communication with backward shows on a timeline. One JSON file per rank.
 // Enable with the env var EMBER_DDP_TRACE=<directory> or DDPOptions::trace_dir.
 #pragma once

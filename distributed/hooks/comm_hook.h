@@ -1,4 +1,4 @@
-// The communication-hook seam of the Reducer (DESIGN.md step 10): every bucket, the default one
+// The communication-hook seam of the Reducer (docs/design.md step 10): every bucket, the default one
 // included, is reduced through a CommHookInterface. The default is AllReduceBySumCommHook; who
 // divides by the world size is Note [Who divides gradients by the world size] below.
 #pragma once

@@ -1,6 +1,6 @@
 // The stateless DDP communication hooks (PyTorch's ddp_comm_hooks/default_hooks.py): allreduce,
 // fp16/bf16 compression, the compression wrappers and noop, and the one table of built-in hooks
-// (EMBER_BUILTIN_COMM_HOOKS) that BuiltinCommHookType and its factory are generated from. DESIGN.md
+// (EMBER_BUILTIN_COMM_HOOKS) that BuiltinCommHookType and its factory are generated from. docs/design.md
 // step 10; each hook divides by the world size itself: Note [Who divides gradients by the world
 // size] in comm_hook.h.
 #pragma once

@@ -1,6 +1,6 @@
 // The PowerSGD communication hooks (PyTorch's ddp_comm_hooks/powerSGD_hook.py): powerSGD_hook
 // (per-tensor low-rank compression with error feedback and warm start) and batched_powerSGD_hook
-// (the whole bucket as one square matrix, zero-padded). DESIGN.md step 10.
+// (the whole bucket as one square matrix, zero-padded). docs/design.md step 10.
 //
 // Asynchrony. As PyTorch, the rounds are chained on futures, so the autograd thread never blocks
 // in the hook and backward keeps running while a bucket is compressed: the hook computes P = M Q and

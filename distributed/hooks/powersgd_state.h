@@ -1,6 +1,6 @@
 // PowerSGDState: hyper-parameters and per-bucket memory of the PowerSGD hooks (PyTorch's
 // ddp_comm_hooks/powerSGD_hook.py PowerSGDState): error-feedback residuals, warm-start P/Q memory,
-// the iteration counter, the Q-initialisation RNG and compression statistics. DESIGN.md step 10.
+// the iteration counter, the Q-initialisation RNG and compression statistics. docs/design.md step 10.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// ZeRO stage 1 (DESIGN.md, distributed/optim/): the updated parameters exchanged by one allgather
+// ZeRO stage 1 (docs/design.md, distributed/optim/): the updated parameters exchanged by one allgather
 // instead of a broadcast from each owner (ZeroRedundancyOptimizerOptions::parameter_exchange).
 //
 // Note [ZeRO parameters by allgather]

@@ -1,4 +1,4 @@
-// ZeRO stage 1 (DESIGN.md, distributed/optim/): which rank keeps the optimizer state of which
+// ZeRO stage 1 (docs/design.md, distributed/optim/): which rank keeps the optimizer state of which
 // parameter. A pure function, so the assignment can be tested without a process group.
 #pragma once
 

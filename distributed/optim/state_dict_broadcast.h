@@ -1,4 +1,4 @@
-// ZeRO stage 1 (DESIGN.md, distributed/optim/): sending an nn::StateDict of any keys, dtypes and
+// ZeRO stage 1 (docs/design.md, distributed/optim/): sending an nn::StateDict of any keys, dtypes and
 // shapes from one rank to all, for consolidate_state_dict (PyTorch broadcasts pickled objects).
 #pragma once
 

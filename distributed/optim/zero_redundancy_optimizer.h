@@ -1,4 +1,4 @@
-// ZeRO stage 1 (DESIGN.md, distributed/optim/): PyTorch's torch.distributed.optim.
+// ZeRO stage 1 (docs/design.md, distributed/optim/): PyTorch's torch.distributed.optim.
 // ZeroRedundancyOptimizer. The parameters are partitioned across the ranks
 // (parameter_partition.h); each rank builds the wrapped optimizer over its own shard only, so it
 // keeps about 1/world of the optimizer state, steps that shard, and then every rank broadcasts the

@@ -1,4 +1,4 @@
-// ZeRO stage 1 overlapped with DDP's backward (DESIGN.md step 10, distributed/optim/): PyTorch's
+// ZeRO stage 1 overlapped with DDP's backward (docs/design.md step 10, distributed/optim/): PyTorch's
 // ddp_zero_hook.hook_with_zero_step(allreduce_hook, ddp, zero) as a comm hook class. As each
 // bucket's allreduce completes, the rank steps the parameters of that bucket it owns and every
 // rank broadcasts the bucket's updated parameters from their owners (or allgathers them:

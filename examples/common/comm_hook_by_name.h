@@ -2,7 +2,7 @@
 // bench/ddp_bench): --comm_hook=none|allreduce|fp16|bf16|noop|powersgd|powersgd_blocking|
 // batched_powersgd, from one table (the built-in rows come from EMBER_BUILTIN_COMM_HOOKS). It lives
 // with the programs, not in distributed/: library users call
-// DistributedDataParallel::register_*comm_hook. DESIGN.md step 10.
+// DistributedDataParallel::register_*comm_hook. docs/design.md step 10.
 #pragma once
 
 #include <cstdint>

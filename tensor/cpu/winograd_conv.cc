@@ -24,7 +24,7 @@
 // layers in float32: rms error vs float64 is 1.7x a direct float32 sum's for F(2x2), 8.6-12.6x for
 // F(4x4) with Lavin & Gray's points and 6.8-7.3x with 0, +-1/2, +-2; max error / max output
 // 1.9-3.1e-7, 3.1-3.9e-6 and 1.8-3.4e-6. F(4x4) would break the test's 2e-6 bound and make ember's
-// float32 convolutions less accurate than PyTorch's direct ones, which issue 12 rules out.
+// float32 convolutions less accurate than PyTorch's direct ones, which ember does not allow.
 //
 // Note [Winograd flat tiles]
 // Every transform is one loop over a whole plane, so that it runs at the level's vector width

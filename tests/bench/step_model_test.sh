@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The step-time model (issue 16) in CI: its selftest (the formulas, the fit, DDP's bucketing, the
+# The step-time model in CI: its selftest (the formulas, the fit, DDP's bucketing, the
 # overlap arithmetic on hand-made profiles), then bench/step_model.sh's short version -- a traced
 # rank, ember's allreduce over 2 namespace hosts at 1 Gbit/s, the MLP's DDP steps (plain, fp16,
 # three bucket caps) -- whose predictions must fall within MAX_ERROR of the measured steps. The

@@ -1,4 +1,4 @@
-// nn::SyncBatchNorm and the sync_batch_norm op under mpirun (issue 13): N ranks holding shards of a
+// nn::SyncBatchNorm and the sync_batch_norm op under mpirun: N ranks holding shards of a
 // batch (equal, unequal and empty shards) give what one process with BatchNorm on the whole batch
 // gives -- outputs, input gradients, weight/bias gradients (summed over ranks, as DDP would), running
 // statistics; gradients match finite differences of the group-wide loss (a distributed gradcheck)

@@ -1,6 +1,6 @@
 // The DDP trace recorder (distributed/diagnostics/trace.h) is written from the training thread and the
 // communication thread at once (bucket completion spans run on the MPI worker), while a program
-// may install or remove its listener: none of that may race (issue 11 item 9).
+// may install or remove its listener: none of that may race.
 #include "distributed/diagnostics/trace.h"
 
 #include <atomic>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bad input at the edges (issue 13): each mistake a user can make on the command line gets a one-line
+# Bad input at the edges: each mistake a user can make on the command line gets a one-line
 # message naming the input and a non-zero exit -- never a crash, a hang, or a stack of errors.
 # usage: bad_input_test.sh TRAIN_RESNET DDP_RESNET
 source "$(dirname "$0")/lib.sh"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Automatic restarts (issue 51) through scripts/elastic_run.py at 2 ranks: a rank killed with
+# Automatic restarts through scripts/elastic_run.py at 2 ranks: a rank killed with
 # SIGKILL at a random step, and a rank frozen with SIGSTOP (the timeout names it), each end with a final checkpoint
 # byte-identical to an uninterrupted run's, one restart line naming the rank and the step resumed
 # from, and the restart in the metrics file; a kill while a checkpoint is written resumes from the

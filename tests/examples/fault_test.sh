@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Faults seen from the trainer (issue 13): a rank that stalls -- asleep, or frozen by SIGSTOP --
+# Faults seen from the trainer: a rank that stalls -- asleep, or frozen by SIGSTOP --
 # makes every other rank and mpirun exit non-zero within --timeout plus a few seconds, with one line
 # naming the collective, its sequence number and the rank that did not arrive; a desynchronised job
 # (ranks building different models) fails with both sides shown at EMBER_DISTRIBUTED_DEBUG=DETAIL.

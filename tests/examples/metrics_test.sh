@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# --metrics=FILE (issue 17): both trainers write one row per step, rank 0 only, in CSV or JSONL by
+# --metrics=FILE: both trainers write one row per step, rank 0 only, in CSV or JSONL by
 # the extension, with sane values; a run killed mid-epoch keeps the rows of the steps it finished;
 # scripts/plot_metrics.py turns either file into a well-formed SVG (two panels, three with DDP's
 # overlap).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Exact resume (issue 13): a run killed with SIGKILL mid-epoch and restarted with --resume ends with
+# Exact resume: a run killed with SIGKILL mid-epoch and restarted with --resume ends with
 # checkpoints bit-identical to an uninterrupted run -- one process, 2 ranks (one rank killed), and
 # 2 ranks with PowerSGD (the whole job killed). Then a resume at another world size (warned, per-rank
 # state reset), and checkpoints that must be refused: another model, a flipped bit, another seed.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ddp_resnet --zero=1 (issue 52): ZeRO's sharded optimizer writes the same checkpoint, byte for byte,
+# ddp_resnet --zero=1: ZeRO's sharded optimizer writes the same checkpoint, byte for byte,
 # as the unsharded one (the state is consolidated on rank 0 and the updates are the same bits),
 # with and without --zero_overlap, with SGD-momentum and AdamW; a run killed mid-epoch resumes
 # exactly; and a checkpoint written by 2 ranks resumes at 3.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/cluster.sh as a user meets it (issue 16): ddp_resnet across 2 and 4 hosts -- network
+# scripts/cluster.sh as a user meets it: ddp_resnet across 2 and 4 hosts -- network
 # namespaces, TCP only, links capped at 1 Gbit/s -- ends with the same loss and accuracy as the same
 # ranks on one host; the ranks really are on different hosts; a host whose link is cut mid-training
 # is named by the rank that lost it, and mpirun returns within seconds, leaving nothing running;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The restarting launcher across a 3-host scripts/cluster.sh (issue 51): a host whose link is cut
+# The restarting launcher across a 3-host scripts/cluster.sh: a host whose link is cut
 # for good mid-epoch is left out at the restart, and the job finishes on the 2 hosts that remain
 # (global batch kept, the trainer's resharding warning), its first epoch's test accuracy within 0.5
 # points of the uninterrupted 3-host run's; a host whose link comes back is taken in again at the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# examples/out_of_tree as a Bazel workspace of its own that depends on ember's source (issue 48):
+# examples/out_of_tree as a Bazel workspace of its own that depends on ember's source:
 # built with `bazel build //:my_trainer` (its WORKSPACE's local_repository, pointed at this checkout
 # with --override_repository), run under mpirun at 2 ranks (it trains, its loss falls, it writes its
 # checkpoint); a target of that workspace that depends on an internal ember target fails with

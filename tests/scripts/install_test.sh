@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ember as a library outside its repository (issue 48): //:libember laid out by
+# ember as a library outside its repository: //:libember laid out by
 # scripts/install_tree.sh under a temporary prefix; examples/out_of_tree built against it with plain
 # CMake (find_package(ember)) and run under mpirun at 2 ranks (it trains, its loss falls, it writes
 # its checkpoint); the same program built with g++ and pkg-config; libember.so exports ember's

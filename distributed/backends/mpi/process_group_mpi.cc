@@ -54,7 +54,7 @@ std::atomic<bool> g_a_group_timed_out{false};
 // Collectives that timed out may remain pending (abandoned entries, the broken communicator), and
 // MPI_Finalize waits for the ranks that never arrived: a stalled rank would then hang the whole
 // job at exit. A process that saw a timeout aborts the job instead, so every rank and mpirun exit
-// within the timeout (issue 13, "Faults").
+// within the timeout.
 void finalize_mpi_at_exit() {
   int finalized = 0;
   MPI_Finalized(&finalized);

@@ -1,7 +1,7 @@
 // ProcessGroupMPI: the CPU backend over OpenMPI (PyTorch's ProcessGroupMPI). One worker thread runs
 // the queued collectives in submission order with nonblocking MPI calls it polls, so a collective
 // that a peer never joins times out with a clear error instead of hanging (the watchdog). A
-// collective issued from a Future callback on that worker runs inline, at once (DESIGN.md step 10:
+// collective issued from a Future callback on that worker runs inline, at once (docs/design.md step 10:
 // multi-round comm hooks; Note [Collectives issued from callbacks run inline]). Before a timeout
 // throws, the worker asks the peers over a side channel which of them did not arrive
 // (Note [Stall inspector side channel], distributed/diagnostics/stall_inspector.h).

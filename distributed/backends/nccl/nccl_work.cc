@@ -1,4 +1,4 @@
-// NcclWork (DESIGN.md steps 9-10 on CUDA tensors): completion by events, errors from the watchdog.
+// NcclWork (docs/design.md steps 9-10 on CUDA tensors): completion by events, errors from the watchdog.
 #include "distributed/backends/nccl/nccl_work.h"
 
 #include <cuda_runtime.h>

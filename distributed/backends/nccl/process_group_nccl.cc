@@ -1,4 +1,4 @@
-// ProcessGroupNCCL: communicator set-up, the collective skeleton and the watchdog (DESIGN.md steps
+// ProcessGroupNCCL: communicator set-up, the collective skeleton and the watchdog (docs/design.md steps
 // 8-10 on CUDA tensors). The collectives themselves are in collectives_nccl.cc.
 #include "distributed/backends/nccl/process_group_nccl.h"
 

@@ -1,4 +1,4 @@
-// ProcessGroupNCCL: the GPU backend (PyTorch's ProcessGroupNCCL), DESIGN.md steps 8-10 on CUDA
+// ProcessGroupNCCL: the GPU backend (PyTorch's ProcessGroupNCCL), docs/design.md steps 8-10 on CUDA
 // tensors. One communicator per group over one device per process; its unique id travels over an
 // MPI group of the same processes (the bootstrap). Every collective runs on the group's own
 // communication stream, ordered after the issuing thread's current stream by an event, so it

@@ -1,4 +1,4 @@
-// Configurations no other suite covers (issue 11): world size 1, float32 and float64 parameters in
+// Configurations no other suite covers: world size 1, float32 and float64 parameters in
 // one model, zero_grad(set_to_none) with gradient_as_bucket_view, sparse gradients and comm hooks
 // with find_unused_parameters, PowerSGD over several buckets and across the bucket rebuild, and
 // ranks whose gradients become ready in different orders. Each checks equivalence with one

@@ -1,4 +1,4 @@
-// Errors users hit with DistributedDataParallel, each with a clear message (issue 6), under mpirun
+// Errors users hit with DistributedDataParallel, each with a clear message, under mpirun
 // with 2, 3 and 4 ranks. Every case is built so that all ranks take the same path: either the error
 // is raised on every rank before any collective is in flight (nothing launched yet), or the failing
 // check is itself behind a collective every rank joins (verify_params_across_processes). A fresh

@@ -1,4 +1,4 @@
-// Errors inside an iteration are reported and leave the DDP usable (issue 11 item 9): a reduction
+// Errors inside an iteration are reported and leave the DDP usable: a reduction
 // that fails half-way through finalize_backward, and a failed allreduce of the used-parameter map,
 // which used to be dropped when no parameter was locally unused.
 #include "distributed/hooks/default_hooks.h"

@@ -1,4 +1,4 @@
-// The DDP feature matrix (issue 50 item 4): every combination of
+// The DDP feature matrix: every combination of
 //   static_graph x find_unused_parameters x gradient_as_bucket_view x no_sync accumulation
 //   x comm hook {none, fp16, PowerSGD} x Join with uneven inputs x SyncBatchNorm
 // = 2 x 2 x 2 x 2 x 3 x 2 x 2 = 192 combinations, all run (PyTorch accepts each of them), at 2 and 3

@@ -1,5 +1,5 @@
 // What DDP's constructor and forward do around the wrapped module, checked against PyTorch's
-// documented behaviour (issue 11, items 1, 2, 5 and 6): which parameters and buffers are
+// documented behaviour: which parameters and buffers are
 // broadcast, forwards without a backward, several outputs of which the loss uses only some, and
 // when buffers are broadcast in forward. Equivalence checks compare with one process training on
 // the whole batch, within 1e-5 relative.

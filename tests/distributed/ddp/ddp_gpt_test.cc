@@ -1,4 +1,4 @@
-// nanoGPT's training step under DDP (issue 53 item 2): a tiny nn::GPT in float64, AdamW with the
+// nanoGPT's training step under DDP: a tiny nn::GPT in float64, AdamW with the
 // two weight-decay groups, clip_grad_norm_ after backward and the warm-up cosine lr, each rank on
 // its rows of a global batch, ends bit-for-bit close to one process on the whole batch after a
 // few steps; the clipped norm is the global one on every rank, and the head stays tied to wte.

@@ -1,4 +1,4 @@
-// DDP under Join against PyTorch itself (issue 13): the expected final parameters and buffers below
+// DDP under Join against PyTorch itself: the expected final parameters and buffers below
 // were produced by torch 1.13's DistributedDataParallel under torch.distributed.algorithms.Join
 // (gloo) with gen_join_cases.py -- same model, initial weights, data and optimizer. Each case runs
 // at its own world size; the UnusedBranch cases check find_unused_parameters, where a joined rank

@@ -1,4 +1,4 @@
-// Join for uneven inputs (issue 13): ranks with 3, 5 and 8 batches (and 1, at four ranks) train
+// Join for uneven inputs: ranks with 3, 5 and 8 batches (and 1, at four ranks) train
 // under Join, finish without hanging, and end with what PyTorch's Join semantics give, computed in
 // one process by join_reference below:
 //   - in iteration t the ranks still training are A_t = {r : batches(r) > t}; each of them gets the

@@ -1,4 +1,4 @@
-// static_graph as PyTorch defines it (issue 11 item 3) and the first iteration's buckets (item 4):
+// static_graph as PyTorch defines it, and the first iteration's buckets:
 // hook counts from the first iteration make reentrant backward legal, the first iteration is
 // reduced in one delayed allreduce, the rebuild happens where PyTorch does it, the "marked twice"
 // error lists only the causes that apply, and the bucket layout before and after the rebuild.

@@ -1,4 +1,4 @@
-// DDP over a model converted with convert_sync_batchnorm (issue 13), against one process training
+// DDP over a model converted with convert_sync_batchnorm, against one process training
 // the unconverted model (BatchNorm) on the whole batch: ranks hold unequal shards; and the same
 // under Join with ranks holding 3, 5, 8 (and 1) batches, where a joined rank contributes count 0 to
 // the statistics (SyncBatchNormJoinable). Loss of one step in the reference: (1/world) * sum over

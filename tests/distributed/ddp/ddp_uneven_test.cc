@@ -1,5 +1,5 @@
-// Ranks running different numbers of iterations without Join must not hang silently (issues 6 and
-// 13): the extra iteration's bucket allreduce hits the group's collective timeout and
+// Ranks running different numbers of iterations without Join must not hang silently: the extra
+// iteration's bucket allreduce hits the group's collective timeout and
 // finalize_backward reports it naming DistributedDataParallel, the bucket, that inputs look uneven
 // and the ranks that stopped (the group's stall inspector found them). ddp_join_test covers
 // training under Join. The DDP runs on its own short-timeout group, so only that group breaks (a

@@ -1,4 +1,4 @@
-// DESIGN.md step 10: comm hooks with several collective rounds chained on futures (Note
+// docs/design.md step 10: comm hooks with several collective rounds chained on futures (Note
 // [Collectives issued from callbacks run inline]): ranks that reach each step at different times still pair the same
 // collectives (checked by DETAIL fingerprints), a callback that waits on a queued collective gets a
 // clear error instead of a deadlock, and the sparse path returns without blocking its caller.

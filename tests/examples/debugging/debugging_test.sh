@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Keeps docs/debugging.md honest (issue 17). The document marks what it quotes with lines
+# Keeps docs/debugging.md honest. The document marks what it quotes with lines
 #   <!-- check: [VAR=VALUE...] PROGRAM [--fixed] | KEY SENTENCE -->
 # For each, this test runs `mpirun -np 2 PROGRAM` of examples/debugging with those variables and
 # checks that KEY SENTENCE appears in the document's next output block (so the check guards a
