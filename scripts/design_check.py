@@ -3,34 +3,27 @@
 
 1. Every numbered step of docs/design.md names (first, in backquotes) a function that the sources
    define or declare.
-2. No file cites what a clone does not contain: a DESIGN.md outside docs/, a shared/ folder beside
-   the repository, the tracker's "issue N", or the seed documents.
+2. No file cites what a clone does not contain: a design document outside docs/, a folder beside
+   the repository, the tracker's issue numbers, or the seed documents.
 
 Exits 1 naming each failure with its file and line. usage: design_check.py [--root DIR]
 """
 import argparse
 import os
 import re
-import subprocess
 import sys
+
+from repo_files import repo_files
 
 SOURCE = re.compile(r"\.(cc|h|cu|cuh)$")
 TEXT = re.compile(r"(\.(cc|h|cu|cuh|py|sh|bzl|md|txt|bazelrc)|BUILD|WORKSPACE)$")
 STEP = re.compile(r"^\s*(\d+)\.\s+`([A-Za-z_][A-Za-z0-9_:]*)`")
 OUTSIDE = [
-    (re.compile(r"(?<![\w/])DESIGN\.md"), "cites DESIGN.md, which is docs/design.md in this repository"),
-    (re.compile(r"\.\./shared\b|\bshared/(DESIGN|STYLE|notes|seeds)"), "cites a folder outside the repository"),
+    (re.compile(r"(?<![\w/])DESIGN\.md"), "cites a design document outside docs/ (the design is docs/design.md)"),
+    (re.compile(r"\.\./shared\b|\bshared[/](?:DESIGN|STYLE|notes|seeds)"), "cites a folder outside the repository"),
     (re.compile(r"\b[Ii]ssues? \d+\b"), "cites the tracker's issue number, which a clone cannot see"),
     (re.compile(r"\bseeds?/|\bseed \d{3}\b"), "cites the seed documents, which a clone does not contain"),
 ]
-
-
-def tracked(root):
-    try:
-        out = subprocess.run(["git", "-C", root, "ls-files"], capture_output=True, text=True, check=True).stdout
-        return out.split()
-    except (OSError, subprocess.CalledProcessError):
-        return [os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs]
 
 
 def main():
@@ -38,7 +31,7 @@ def main():
     here = os.path.dirname(os.path.realpath(__file__))
     parser.add_argument("--root", default=os.path.dirname(here))
     args = parser.parse_args()
-    files = tracked(args.root)
+    files = repo_files(args.root)
     sources = "\n".join(open(os.path.join(args.root, f), errors="replace").read()
                         for f in files if SOURCE.search(f) and not f.startswith("tests/"))
     bad = 0

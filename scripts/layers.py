@@ -12,8 +12,9 @@ import argparse
 import collections
 import os
 import re
-import subprocess
 import sys
+
+from repo_files import repo_files
 
 # Lowest first: the library's layers, then the programs on it (examples/common is shared by the
 # benchmarks and tested by tests/).
@@ -39,12 +40,7 @@ def level_of(folder):
 
 
 def sources(root):
-    try:
-        out = subprocess.run(["git", "-C", root, "ls-files"], capture_output=True, text=True, check=True).stdout
-        files = out.split()
-    except (OSError, subprocess.CalledProcessError):
-        files = [os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs]
-    return [f for f in files if SOURCE.search(f) and level_of(f.split("/")[0]) is not None]
+    return [f for f in repo_files(root) if SOURCE.search(f) and level_of(f.split("/")[0]) is not None]
 
 
 def arrows(root):

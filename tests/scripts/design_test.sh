@@ -17,11 +17,12 @@ tree="$work/tree"
 mkdir -p "$tree/docs" "$tree/src"
 printf '1. `real_step`: does it.\n2. `missing_step`: does not exist.\n' >"$tree/docs/design.md"
 printf 'void real_step() {}\n' >"$tree/src/a.cc"
-printf '// see DESIGN.md step 4 (issue 12)\n// ../shared/notes/x.md and seed 000\n' >"$tree/src/b.h"
+# Each bad citation is assembled from parts, so that this file does not cite them itself.
+printf '// see %s.md step 4 (%s %d)\n// ../%s/notes/x.md and %s %03d\n' DESIGN issue 12 shared seed 0 >"$tree/src/b.h"
 run made_up 60 python3 "$script" --root "$tree"
 [[ $rc -eq 1 ]]
 check "the made-up tree fails (exit $rc)" $?
-for needle in "step 2 names missing_step, which no source defines" "src/b.h:1: cites DESIGN.md" \
+for needle in "step 2 names missing_step, which no source defines" "src/b.h:1: cites a design document outside docs/" \
               "src/b.h:1: cites the tracker's issue number" "src/b.h:2: cites a folder outside the repository" \
               "src/b.h:2: cites the seed documents"; do
   grep -qF "$needle" "$work/made_up.err"
