@@ -10,8 +10,8 @@ CollectiveLifecycle::CollectiveLifecycle(Options options) : options_(options), i
 void CollectiveLifecycle::enter(uint64_t seq, const std::string& fingerprint) {
   if (options_.inject_faults) maybe_inject_stall(options_.rank, seq);
   inspector_.entered(seq, fingerprint);
-  const std::string why = broken_reason();
-  if (!why.empty()) EMBER_THROW("the group is unusable: ", why);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!broken_.empty()) EMBER_THROW("the group is unusable: ", broken_);
 }
 
 bool CollectiveLifecycle::break_group(std::string why, StallReport report) {
