@@ -9,6 +9,7 @@
 #include "distributed/diagnostics/debug.h"
 #include "distributed/join.h"
 #include "distributed/process_group.h"
+#include "distributed/process_group_wrapper.h"
 #include "distributed/diagnostics/stall_inspector.h"
 #include "distributed/utils.h"
 #include "distributed/work.h"

@@ -1,4 +1,5 @@
 #include "distributed/process_group.h"
+#include "distributed/process_group_wrapper.h"
 
 #include "distributed/collective_lifecycle.h"
 
@@ -40,7 +41,11 @@ void ProcessGroup::throw_unsupported(const char* what) const {
   EMBER_THROW("backend '", backend_name(), "' does not support ", what);
 }
 
-ProcessGroupPtr ProcessGroup::new_subgroup(const std::vector<int>&, Options) {
+ProcessGroupPtr ProcessGroup::new_subgroup(const std::vector<int>& ranks, Options options) {
+  return with_debug_wrapper(run_new_subgroup(ranks, std::move(options)));
+}
+
+ProcessGroupPtr ProcessGroup::run_new_subgroup(const std::vector<int>&, Options) {
   throw_unsupported("new_group");
 }
 
@@ -97,7 +102,7 @@ ProcessGroupPtr init_process_group(const std::string& backend, ProcessGroup::Opt
   }
   options.backend = backend;
   if (options.group_name.empty()) options.group_name = "default_pg";
-  ProcessGroupPtr pg = factory(options);
+  ProcessGroupPtr pg = with_debug_wrapper(factory(options));
   std::lock_guard<std::mutex> lock(state().mutex);
   state().default_group = pg;
   return pg;

@@ -143,9 +143,9 @@ class ProcessGroup {
   WorkPtr recv(std::vector<Tensor>& tensors, int src_rank, int tag);
 
   // A group over `ranks` (ranks of this group, sorted, unique). Every rank of this group must call
-  // it; ranks not in `ranks` get nullptr. `options.timeout` etc. apply to the new group.
-  virtual std::shared_ptr<ProcessGroup> new_subgroup(const std::vector<int>& ranks,
-                                                     Options options);
+  // it; ranks not in `ranks` get nullptr. `options.timeout` etc. apply to the new group, which at
+  // DETAIL is behind a ProcessGroupWrapper (Note [DETAIL fingerprints]).
+  std::shared_ptr<ProcessGroup> new_subgroup(const std::vector<int>& ranks, Options options);
 
   // Where this backend's collectives read and write: the small control tensors DDP and Join make
   // (flags, model metadata, the used-parameter map) are created there, as PyTorch creates them on
@@ -165,7 +165,7 @@ class ProcessGroup {
 
   // Bytes this rank has handed to collectives so far (the inputs' payload, not the algorithm's
   // traffic): what a comm hook's compression saves shows here. Backends count in their enqueue.
-  uint64_t payload_bytes() const { return payload_bytes_.load(std::memory_order_relaxed); }
+  virtual uint64_t payload_bytes() const { return payload_bytes_.load(std::memory_order_relaxed); }
 
  protected:
   // What a backend implements: the data movement of one collective, whose arguments the public
@@ -194,6 +194,8 @@ class ProcessGroup {
   virtual WorkPtr run_barrier(const BarrierOptions& opts);
   virtual WorkPtr run_send(std::vector<Tensor>& tensors, int dst_rank, int tag);
   virtual WorkPtr run_recv(std::vector<Tensor>& tensors, int src_rank, int tag);
+  // The backend's sub-group over `ranks`, which it checks; new_subgroup wraps it at DETAIL.
+  virtual std::shared_ptr<ProcessGroup> run_new_subgroup(const std::vector<int>& ranks, Options options);
 
   // What the backend asks of every tensor a collective touches, beyond being defined: its
   // devices, layout and count limits. Throws naming `op` (op_label), the tensor and the rank.
@@ -228,6 +230,9 @@ class ProcessGroup {
   std::atomic<uint64_t> payload_bytes_{0};
 
  private:
+  // The DETAIL check sits in front of a backend's group and calls its run_ functions.
+  friend class ProcessGroupWrapper;
+
   CollectiveLifecycle* lifecycle_ = nullptr;  // the backend's member, or none
 
   // The argument checks of the public collectives (process_group_collectives.cc): each throws

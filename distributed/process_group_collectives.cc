@@ -15,12 +15,12 @@ namespace ember::distributed {
 //      refuse it on a broken group: CollectiveLifecycle (distributed/collective_lifecycle.h), which
 //      each backend calls where its collectives start, and which records why a group broke;
 //   3. move the data: the backend's run_ function (an MPI request, NCCL calls on a stream), with
-//      the trace span of the transfer and, at DETAIL, the fingerprint check just before it.
-// The numbering and the DETAIL check happen where a collective starts, not where it is called:
-// a comm hook issues its later rounds from callbacks, which the MPI backend runs at once (Note
-// [Collectives issued from callbacks run inline]), so the calls reach a group in a different order
-// on each rank while the starts do not. A wrapper group in front of the backend, as PyTorch's
-// ProcessGroupWrapper is, would compare the calls in issue order and fail PowerSGD's rounds.
+//      the trace span of the transfer.
+// The numbering happens where a collective starts, not where it is called: a comm hook issues its
+// later rounds from callbacks, which the MPI backend runs at once (Note [Collectives issued from
+// callbacks run inline]), so the calls reach a group in a different order on each rank while the
+// starts do not. At DETAIL a ProcessGroupWrapper sits in front of the backend and compares every
+// rank's fingerprint of each collective before step 3 (Note [DETAIL fingerprints]).
 // Adding a collective is one public function here with its argument check, and one run_
 // function per backend; a backend that lacks it throws naming it (throw_unsupported).
 

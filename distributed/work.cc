@@ -292,6 +292,14 @@ void Work::finish(std::exception_ptr error) {
   }
 }
 
+void Work::finish_like(const Future& other) {
+  if (other.has_error()) {
+    future_->set_error(other.exception());
+  } else {
+    future_->mark_completed(other.const_value());
+  }
+}
+
 WorkPtr completed_work(OpType op, uint64_t sequence_number, std::vector<Tensor> outputs,
                        std::exception_ptr error) {
   auto work = std::make_shared<Work>(op, sequence_number, std::move(outputs));

@@ -154,6 +154,9 @@ class Work {
   void set_sequence_number(uint64_t sequence_number);
   // Called by the backend exactly once.
   void finish(std::exception_ptr error = nullptr);
+  // Instead of finish(), by a group that hands the collective to another (ProcessGroupWrapper):
+  // completes as `other` did, with its value or its error.
+  void finish_like(const Future& other);
 
  private:
   OpType op_;

@@ -202,7 +202,8 @@ void ProcessGroupMPI::check_backend_tensor(const Tensor& t, const char* op) cons
 // issuing thread attaches a round's continuation before it issues its next collective (every hook
 // in distributed/hooks/ does). Because inline entries overtake queued ones, sequence numbers are
 // given when an entry starts (run_entry), not when it is queued, so every rank numbers the same
-// collective the same and Note [DETAIL fingerprints] compares like with like.
+// collective the same; DETAIL's fingerprint exchanges go through this order too (Note [DETAIL
+// fingerprints]).
 // The worker is marked as a communication thread (mark_comm_thread): a callback that waits there
 // on something incomplete -- a collective queued behind it -- gets an error instead of a deadlock.
 // An inline collective is complete when it is returned, so waiting on it is fine. Only the group's
@@ -365,22 +366,6 @@ void ProcessGroupMPI::trace_run(const Entry& entry, double started_us) const {
                       "\",\"bytes\":", entry.payload_bytes, "}"));
 }
 
-void ProcessGroupMPI::check_fingerprints_of(Entry& entry) {
-  // Note [DETAIL fingerprints]: a fixed-size allgather of what each rank is about to run, on the
-  // same communicator and in the same execution order (sequence numbers included), so a mismatch
-  // is caught before any payload moves, and every rank fails the same collective with the same report.
-  entry.all_fingerprints.resize(size_);
-  std::vector<MPI_Request> requests(1);
-  {
-    EMBER_MPI_PROGRESS_GUARD;  // Note [Open MPI's progress under ThreadSanitizer]
-    EMBER_MPI_CALL(MPI_Iallgather(&entry.fingerprint, sizeof(CollectiveFingerprint), MPI_BYTE,
-                                  entry.all_fingerprints.data(), sizeof(CollectiveFingerprint), MPI_BYTE, comm_,
-                                  &requests[0]));
-  }
-  wait_requests(requests, entry, "the DETAIL consistency check (fingerprint allgather)");
-  check_fingerprints(entry.all_fingerprints, rank_, group_name());
-}
-
 void ProcessGroupMPI::move_data(Entry& entry) {
   std::vector<MPI_Request> requests;
   if (entry.inputs_ready) entry.inputs_ready->synchronize();
@@ -411,7 +396,6 @@ void ProcessGroupMPI::run_entry(std::unique_ptr<Entry> entry) {
   bool timed_out_here = false;
   try {
     lifecycle_.enter(seq, entry->fingerprint.str());
-    if (entry->check_fingerprint && debug_level() == DebugLevel::kDetail) check_fingerprints_of(*entry);
     move_data(*entry);
   } catch (const TimeoutError& e) {
     timed_out_here = true;
@@ -440,7 +424,7 @@ void ProcessGroupMPI::run_entry(std::unique_ptr<Entry> entry) {
 
 // ---- sub-groups ----------------------------------------------------------------------------------
 
-ProcessGroupPtr ProcessGroupMPI::new_subgroup(const std::vector<int>& ranks, Options options) {
+ProcessGroupPtr ProcessGroupMPI::run_new_subgroup(const std::vector<int>& ranks, Options options) {
   EMBER_CHECK(!ranks.empty(), "new_group: empty rank list");
   for (size_t i = 0; i < ranks.size(); ++i) {
     EMBER_CHECK(ranks[i] >= 0 && ranks[i] < size_, "new_group: rank ", ranks[i],

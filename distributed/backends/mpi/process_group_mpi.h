@@ -38,9 +38,8 @@ class ProcessGroupMPI : public ProcessGroup {
   std::string backend_name() const override { return "mpi"; }
   MPI_Comm communicator() const { return comm_; }
 
-  ProcessGroupPtr new_subgroup(const std::vector<int>& ranks, Options options) override;
-
  protected:
+  ProcessGroupPtr run_new_subgroup(const std::vector<int>& ranks, Options options) override;
   WorkPtr run_broadcast(std::vector<Tensor>& tensors, const BroadcastOptions& opts) override;
   WorkPtr run_allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& opts) override;
   WorkPtr run_allreduce_coalesced(std::vector<Tensor>& tensors, const AllreduceCoalescedOptions& opts) override;
@@ -70,7 +69,6 @@ class ProcessGroupMPI : public ProcessGroup {
   struct Entry {
     WorkPtr work;
     CollectiveFingerprint fingerprint;
-    bool check_fingerprint = true;
     std::chrono::milliseconds timeout{0};
     uint64_t payload_bytes = 0;  // the inputs' bytes (how long wait_requests polls before sleeping)
     std::string trace_label;     // TraceLabel::current() at enqueue, while tracing ("bucket 3")
@@ -79,8 +77,6 @@ class ProcessGroupMPI : public ProcessGroup {
     // With CUDA tensors: recorded on the caller's current stream at enqueue; the worker waits for
     // it before staging (Note [CUDA tensors through the MPI backend]).
     std::shared_ptr<CudaEvent> inputs_ready;
-    // Buffers MPI may still write after a timeout: kept alive with the abandoned entry.
-    std::vector<CollectiveFingerprint> all_fingerprints;
   };
 
   WorkPtr enqueue(OpType op, const std::vector<Tensor>& inputs, std::vector<Tensor> outputs,
@@ -89,8 +85,6 @@ class ProcessGroupMPI : public ProcessGroup {
                   std::function<void()> finish = nullptr);
   void run_loop();
   void run_entry(std::unique_ptr<Entry> entry);
-  // Note [DETAIL fingerprints]: every rank's fingerprint of the entry, compared before it runs.
-  void check_fingerprints_of(Entry& entry);
   // Posts the entry's MPI calls, waits for them, and runs its finish step.
   void move_data(Entry& entry);
   // The error of a collective that timed out; breaks the group (Note [Stall inspector side channel]).

@@ -340,7 +340,7 @@ void ProcessGroupNCCL::trace_device_span(const NcclWork& work) const {
                                     "\",\"device\":", device_, "}"));
 }
 
-ProcessGroupPtr ProcessGroupNCCL::new_subgroup(const std::vector<int>& ranks, Options options) {
+ProcessGroupPtr ProcessGroupNCCL::run_new_subgroup(const std::vector<int>& ranks, Options options) {
   Options bootstrap = options;
   bootstrap.backend = "mpi";
   bootstrap.group_name = options.group_name + "_bootstrap";

@@ -44,9 +44,8 @@ class ProcessGroupNCCL : public ProcessGroup {
   int device_index() const { return device_; }
   Device collective_device() const override { return Device(DeviceType::kCUDA, device_); }
 
-  ProcessGroupPtr new_subgroup(const std::vector<int>& ranks, Options options) override;
-
  protected:
+  ProcessGroupPtr run_new_subgroup(const std::vector<int>& ranks, Options options) override;
   WorkPtr run_broadcast(std::vector<Tensor>& tensors, const BroadcastOptions& opts) override;
   WorkPtr run_allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& opts) override;
   WorkPtr run_allreduce_coalesced(std::vector<Tensor>& tensors, const AllreduceCoalescedOptions& opts) override;

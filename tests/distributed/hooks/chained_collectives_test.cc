@@ -86,6 +86,31 @@ TEST_F(ChainedCollectives, SecondRoundFromACallbackPairsUpOnEveryRankWhateverThe
   }
 }
 
+// ZeRO's overlap hook issues on a group of its own from a callback of DDP's group. At DETAIL both
+// are wrapped: the callback's collective is checked without waiting on the worker, and neither
+// caller blocks (Note [DETAIL fingerprints]).
+TEST_F(ChainedCollectives, DetailChecksACollectiveIssuedOnAnotherGroupFromACallback) {
+  ProcessGroupPtr first = detail_group();
+  ProcessGroupPtr second = detail_group();
+  Tensor a = rank_input({7}, kFloat32, rank_), b = rank_input({11}, kFloat32, rank_);
+  // Rank 0 starts first: were either exchange waited for, its calls would last until the peers join.
+  if (rank_ != 0) sleep_ms(300);
+  const auto begin = std::chrono::steady_clock::now();
+  std::vector<Tensor> la{a};
+  FuturePtr both = first->allreduce(la)->get_future()->then_future([second, b](Future&) {
+    std::vector<Tensor> lb{b};
+    return second->allreduce(lb)->get_future();
+  });
+  const auto elapsed = std::chrono::steady_clock::now() - begin;
+  ASSERT_TRUE(both->wait_for(milliseconds(30000))) << "the chained collectives hung";
+  EXPECT_EQ(error_of([&] { both->wait(); }), "");
+  EXPECT_TRUE(close_to(a, expected_sum({7}, world_)));
+  EXPECT_TRUE(close_to(b, expected_sum({11}, world_)));
+  if (rank_ == 0 && world_ > 1) {
+    EXPECT_LT(std::chrono::duration_cast<milliseconds>(elapsed).count(), 150) << "the DETAIL check blocked its caller";
+  }
+}
+
 TEST_F(ChainedCollectives, WaitInsideACallbackIsAClearErrorNotADeadlock) {
   Tensor a = rank_input({8}, kFloat32, rank_), b = rank_input({9}, kFloat32, rank_);
   // Rank 0's first allreduce cannot finish before its peers join, so its callback is attached in

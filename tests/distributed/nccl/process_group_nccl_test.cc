@@ -6,6 +6,7 @@
 #include <string>
 
 #include "distributed/backends/nccl/process_group_nccl.h"
+#include "distributed/process_group_wrapper.h"
 #include "tensor/device_backend.h"
 #include "tests/distributed/mpi_test_util.h"
 
@@ -222,6 +223,31 @@ TEST_F(NcclTest, SkippedCollectiveTimesOutAndAbortsTheCommunicator) {
   std::vector<Tensor> list{on_device(ones({3}))};
   nccl_->allreduce(list)->wait();
   EXPECT_TRUE(close_to(list[0].to(kCPU), full({3}, Scalar(static_cast<double>(world_)), kFloat64)));
+}
+
+// Note [DETAIL fingerprints]: the check sits in front of any backend, NCCL's included.
+TEST_F(NcclTest, DetailReportsMismatchedCollectivesInFrontOfNccl) {
+  ProcessGroup::Options options;
+  options.backend = "nccl";
+  options.timeout = std::chrono::seconds(60);
+  options.group_name = "nccl_detail_group";
+  options.has_debug_level = true;
+  options.debug_level = DebugLevel::kDetail;
+  ProcessGroupPtr group = with_debug_wrapper(std::make_shared<ProcessGroupNCCL>(pg_, options));
+  ASSERT_NE(dynamic_cast<ProcessGroupWrapper*>(group.get()), nullptr);
+  EXPECT_EQ(group->backend_name(), "nccl");
+  EXPECT_EQ(group->collective_device(), cuda_);
+  std::vector<Tensor> same{on_device(ones({3}))};
+  group->allreduce(same)->wait();
+  EXPECT_TRUE(close_to(same[0].to(kCPU), full({3}, Scalar(static_cast<double>(world_)), kFloat64)));
+  if (world_ < 2) return;
+  std::vector<Tensor> list{on_device(ones({rank_ == 1 ? 5 : 4}))};
+  const std::string msg = error_of([&] { group->allreduce(list)->wait(); });
+  EXPECT_THAT(msg, HasSubstr("collective mismatch in process group nccl_detail_group"));
+  EXPECT_THAT(msg, HasSubstr("rank 0 called allreduce #3 (SUM, float32 [4]"));
+  EXPECT_THAT(msg, HasSubstr("rank 1 called allreduce #3 (SUM, float32 [5]"));
+  // No payload moved.
+  EXPECT_TRUE(close_to(list[0].to(kCPU), ones({rank_ == 1 ? 5 : 4}).to(kFloat64)));
 }
 
 // Note [CUDA tensors through the MPI backend]: the same collectives, from device memory.
