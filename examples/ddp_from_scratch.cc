@@ -118,8 +118,8 @@ std::unique_ptr<GradReadyHooks> overlap_per_parameter(Comm& comm, const std::vec
 // Stage buckets: gradients are copied into flat buckets, filled in reverse parameter order (about
 // the order backward produces them); a bucket's allreduce starts when its last gradient arrives.
 // Few messages (flat's win) that still overlap backward (overlap's). As in PyTorch, a bucket closes
-// once it holds at least its cap, and the first one's cap is smaller so that communication starts
-// early in backward.
+// once it holds at least its cap; the first to fill has a smaller cap, so that communication starts
+// early in backward, as in PyTorch's buckets once the rebuild has ordered them by gradient arrival.
 class Buckets {
  public:
   Buckets(Comm& comm, const std::vector<Tensor>& params, int64_t first_bucket_bytes, int64_t bucket_bytes)

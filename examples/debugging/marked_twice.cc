@@ -32,7 +32,7 @@ int example_main(int argc, char** argv) {
   if (exit_code) return *exit_code;
   auto pg = distributed::init_process_group("mpi");
   try {
-    Generator gen(0);
+    Generator gen(pg->rank());  // each rank draws its own data, as each reads its own shard
     auto ddp = std::make_shared<distributed::DistributedDataParallel>(std::make_shared<TwoHeads>());
     optim::SGD opt(ddp->parameters(), optim::SGDOptions(0.1));
     for (int step = 0; step < 3; ++step) {

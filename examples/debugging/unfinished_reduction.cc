@@ -35,7 +35,7 @@ int example_main(int argc, char** argv) {
   if (exit_code) return *exit_code;
   auto pg = distributed::init_process_group("mpi");
   try {
-    Generator gen(0);
+    Generator gen(pg->rank());  // each rank draws its own data, as each reads its own shard
     distributed::DDPOptions options;
     if (fixed) options.find_unused_parameters = true;  // BUG without it: aux_head gets no gradient
     auto ddp = std::make_shared<distributed::DistributedDataParallel>(std::make_shared<Classifier>(), options);

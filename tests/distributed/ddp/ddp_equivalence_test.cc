@@ -137,6 +137,33 @@ TEST_F(DdpEquivalence, NoSyncAccumulatesThreeMicroBatches) {
   check(sc);
 }
 
+// Accumulating k micro-batches is one step on a k times larger batch only when each micro-batch's
+// loss is divided by k: the reference trains one process on the larger batch, each rank's share its
+// k micro-batch shards one after the other, with the plain mean loss.
+TEST_F(DdpEquivalence, NoSyncWithTheLossOverKIsOneStepOnAKTimesLargerBatch) {
+  constexpr int k = 3;
+  Scenario accumulated = mlp_scenario();
+  accumulated.micro_batches = k;
+  accumulated.loss = [](const Tensor& out, const Tensor& target) {
+    return div(nn::functional::cross_entropy(out, target), static_cast<double>(k));
+  };
+  Scenario larger = mlp_scenario();
+  larger.per_rank = k * accumulated.per_rank;
+  larger.make_batch = [micro = accumulated.make_batch, p = accumulated.per_rank, world = world_](int step, int64_t) {
+    std::vector<Tensor> inputs, targets;
+    for (int r = 0; r < world; ++r) {
+      for (int mb = 0; mb < k; ++mb) {
+        auto shard = rows(micro(step * k + mb, world * p), r * p, p);
+        inputs.push_back(shard.first);
+        targets.push_back(shard.second);
+      }
+    }
+    return std::make_pair(cat(inputs, 0), cat(targets, 0));
+  };
+  auto ddp = train_ddp(accumulated, rank_, world_);
+  EXPECT_TRUE(parameters_match(ddp->module()->parameters(), reference_parameters(larger, world_), kRtol));
+}
+
 TEST_F(DdpEquivalence, StaticGraph) {
   Scenario sc = mlp_scenario();
   sc.make_model = [](uint64_t seed) { return std::make_shared<Branchy>(seed); };  // "never" unused
