@@ -1,11 +1,14 @@
 // A guided tour of one DDP iteration for students (docs/how-ddp-works.md). Run under mpirun:
 //   mpirun -np 2 bazel-bin/examples/ddp_walkthrough [--bucket_cap_mb=0.2 --first_bucket_mb=0.05]
+//       [--find_unused_parameters]
 // It prints the parameter list with its bucket assignment (docs/design.md steps 1-5), then narrates
 // one training iteration from rank 0's point of view — forward, every autograd hook, each
 // bucket's launch and completion, finalize — with timestamps, so the overlap of communication
 // with the rest of backward is visible. Each rank trains on its own rows of a fixed global batch:
 // the walkthrough shows the ranks' local gradients differing, the averaged ones agreeing, and the
 // parameters after the last step matching one process that trained on the whole global batch.
+// With --find_unused_parameters the model has two more heads, one that only rank 1 uses and one
+// that no rank uses, and the listing shows the unused-parameter path (steps 7, 8, 11 and 12).
 // Set EMBER_DDP_TRACE=<dir> for a Chrome trace as well.
 #include <algorithm>
 #include <cmath>
@@ -27,6 +30,12 @@ namespace {
 // The docs/design.md step a narrated event belongs to (docs/how-ddp-works.md walks through them).
 const char* design_step(const std::string& event) {
   auto starts = [&event](const char* prefix) { return event.rfind(prefix, 0) == 0; };
+  if (event.find("used-parameter map") != std::string::npos) {
+    return "step 11: the used-parameter map's allreduce, after the last bucket";
+  }
+  if (starts("search_unused_parameters")) return "step 7: the graph search from the outputs";
+  if (starts("first hook marks")) return "step 8: unused here, so ready at once (their slots hold zeros)";
+  if (starts("DDPSinkBackward")) return "steps 7-8: DDP's sink: backward reaches every output together";
   if (starts("DDP forward")) return "steps 6-7: DistributedDataParallel::forward";
   if (starts("prepare_for_backward")) return "step 7: Reducer::prepare_for_backward";
   if (starts("autograd_hook")) return "steps 8-9: Reducer::autograd_hook -> mark_variable_ready";
@@ -56,16 +65,55 @@ void print_per_rank(const char* what, const std::vector<double>& values) {
   std::printf("\n");
 }
 
+// The model of --find_unused_parameters: the MLP, and beside it two heads on the input: `aux`,
+// which only rank 1's forward uses (a branch used on one rank), and `spare`, which no forward uses.
+struct MlpWithHeads : nn::Module {
+  std::shared_ptr<nn::Module> mlp;
+  std::shared_ptr<nn::Linear> aux, spare;
+  bool use_aux = false;
+  explicit MlpWithHeads(Generator* gen) : nn::Module("MlpWithHeads") {
+    mlp = register_module("mlp", nn::make_mlp({64, 256, 256, 128, 10}, gen));
+    aux = register_module("aux", std::make_shared<nn::Linear>(64, 10, true, gen));
+    spare = register_module("spare", std::make_shared<nn::Linear>(64, 10, true, gen));
+  }
+  Tensor forward(const Tensor& x) override {
+    Tensor out = mlp->forward(x);
+    return use_aux ? add(out, aux->forward(x)) : out;
+  }
+};
+
+// What became of the two heads' gradients after the narrated iteration (step 12), on every rank.
+struct HeadsAfter {
+  std::vector<double> aux_norms;      // |grad aux.weight|
+  std::vector<double> spare_defined;  // 1 where spare.weight has a .grad
+};
+
+HeadsAfter gather_heads(distributed::ProcessGroup& pg, const MlpWithHeads& m) {
+  return HeadsAfter{from_every_rank(pg, norm(m.aux->weight().grad())),
+                    from_every_rank(pg, m.spare->weight().grad().defined() ? 1 : 0)};
+}
+
+void print_heads(const HeadsAfter& h) {
+  std::printf("\n== Unused parameters (find_unused_parameters): aux is used on rank 1 only, spare on no rank\n");
+  print_per_rank("|grad aux.weight| after (rank 1's, averaged)", h.aux_norms);
+  const bool untouched = std::all_of(h.spare_defined.begin(), h.spare_defined.end(), [](double d) { return d == 0; });
+  std::printf("  spare.weight .grad: %s\n",
+              untouched ? "left untouched on every rank (undefined: no rank used it)" : "written on some rank");
+}
+
 }  // namespace
 
 int example_main(int argc, char** argv) {
   double bucket_cap_mb = 0.2;      // small buckets so a small model still has several
   double first_bucket_mb = 0.05;
+  bool find_unused_parameters = false;
   flags::CommandLine cli("A narrated DDP iteration (docs/how-ddp-works.md). Run under mpirun.", "ddp_walkthrough");
   cli.add_option("--bucket_cap_mb", bucket_cap_mb, "DDPOptions::bucket_cap_mb after the rebuild (MiB)")
       ->check(flags::number_in(1e-6, 1e6, "a size in MiB"));
   cli.add_option("--first_bucket_mb", first_bucket_mb, "DDPOptions::first_bucket_mb (MiB)")
       ->check(flags::number_in(1e-6, 1e6, "a size in MiB"));
+  cli.add_flag("--find_unused_parameters", find_unused_parameters,
+               "DDPOptions::find_unused_parameters, with a head only rank 1 uses and one no rank uses");
   try {
     if (cli.parse(argc, argv, flags::launcher_rank() == 0) == flags::Parsed::kHelp) return 0;
   } catch (const std::exception& e) {
@@ -75,6 +123,7 @@ int example_main(int argc, char** argv) {
   distributed::DDPOptions options;
   options.bucket_cap_mb = bucket_cap_mb;
   options.first_bucket_mb = first_bucket_mb;
+  options.find_unused_parameters = find_unused_parameters;
   auto pg = distributed::init_process_group("mpi");
   const int rank = pg->rank(), world = pg->size();
   // Every rank builds the same model (the constructor's broadcast would make it so anyway) and
@@ -83,9 +132,17 @@ int example_main(int argc, char** argv) {
   constexpr int kSteps = 3;
   constexpr double kLr = 0.05;
   Generator gen(0);
-  auto model = nn::make_mlp({64, 256, 256, 128, 10}, &gen);
   Generator ref_gen(0);
-  auto reference = nn::make_mlp({64, 256, 256, 128, 10}, &ref_gen);  // one process, whole batch
+  std::shared_ptr<nn::Module> model, reference;  // reference: one process, whole batch
+  std::shared_ptr<MlpWithHeads> with_heads, reference_with_heads;
+  if (find_unused_parameters) {
+    model = with_heads = std::make_shared<MlpWithHeads>(&gen);
+    with_heads->use_aux = rank == 1;
+    reference = reference_with_heads = std::make_shared<MlpWithHeads>(&ref_gen);
+  } else {
+    model = nn::make_mlp({64, 256, 256, 128, 10}, &gen);
+    reference = nn::make_mlp({64, 256, 256, 128, 10}, &ref_gen);
+  }
   Generator data_gen(1);
   const Tensor global_x = randn({world * kRowsPerRank, 64}, &data_gen);
   const Tensor global_y = randint(0, 10, {world * kRowsPerRank}, &data_gen);
@@ -99,8 +156,13 @@ int example_main(int argc, char** argv) {
       std::printf("  [%zu] %-10s %-14s %8zu bytes\n", i, names[i].c_str(), params[i].shape_str().c_str(),
                   params[i].nbytes());
     }
-    std::printf("first iteration: every parameter in one bucket (per dtype), as PyTorch does when\n"
-                "find_unused_parameters is off -- parameter order is not yet known to be gradient order\n");
+    if (find_unused_parameters) {
+      std::printf("first iteration: buckets by size in reverse parameter order, as PyTorch does when\n"
+                  "find_unused_parameters is on\n");
+    } else {
+      std::printf("first iteration: every parameter in one bucket (per dtype), as PyTorch does when\n"
+                  "find_unused_parameters is off -- parameter order is not yet known to be gradient order\n");
+    }
   }
   // The bucket layout, in launch order.
   auto print_buckets = [&](const std::vector<std::vector<size_t>>& indices, const std::vector<int64_t>& sizes) {
@@ -147,7 +209,20 @@ int example_main(int argc, char** argv) {
   // gradient DDP's averaging computes from the ranks' mean losses over their rows.
   auto reference_step = [&] {
     ref_opt.zero_grad();
-    nn::functional::cross_entropy(reference->forward(global_x), global_y).backward();
+    if (reference_with_heads) {
+      // Rank r's shard through the model as rank r runs it (aux on rank 1 only).
+      Tensor total;
+      for (int r = 0; r < world; ++r) {
+        reference_with_heads->use_aux = r == 1;
+        Tensor l = div(nn::functional::cross_entropy(reference->forward(global_x.narrow(0, r * kRowsPerRank, kRowsPerRank)),
+                                                     global_y.narrow(0, r * kRowsPerRank, kRowsPerRank)),
+                       static_cast<double>(world));
+        total = total.defined() ? add(total, l) : l;
+      }
+      total.backward();
+    } else {
+      nn::functional::cross_entropy(reference->forward(global_x), global_y).backward();
+    }
     ref_opt.step();
   };
   iteration(false);  // first iteration: buckets are rebuilt in the observed gradient order after it
@@ -191,6 +266,7 @@ int example_main(int argc, char** argv) {
     max_diff = std::max(max_diff, max(abs(sub(model->parameters()[i], reference->parameters()[i]))).item<double>());
   }
   const std::vector<double> diffs = from_every_rank(*pg, max_diff);
+  const HeadsAfter heads = with_heads ? gather_heads(*pg, *with_heads) : HeadsAfter{};
   if (rank == 0) {
     std::lock_guard<std::mutex> lock(events_mutex);
     std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.ts < b.ts; });
@@ -210,6 +286,7 @@ int example_main(int argc, char** argv) {
     print_per_rank(("|grad " + watched_name + "| local, before allreduce").c_str(), local_norms);
     print_per_rank(("|grad " + watched_name + "| averaged, after").c_str(), averaged_norms);
     std::printf("  averaged gradient = mean of the local ones: max |difference| %.2e\n", averaging_error);
+    if (with_heads) print_heads(heads);
     std::printf("\n== After %d steps: max |parameter difference| from one process that trained on the whole "
                 "global batch:", kSteps);
     for (size_t r = 0; r < diffs.size(); ++r) std::printf(" rank %zu: %.2e", r, diffs[r]);

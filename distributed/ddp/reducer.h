@@ -133,6 +133,8 @@ class Reducer {
   // Step 7 (reducer_forward.cc).
   void search_unused_parameters(const std::vector<Tensor>& outputs);
   void warn_no_unused_parameters();
+  // A trace instant naming the unused parameters the first hook marks ready (step 8).
+  void trace_unused_marked_ready() const;
   // Steps 8-9 (reducer_readiness.cc).
   void autograd_hook(size_t index);
   void mark_variable_ready(size_t index);

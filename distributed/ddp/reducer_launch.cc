@@ -5,6 +5,7 @@
 #include "autograd/engine.h"
 #include "distributed/ddp/ddp_check.h"
 #include "distributed/ddp/reducer.h"
+#include "distributed/diagnostics/trace.h"
 
 namespace ember::distributed {
 
@@ -80,6 +81,7 @@ void Reducer::all_reduce_local_used_map() {
   const Device device = process_group_->collective_device();
   local_used_map_dev_ = device.is_cpu() ? local_used_map_.clone() : local_used_map_.to(device);
   std::vector<Tensor> t{local_used_map_dev_};
+  TraceLabel label("used-parameter map");
   local_used_work_ = process_group_->allreduce(t);
 }
 

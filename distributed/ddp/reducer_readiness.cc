@@ -6,6 +6,7 @@
 #include "autograd/engine.h"
 #include "distributed/ddp/ddp_check.h"
 #include "distributed/ddp/reducer.h"
+#include "distributed/diagnostics/trace.h"
 #include "tensor/factories.h"
 #include "tensor/ops.h"
 #include "tensor/sparse.h"
@@ -51,6 +52,7 @@ void Reducer::autograd_hook(size_t index) {
   // With unused parameters, the first hook marks all of them ready (their buckets hold zeros).
   if (!has_marked_unused_parameters_) {
     has_marked_unused_parameters_ = true;
+    if (!unused_parameters_.empty() && Trace::get().enabled()) trace_unused_marked_ready();
     for (size_t unused : unused_parameters_) mark_variable_ready(unused);
   }
   if (static_graph_after_first_iteration()) {
@@ -66,6 +68,13 @@ void Reducer::autograd_hook(size_t index) {
   }
   if (should_rebuild_buckets()) push_rebuilt_params(index);
   mark_variable_ready(index);
+}
+
+// What the walkthrough and a trace show of step 8's first hook: the unused parameters it marks ready.
+void Reducer::trace_unused_marked_ready() const {
+  std::string names;
+  for (size_t unused : unused_parameters_) names += (names.empty() ? "" : " ") + param_name(unused);
+  Trace::get().instant("first hook marks the unused ready: " + names, "ddp");
 }
 
 // Step 9.
