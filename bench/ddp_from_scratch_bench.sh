@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The tables of docs/ddp-from-scratch.md: examples/ddp_from_scratch's five stages (naive, flat,
+# The tables of docs/ddp-from-scratch.md: five of examples/ddp_from_scratch's stages (naive, flat,
 # overlap, buckets, ddp) on two ranks, interleaved ROUNDS times, for the MLP of many small layers and
 # ResNet-20, on two scripts/cluster.sh hosts over a capped link and on shared memory; then
 # --stage=buckets with other bucket caps on the link. Prints a markdown table of medians per part,
@@ -78,8 +78,8 @@ stage_table() {  # stage_table WHERE
 }
 for part in "${parts[@]}"; do
   case "$part" in
-    stages) echo "== the five stages, 2 hosts, link $link, medians of $rounds interleaved rounds"; stage_table link ;;
-    shm) echo "== the five stages, shared memory, medians of $rounds interleaved rounds"; stage_table shm ;;
+    stages) echo "== five stages, 2 hosts, link $link, medians of $rounds interleaved rounds"; stage_table link ;;
+    shm) echo "== five stages, shared memory, medians of $rounds interleaved rounds"; stage_table shm ;;
     caps)
       echo "== --stage=buckets by bucket caps, 2 hosts, link $link, medians of $cap_rounds rounds"
       machine

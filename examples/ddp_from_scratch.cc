@@ -1,8 +1,10 @@
 // DDP from nothing, in stages (docs/ddp-from-scratch.md): data-parallel training written with only
 // a ProcessGroup and autograd hooks, one idea at a time, then ember's DistributedDataParallel.
-//   mpirun -np 2 bazel-bin/examples/ddp_from_scratch --stage=naive|flat|overlap|buckets|ddp
-// Every rank builds the same model (same seed) and draws the same global batch each step; rank r
-// trains on its rows. Rank 0 then trains a copy on whole batches in one process and prints one
+//   mpirun -np 2 bazel-bin/examples/ddp_from_scratch
+//       --stage=naive|flat|overlap|buckets|broadcast|callback|unused|ddp
+// Up to buckets every rank builds the same model (same seed); from broadcast on each rank seeds its
+// own and rank 0's parameters are broadcast. Every rank draws the same global batch each step; rank
+// r trains on its rows. Rank 0 then trains a copy on whole batches in one process and prints one
 // line "RESULT stage=S max_abs_diff_vs_single=D ms_per_step=M comm_wall_ms=C exposed_comm_ms=E
 // allreduces_per_step=N": the stages differ in how and when gradients are averaged, not in what.
 #include <algorithm>
@@ -45,10 +47,14 @@ class Comm {
   }
   // Blocks until every launched allreduce has completed.
   void wait_all() {
+    if (wait_began_ < 0) wait_began_ = now_ms();
     for (const Span& s : spans_) s.done->wait();
   }
   size_t launched() const { return spans_.size(); }
-  void clear() { spans_.clear(); }
+  void clear() { spans_.clear(), wait_began_ = -1; }
+  // When this step first waited for its allreduces: backward's end, or the first collective after
+  // it. What was in flight from then on is what overlap did not hide.
+  double wait_began() const { return wait_began_; }
   // The union of [launch, completion] over this step's allreduces, counted from `from` on: time
   // with a collective in flight, measured as DDP measures its buckets (Note [Communication time]).
   double wall_ms(double from = 0) const {
@@ -64,6 +70,7 @@ class Comm {
   };
   distributed::ProcessGroupPtr pg_;
   std::vector<Span> spans_;
+  double wait_began_ = -1;
 };
 
 // Stage naive: after backward, one blocking allreduce per parameter. Each message pays the full
@@ -135,8 +142,10 @@ class Buckets {
       bytes += static_cast<int64_t>(params[i].nbytes());
     }
     for (Bucket& b : buckets_) b.flat = zeros({b.numel}), b.pending = b.params.size();
+    // The hooks call the stage's on_grad_ready: the later stages change what a gradient sets off.
     hooks_ = std::make_unique<GradReadyHooks>(params, [this](size_t i) { on_grad_ready(i); });
   }
+  virtual ~Buckets() = default;
   size_t size() const { return buckets_.size(); }
   // After every bucket's allreduce completed: the averages back into .grad.
   void copy_back() {
@@ -146,7 +155,7 @@ class Buckets {
     }
   }
 
- private:
+ protected:
   struct Bucket {
     std::vector<size_t> params;
     int64_t numel = 0;
@@ -159,8 +168,12 @@ class Buckets {
   }
   // Every rank's engine runs backward in the same order, so every rank launches the buckets in
   // the same order and the allreduces pair up. (PyTorch's Reducer also insists on index order.)
-  void on_grad_ready(size_t i) {
+  virtual void on_grad_ready(size_t i) {
     view_of(i).copy_(params_[i].grad());
+    mark_ready(i);
+  }
+  // Parameter i's slot is filled: its bucket launches once it has no slot left to fill.
+  void mark_ready(size_t i) {
     Bucket& b = buckets_[where_[i].first];
     if (--b.pending == 0) comm_.launch(b.flat);
   }
@@ -170,6 +183,118 @@ class Buckets {
   std::vector<Bucket> buckets_;
   std::unique_ptr<GradReadyHooks> hooks_;
 };
+
+// Stage broadcast: each rank initialises its own model, as separate processes do (its own seed),
+// so before training every rank takes rank 0's parameters: DDP's constructor broadcast
+// (docs/design.md step 3). Without it the replicas start apart and the averaged gradients keep
+// them apart.
+void broadcast_parameters(distributed::ProcessGroup& pg, const std::vector<Tensor>& params) {
+  for (const Tensor& p : params) {
+    std::vector<Tensor> t{p};  // written in place
+    pg.broadcast(t, {/*root_rank=*/0})->wait();
+  }
+}
+
+// Stage callback: the buckets wait for themselves. The first gradient of an iteration queues a
+// callback on the autograd engine, which runs once backward has finished every node: it waits
+// for the buckets' allreduces and copies the averages into .grad. loss.backward() then returns
+// with the averaged gradients and the training loop is a one-process loop again (DDP's steps 11
+// and 12).
+class FinalizingBuckets : public Buckets {
+ public:
+  using Buckets::Buckets;
+
+ protected:
+  void on_grad_ready(size_t i) override {
+    if (!queued_) {
+      queued_ = true;
+      autograd::Engine::get_default_engine().queue_callback([this] {
+        finalize();
+        queued_ = false;
+      });
+    }
+    Buckets::on_grad_ready(i);
+  }
+  virtual void finalize() {
+    comm_.wait_all();
+    copy_back();
+  }
+
+ private:
+  bool queued_ = false;
+};
+
+// Stage unused: a parameter the forward did not use gets no gradient, so its hook never fires and
+// its bucket would wait for it forever. prepare() searches the autograd graph from the output for
+// the parameters it does not reach; the first hook marks them ready with zeros in their slots;
+// after the buckets, one more allreduce says which parameters some rank used, and finalize leaves
+// the .grad of those no rank used as it was (DDP's steps 7, 8, 11 and 12 with
+// find_unused_parameters).
+class UnusedAwareBuckets : public FinalizingBuckets {
+ public:
+  using FinalizingBuckets::FinalizingBuckets;
+  // After forward, before backward.
+  void prepare(const Tensor& output) {
+    const autograd::ReachableGraph graph = autograd::collect_reachable({output});
+    unused_.clear();
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (!graph.reaches(autograd::impl::grad_accumulator(params_[i]).get())) unused_.push_back(i);
+    }
+    marked_unused_ = false;
+  }
+
+ protected:
+  void on_grad_ready(size_t i) override {
+    if (!marked_unused_) {
+      marked_unused_ = true;
+      for (size_t u : unused_) view_of(u).zero_(), mark_ready(u);
+    }
+    FinalizingBuckets::on_grad_ready(i);
+  }
+  void finalize() override {
+    comm_.wait_all();
+    Tensor used = ones({static_cast<int64_t>(params_.size())});
+    for (size_t u : unused_) used.narrow(0, static_cast<int64_t>(u), 1).zero_();
+    comm_.launch(used);  // the average is 0 exactly where no rank used the parameter
+    comm_.wait_all();
+    for (Bucket& b : buckets_) {
+      for (size_t i : b.params) {
+        if (used.narrow(0, static_cast<int64_t>(i), 1).item<float>() == 0) continue;
+        Tensor& grad = params_[i].mutable_grad();
+        if (grad.defined()) {
+          grad.copy_(view_of(i));
+        } else {
+          grad = view_of(i).clone();  // unused here, used on another rank
+        }
+      }
+      b.pending = b.params.size();
+    }
+  }
+
+ private:
+  std::vector<size_t> unused_;
+  bool marked_unused_ = false;
+};
+
+// The model of stage unused: the stages' model and, beside it, a head on the flattened input that
+// only the last rank's forward uses (a branch used on one rank only).
+struct WithAuxHead : nn::Module {
+  std::shared_ptr<nn::Module> body;
+  std::shared_ptr<nn::Linear> aux;
+  bool use_aux = false;
+  WithAuxHead(std::shared_ptr<nn::Module> model, uint64_t seed) : nn::Module("WithAuxHead") {
+    Generator gen(seed);
+    body = register_module("body", std::move(model));
+    aux = register_module("aux", std::make_shared<nn::Linear>(28 * 28, 10, true, &gen));
+  }
+  Tensor forward(const Tensor& x) override {
+    Tensor out = body->forward(x);
+    return use_aux ? add(out, aux->forward(x.reshape({x.size(0), 28 * 28}))) : out;
+  }
+};
+
+// The auxiliary head's seed, after the model's (stage unused).
+constexpr uint64_t kAuxSeed = 7919;
 
 std::shared_ptr<nn::Module> make_model(const std::string& name, uint64_t seed) {
   Generator gen(seed);
@@ -205,7 +330,7 @@ int example_main(int argc, char** argv) {
   flags::CommandLine cli("DDP built in stages from a ProcessGroup and autograd hooks "
                          "(docs/ddp-from-scratch.md). Run under mpirun.", "ddp_from_scratch");
   cli.add_option("--stage", stage, "how gradients are averaged")
-      ->check(flags::one_of({"naive", "flat", "overlap", "buckets", "ddp"}));
+      ->check(flags::one_of({"naive", "flat", "overlap", "buckets", "broadcast", "callback", "unused", "ddp"}));
   cli.add_option("--model", model_name, "mlp: 32 Linear layers of width 256; resnet20: ResNet-20 on 1x28x28")
       ->check(flags::one_of({"mlp", "resnet20"}));
   cli.add_option("--steps", steps, "training steps, warmup included")->check(flags::positive_integer());
@@ -236,15 +361,33 @@ int example_main(int argc, char** argv) {
   }
   const int64_t rows = batch / world;
 
-  auto model = make_model(model_name, seed);
+  // From stage broadcast on, each rank initialises its model from its own seed (rank 0's is the
+  // reference's); the stage unused adds a head that only the last rank uses.
+  const bool own_seed = stage == "broadcast" || stage == "callback" || stage == "unused" || stage == "ddp";
+  const uint64_t model_seed = own_seed ? seed + static_cast<uint64_t>(rank) : seed;
+  std::shared_ptr<nn::Module> model = make_model(model_name, model_seed);
+  if (stage == "unused") {
+    auto with_aux = std::make_shared<WithAuxHead>(model, model_seed + kAuxSeed);
+    with_aux->use_aux = rank == world - 1;
+    model = with_aux;
+  }
   const std::vector<Tensor> params = model->parameters();
   Comm comm(pg);
   std::unique_ptr<GradReadyHooks> overlap;
   std::unique_ptr<Buckets> buckets;
+  UnusedAwareBuckets* unused = nullptr;  // buckets, in stage unused
   std::shared_ptr<distributed::DistributedDataParallel> ddp;
   const auto mib = [](double mb) { return static_cast<int64_t>(mb * 1024 * 1024); };
+  const int64_t first_cap = mib(first_bucket_mb), cap = mib(bucket_mb);
+  if (stage == "broadcast" || stage == "callback" || stage == "unused") broadcast_parameters(*pg, params);
   if (stage == "overlap") overlap = overlap_per_parameter(comm, params);
-  if (stage == "buckets") buckets = std::make_unique<Buckets>(comm, params, mib(first_bucket_mb), mib(bucket_mb));
+  if (stage == "buckets" || stage == "broadcast") buckets = std::make_unique<Buckets>(comm, params, first_cap, cap);
+  if (stage == "callback") buckets = std::make_unique<FinalizingBuckets>(comm, params, first_cap, cap);
+  if (stage == "unused") {
+    auto u = std::make_unique<UnusedAwareBuckets>(comm, params, first_cap, cap);
+    unused = u.get();
+    buckets = std::move(u);
+  }
   if (stage == "ddp") {
     distributed::DDPOptions options;
     options.bucket_cap_mb = bucket_mb;
@@ -260,20 +403,21 @@ int example_main(int argc, char** argv) {
     comm.clear();
     const double start = now_ms();
     opt.zero_grad();
-    Tensor loss = nn::functional::cross_entropy(net.forward(x.narrow(0, rank * rows, rows)),
-                                                y.narrow(0, rank * rows, rows));
-    loss.backward();
-    const double backward_end = now_ms();  // overlap, buckets: some allreduces already ran
+    Tensor out = net.forward(x.narrow(0, rank * rows, rows));
+    if (unused) unused->prepare(out);
+    nn::functional::cross_entropy(out, y.narrow(0, rank * rows, rows)).backward();
     if (stage == "naive") allreduce_naive(comm, params);
     if (stage == "flat") allreduce_flat(comm, params);
     if (stage == "overlap") comm.wait_all();
-    if (stage == "buckets") comm.wait_all(), buckets->copy_back();
+    if (stage == "buckets" || stage == "broadcast") comm.wait_all(), buckets->copy_back();
+    // callback, unused: backward returned with the averaged gradients.
     opt.step();
     const double end = now_ms();
     if (step < warmup) continue;
     // ms_per_step: the step's wall time, zero_grad to the optimizer step.
     // comm_wall_ms: the union of [launch, completion] over the step's allreduces.
-    // exposed_comm_ms: the part of that union after backward returned, what overlap did not hide.
+    // exposed_comm_ms: the part of that union after the step began waiting for it (at backward's
+    // end), what overlap did not hide.
     // allreduces_per_step: the collectives the step launched.
     step_ms += end - start;
     if (ddp) {
@@ -284,19 +428,34 @@ int example_main(int argc, char** argv) {
       allreduces += static_cast<double>(d.num_buckets);
     } else {
       comm_wall_ms += comm.wall_ms();
-      exposed_ms += comm.wall_ms(backward_end);
+      exposed_ms += comm.wall_ms(comm.wait_began());
       allreduces += static_cast<double>(comm.launched());
     }
   }
 
   if (rank == 0) {
     // The single-process reference: the same model and batches, whole batches, plain SGD.
-    auto reference = make_model(model_name, seed);
+    std::shared_ptr<nn::Module> reference = make_model(model_name, seed);
+    std::shared_ptr<WithAuxHead> reference_with_aux;
+    if (stage == "unused") reference = reference_with_aux = std::make_shared<WithAuxHead>(reference, seed + kAuxSeed);
     optim::SGD ref_opt(reference->parameters(), optim::SGDOptions(lr));
     for (int64_t step = 0; step < steps; ++step) {
       auto [x, y] = global_batch(model_name, batch, seed, step);
       ref_opt.zero_grad();
-      nn::functional::cross_entropy(reference->forward(x), y).backward();
+      if (reference_with_aux) {
+        // Each rank's rows through the model as that rank runs it (the head on the last rank's).
+        Tensor total;
+        for (int r = 0; r < world; ++r) {
+          reference_with_aux->use_aux = r == world - 1;
+          Tensor l = div(nn::functional::cross_entropy(reference->forward(x.narrow(0, r * rows, rows)),
+                                                       y.narrow(0, r * rows, rows)),
+                         static_cast<double>(world));
+          total = total.defined() ? add(total, l) : l;
+        }
+        total.backward();
+      } else {
+        nn::functional::cross_entropy(reference->forward(x), y).backward();
+      }
       ref_opt.step();
     }
     double max_diff = 0;
