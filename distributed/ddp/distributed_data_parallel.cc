@@ -30,7 +30,10 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   }
   build_params_for_reducer();
   // Step 2: same parameter count, shapes and strides everywhere, or a clear error on every rank.
-  verify_params_across_processes(*process_group_, params_, param_names_);
+  {
+    TraceLabel label("parameter shapes");  // what the collectives are for, in a trace
+    verify_params_across_processes(*process_group_, params_, param_names_);
+  }
   // Step 3: every rank starts from rank 0's parameters and buffers.
   if (options_.init_sync) sync_module_states();
   // Steps 4 and 5.
@@ -157,6 +160,7 @@ void DistributedDataParallel::sync_module_states(int root) {
     if (!options_.parameters_to_ignore.count(name)) tensors.push_back(p);
   }
   for (const Tensor& b : buffers_to_sync()) tensors.push_back(b);
+  TraceLabel label("parameters and buffers");
   broadcast_coalesced(*process_group_, tensors, kDefaultBroadcastBucketBytes, root);
 }
 
@@ -179,6 +183,7 @@ void DistributedDataParallel::broadcast_buffers_from(int root) {
   std::vector<Tensor> buffers = buffers_to_sync();
   if (buffers.empty()) return;
   NoGradGuard no_grad;
+  TraceLabel label("buffers");
   broadcast_coalesced(*process_group_, buffers, kDefaultBroadcastBucketBytes, root);
 }
 

@@ -6,6 +6,7 @@
 #include "distributed/ddp/bucketing.h"
 #include "distributed/ddp/ddp_check.h"
 #include "distributed/ddp/reducer.h"
+#include "distributed/diagnostics/trace.h"
 #include "tensor/factories.h"
 
 namespace ember::distributed {
@@ -65,6 +66,7 @@ void Reducer::check_bucket_layout(const std::vector<std::vector<size_t>>& bucket
 
 // Rank 0's assignment is broadcast so every rank launches identical buckets.
 std::vector<std::vector<size_t>> Reducer::sync_bucket_indices(std::vector<std::vector<size_t>> indices) {
+  TraceLabel label("bucket layout");
   int64_t total = 0;
   for (const auto& b : indices) total += static_cast<int64_t>(b.size());
   const Device device = process_group_->collective_device();

@@ -6,6 +6,8 @@
 # each bucket split into its phases when the trace has the MPI worker's spans (else the note
 # saying it is not), comm_wall within the iteration; the one-bucket baseline with one bucket a
 # rank; both bucket plans of ResNet-20 (1 bucket, then 2) holding its 65 parameters, with the caps;
+# the walkthrough's sequence diagram with a row per collective of the trace, every rank agreeing,
+# the construction's, the first iteration's and the rebuild's collectives named;
 # a series per line of each plot, a label per validation run. Then the committed docs: every
 # committed picture parses and every figure docs/pictures/README.md and docs/how-ddp-works.md
 # quote (Note [Quoted figures] in scripts/svg.py) is the committed picture's.
@@ -113,6 +115,23 @@ def check_plan(name, buckets_before, buckets_after, params):
     assert not any("MB" in t.replace("MiB", "") for t in texts(root) if t), f"{name}: MB, not MiB"
     return f"{name}: {counts[0]} then {counts[1]} buckets, {params} params, {sizes[0]} bytes, caps drawn"
 
+def check_sequence(name, trace_dir):
+    root = svg(name)
+    events = json.load(open(os.path.join(traces, trace_dir, "ember_trace_job.json")))["traceEvents"]
+    seqs = {e["args"]["sequence_number"] for e in events if e.get("ph") == "X" and e["name"].endswith("(MPI)")}
+    rows = by_class(root, "text", "collective")
+    assert sorted(int(r.get("data-seq")) for r in rows) == sorted(seqs), f"{name}: rows {len(rows)}, collectives {len(seqs)}"
+    assert all(r.get("data-agree") == "1" for r in rows), f"{name}: a collective differs between the ranks"
+    labels = [r.text for r in rows]
+    for want in ("#0 broadcast · parameter shapes", "#3 broadcast · parameters and buffers", "#4 allreduce · bucket 0",
+                 "#5 broadcast · bucket layout", "#7 allreduce · bucket 0"):
+        assert any(t.startswith(want) for t in labels), f"{name}: no row {want!r}"
+    phases = [t.text for t in by_class(root, "text", "phase")]
+    assert phases[:3] == ["construction", "iteration 1", "iteration 2"], phases
+    figures = svglib.read_figures(os.path.join(pictures, name))
+    assert figures["collectives"] == len(seqs) and figures["mismatches"] == 0, figures
+    return f"{name}: {len(rows)} collectives in {len(phases)} phases"
+
 def check_plot(name, series, labels=0):
     root = svg(name)
     n = len(by_class(root, "g", "series"))
@@ -128,6 +147,7 @@ report = [
     check_timeline("ddp_walkthrough_timeline_one_bucket.svg", "walkthrough_one_bucket", buckets_per_rank=1),
     check_timeline("resnet20_timeline.svg", "resnet20"),
     check_plan("ddp_walkthrough_bucket_plan.svg", 1, 3, 8),  # its MLP: 4 layers, 0.05 then 0.2 MiB caps
+    check_sequence("ddp_walkthrough_sequence.svg", "walkthrough"),
     check_plan("resnet20_bucket_plan.svg", 1, 2, 65),
     check_plot("step_model_scaling_resnet20.svg", 4),
     check_plot("step_model_buckets_mlp.svg", 6),
@@ -150,8 +170,8 @@ check "pictures are well-formed SVG showing the runs ($(cat "$work/checked.out")
 [[ $rc -eq 0 ]] || sed 's/^/  /' "$work/checked.err" >&2
 one_bucket_resnet=0
 [[ -e "$work/pictures/resnet20_timeline_one_bucket.svg" ]] && one_bucket_resnet=1
-# The runs' 5 (6 with ResNet-20's baseline), the step model's, cluster_scaling.
-expected=$((5 + one_bucket_resnet + $(ls "$step_model"/*.dat | wc -l) + 1))
+# The runs' 6 (7 with ResNet-20's baseline), the step model's, cluster_scaling.
+expected=$((6 + one_bucket_resnet + $(ls "$step_model"/*.dat | wc -l) + 1))
 n=$(ls "$work/pictures"/*.svg | wc -l)
 [[ $n -eq $expected ]]
 check "$expected pictures written ($n)" $?
