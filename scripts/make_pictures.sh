@@ -7,7 +7,8 @@
 #     launched after backward (*_timeline_one_bucket.svg; ResNet-20's when ddp_resnet has
 #     --bucket_cap_mb and --first_bucket_mb);
 #   - their bucket plans before and after the rebuild, with the caps (scripts/bucket_plan.py);
-#   - the walkthrough's collectives, numbered, on both ranks (scripts/sequence_diagram.py);
+#   - the walkthrough's buckets in memory (scripts/bucket_memory.py) and its collectives,
+#     numbered, on both ranks (scripts/sequence_diagram.py);
 #   - the multi-host benchmarks' plots (scripts/bench_plots.py) from docs/step_model/*.dat and
 #     bench/cluster_bench.sh's tables in docs/cluster_bench/;
 #   then, when writing docs/pictures/, the figures the docs quote from them (Note [Quoted
@@ -82,6 +83,8 @@ traced walkthrough "$walkthrough"
   --title "examples/ddp_walkthrough (MLP 64-256-256-128-10, 3 buckets), 2 ranks: one DDP iteration"
 "$py" "$scripts/bucket_plan.py" "$traces/walkthrough/ember_trace_rank0.json" -o "$out/ddp_walkthrough_bucket_plan.svg" \
   --caps 0.05,0.2 --title "examples/ddp_walkthrough: the MLP's buckets (caps 0.05 MiB first, then 0.2 MiB)"
+"$py" "$scripts/bucket_memory.py" "$traces/walkthrough/ember_trace_job.json" -o "$out/ddp_walkthrough_bucket_memory.svg" \
+  --title "examples/ddp_walkthrough: its three buckets in memory, after the rebuild"
 "$py" "$scripts/sequence_diagram.py" "$traces/walkthrough/ember_trace_job.json" -o "$out/ddp_walkthrough_sequence.svg" \
   --title "examples/ddp_walkthrough, 2 ranks: every collective of the job, numbered"
 traced walkthrough_one_bucket "$walkthrough" "${one_bucket[@]}"

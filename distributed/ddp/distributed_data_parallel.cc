@@ -91,7 +91,9 @@ void DistributedDataParallel::build_reducer(std::vector<std::vector<size_t>> buc
 
 std::string DistributedDataParallel::current_bucket_plan_json() const {
   const DDPLoggingData d = reducer_->logging_data();
-  return bucket_plan_json({d.bucket_indices, d.bucket_sizes}, param_names_);
+  BucketPlan plan{d.bucket_indices, d.bucket_sizes};
+  reducer_->describe_bucket_memory(plan);
+  return bucket_plan_json(plan, param_names_);
 }
 
 // EMBER_DISTRIBUTED_DEBUG=INFO: once the buckets are final and an iteration ran with them, the

@@ -4,6 +4,7 @@
 
 #include "autograd/variable.h"
 #include "distributed/ddp/ddp_check.h"
+#include "distributed/ddp_reports/bucket_plan.h"
 #include "tensor/factories.h"
 #include "tensor/ops.h"
 
@@ -148,6 +149,20 @@ IterationTimeline Reducer::last_iteration_timeline() const {
   std::vector<int64_t> param_bytes;
   for (const Tensor& p : params_) param_bytes.push_back(static_cast<int64_t>(p.nbytes()));
   return statistics_.timeline(std::move(param_bytes), bucket_sizes_in_bytes(bucket_indices_));
+}
+
+void Reducer::describe_bucket_memory(BucketPlan& plan) const {
+  plan.dtypes.clear();
+  plan.slots.clear();
+  for (const Bucket& bucket : buckets_) {
+    plan.dtypes.push_back(bucket.variables.empty() ? "" : dtype_name(bucket.variables[0].dtype()));
+    std::vector<BucketSlot> slots;
+    for (size_t j = 0; !bucket.expect_sparse_gradient && j < bucket.offsets.size(); ++j) {
+      slots.push_back({static_cast<int64_t>(bucket.offsets[j]), static_cast<int64_t>(bucket.lengths[j]),
+                       bucket.sizes[j]});
+    }
+    plan.slots.push_back(std::move(slots));
+  }
 }
 
 DDPLoggingData Reducer::logging_data() const {

@@ -27,6 +27,8 @@
 
 namespace ember::distributed {
 
+struct BucketPlan;  // distributed/ddp_reports/bucket_plan.h
+
 // The Reducer's part of DDPOptions: the mode flags, and in bytes the first-bucket size and bucket
 // cap that the bucket rebuild uses.
 struct ReducerOptions {
@@ -91,6 +93,8 @@ class Reducer {
   std::string uneven_inputs_hint() const;
 
   DDPLoggingData logging_data() const;
+  // Fills `plan`'s dtypes and slots from the buckets as they are now (step 5's flat buffers and views).
+  void describe_bucket_memory(BucketPlan& plan) const;
   // The last synchronising iteration's timings (logging_data().last without the copying).
   const IterationStats& last_iteration_stats() const { return statistics_.last(); }
   // The last synchronising iteration's gradient-ready and bucket times, built on demand from what

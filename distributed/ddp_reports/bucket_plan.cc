@@ -12,7 +12,18 @@ std::string bucket_plan_json(const BucketPlan& plan, const std::vector<std::stri
   for (size_t b = 0; b < plan.indices.size(); ++b) {
     nlohmann::ordered_json params = nlohmann::ordered_json::array();
     for (size_t i : plan.indices[b]) params.push_back(i < param_names.size() ? param_names[i] : std::to_string(i));
-    buckets.push_back({{"bytes", b < plan.bytes.size() ? plan.bytes[b] : 0}, {"params", std::move(params)}});
+    nlohmann::ordered_json bucket{{"bytes", b < plan.bytes.size() ? plan.bytes[b] : 0}, {"params", std::move(params)}};
+    if (b < plan.slots.size()) {
+      nlohmann::ordered_json slots = nlohmann::ordered_json::array();
+      for (size_t j = 0; j < plan.slots[b].size(); ++j) {
+        const BucketSlot& s = plan.slots[b][j];
+        slots.push_back({{"param_index", plan.indices[b][j]}, {"offset", s.offset}, {"length", s.length},
+                         {"shape", s.shape}});
+      }
+      bucket["dtype"] = b < plan.dtypes.size() ? plan.dtypes[b] : "";
+      bucket["slots"] = std::move(slots);
+    }
+    buckets.push_back(std::move(bucket));
   }
   return nlohmann::ordered_json{{"buckets", std::move(buckets)}}.dump();
 }

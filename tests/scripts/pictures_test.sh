@@ -6,6 +6,7 @@
 # each bucket split into its phases when the trace has the MPI worker's spans (else the note
 # saying it is not), comm_wall within the iteration; the one-bucket baseline with one bucket a
 # rank; both bucket plans of ResNet-20 (1 bucket, then 2) holding its 65 parameters, with the caps;
+# the walkthrough's buckets in memory, their slots tiling each flat buffer in the plan's order;
 # the walkthrough's sequence diagram with a row per collective of the trace, every rank agreeing,
 # the construction's, the first iteration's and the rebuild's collectives named;
 # a series per line of each plot, a label per validation run. Then the committed docs: every
@@ -132,6 +133,23 @@ def check_sequence(name, trace_dir):
     assert figures["collectives"] == len(seqs) and figures["mismatches"] == 0, figures
     return f"{name}: {len(rows)} collectives in {len(phases)} phases"
 
+def check_memory(name, trace_dir):
+    root = svg(name)
+    events = json.load(open(os.path.join(traces, trace_dir, "ember_trace_job.json")))["traceEvents"]
+    plan = next(e for e in events if e["name"] == "buckets rebuilt" and e["pid"] == 0)["args"]["buckets"]
+    slots = by_class(root, "g", "slot")
+    assert len(slots) == sum(len(b["params"]) for b in plan), f"{name}: {len(slots)} slots"
+    for b, bucket in enumerate(plan):
+        mine = [s for s in slots if s.get("data-bucket") == str(b)]
+        assert [s.get("data-param") for s in mine] == bucket["params"], (b, [s.get("data-param") for s in mine])
+        # The slots tile the buffer: each starts where the one before ended, and they fill its bytes.
+        end = 0
+        for s in mine:
+            assert int(s.get("data-offset")) == end, f"{name}: bucket {b} has a gap or overlap at {end}"
+            end += int(s.get("data-length"))
+        assert end * 4 == bucket["bytes"], f"{name}: bucket {b}: {end} float32 elements, {bucket['bytes']} bytes"
+    return f"{name}: {len(plan)} buckets, {len(slots)} slots tiling their buffers"
+
 def check_plot(name, series, labels=0):
     root = svg(name)
     n = len(by_class(root, "g", "series"))
@@ -148,6 +166,7 @@ report = [
     check_timeline("resnet20_timeline.svg", "resnet20"),
     check_plan("ddp_walkthrough_bucket_plan.svg", 1, 3, 8),  # its MLP: 4 layers, 0.05 then 0.2 MiB caps
     check_sequence("ddp_walkthrough_sequence.svg", "walkthrough"),
+    check_memory("ddp_walkthrough_bucket_memory.svg", "walkthrough"),
     check_plan("resnet20_bucket_plan.svg", 1, 2, 65),
     check_plot("step_model_scaling_resnet20.svg", 4),
     check_plot("step_model_buckets_mlp.svg", 6),
@@ -170,8 +189,8 @@ check "pictures are well-formed SVG showing the runs ($(cat "$work/checked.out")
 [[ $rc -eq 0 ]] || sed 's/^/  /' "$work/checked.err" >&2
 one_bucket_resnet=0
 [[ -e "$work/pictures/resnet20_timeline_one_bucket.svg" ]] && one_bucket_resnet=1
-# The runs' 6 (7 with ResNet-20's baseline), the step model's, cluster_scaling.
-expected=$((6 + one_bucket_resnet + $(ls "$step_model"/*.dat | wc -l) + 1))
+# The runs' 7 (8 with ResNet-20's baseline), the step model's, cluster_scaling.
+expected=$((7 + one_bucket_resnet + $(ls "$step_model"/*.dat | wc -l) + 1))
 n=$(ls "$work/pictures"/*.svg | wc -l)
 [[ $n -eq $expected ]]
 check "$expected pictures written ($n)" $?

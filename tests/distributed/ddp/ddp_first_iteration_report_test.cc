@@ -163,6 +163,21 @@ TEST_F(DdpFirstIterationReport, TraceEventsCarryTheBucketPlans) {
     for (size_t k = 0; k < d.bucket_indices[b].size(); ++k) {
       EXPECT_EQ(rebuilt[b]["params"][k].get<std::string>(), ddp->parameter_names()[d.bucket_indices[b][k]]);
     }
+    // The bucket's memory: one slot per parameter, tiling the flat buffer in order, each as long as
+    // its parameter and shaped like it.
+    EXPECT_EQ(rebuilt[b]["dtype"].get<std::string>(), "float32");
+    const auto params = ddp->parameters();
+    int64_t end = 0;
+    for (size_t k = 0; k < d.bucket_indices[b].size(); ++k) {
+      const nlohmann::json& slot = rebuilt[b]["slots"][k];
+      const Tensor& p = params[d.bucket_indices[b][k]];
+      EXPECT_EQ(slot["param_index"].get<size_t>(), d.bucket_indices[b][k]);
+      EXPECT_EQ(slot["offset"].get<int64_t>(), end);
+      EXPECT_EQ(slot["length"].get<int64_t>(), p.numel());
+      EXPECT_EQ(slot["shape"].get<std::vector<int64_t>>(), p.sizes());
+      end += p.numel();
+    }
+    EXPECT_EQ(end * 4, d.bucket_sizes[b]);
   }
 }
 
