@@ -5,7 +5,7 @@
 #     EMBER_DDP_TRACE, the traces merged by scripts/merge_traces.py and drawn by
 #     scripts/trace_timeline.py; beside each, the baseline with every gradient in one bucket,
 #     launched after backward (*_timeline_one_bucket.svg; ResNet-20's when ddp_resnet has
-#     --bucket_cap_mb and --first_bucket_mb);
+#     --bucket_cap_mb and --first_bucket_mb), drawn on one time scale with it;
 #   - their bucket plans before and after the rebuild, with the caps (scripts/bucket_plan.py);
 #   - the walkthrough's buckets in memory (scripts/bucket_memory.py) and its collectives,
 #     numbered, on both ranks (scripts/sequence_diagram.py);
@@ -78,8 +78,11 @@ traced() {
 # the bucketed timeline is read against (1024 MiB caps hold any model here).
 one_bucket=(--first_bucket_mb=1024 --bucket_cap_mb=1024)
 
+# A timeline and its one-bucket baseline are drawn on one time scale (--scale_with the other).
 traced walkthrough "$walkthrough"
+traced walkthrough_one_bucket "$walkthrough" "${one_bucket[@]}"
 "$py" "$scripts/trace_timeline.py" "$traces/walkthrough/ember_trace_job.json" -o "$out/ddp_walkthrough_timeline.svg" \
+  --scale_with "$traces/walkthrough_one_bucket/ember_trace_job.json" \
   --title "examples/ddp_walkthrough (MLP 64-256-256-128-10, 3 buckets), 2 ranks: one DDP iteration"
 "$py" "$scripts/bucket_plan.py" "$traces/walkthrough/ember_trace_rank0.json" -o "$out/ddp_walkthrough_bucket_plan.svg" \
   --caps 0.05,0.2 --title "examples/ddp_walkthrough: the MLP's buckets (caps 0.05 MiB first, then 0.2 MiB)"
@@ -87,9 +90,8 @@ traced walkthrough "$walkthrough"
   --title "examples/ddp_walkthrough: its three buckets in memory, after the rebuild"
 "$py" "$scripts/sequence_diagram.py" "$traces/walkthrough/ember_trace_job.json" -o "$out/ddp_walkthrough_sequence.svg" \
   --title "examples/ddp_walkthrough, 2 ranks: every collective of the job, numbered"
-traced walkthrough_one_bucket "$walkthrough" "${one_bucket[@]}"
 "$py" "$scripts/trace_timeline.py" "$traces/walkthrough_one_bucket/ember_trace_job.json" \
-  -o "$out/ddp_walkthrough_timeline_one_bucket.svg" \
+  -o "$out/ddp_walkthrough_timeline_one_bucket.svg" --scale_with "$traces/walkthrough/ember_trace_job.json" \
   --title "examples/ddp_walkthrough, baseline: one bucket, one allreduce after backward, 2 ranks"
 
 # ResNet-20: three steps (the third runs on the rebuilt buckets with a warm allocator); --small: two.
@@ -99,18 +101,21 @@ else
   resnet_flags=(--epochs=1 --max_steps=3 --batch=64 --train_limit=512 --test_limit=128)
 fi
 traced resnet20 "$resnet" --depth=20 "${resnet_flags[@]}"
-"$py" "$scripts/trace_timeline.py" "$traces/resnet20/ember_trace_job.json" -o "$out/resnet20_timeline.svg" \
-  --title "examples/ddp_resnet, ResNet-20 (batch ${resnet_flags[2]#--batch=} per rank), 2 ranks: one DDP iteration"
-"$py" "$scripts/bucket_plan.py" "$traces/resnet20/ember_trace_rank0.json" -o "$out/resnet20_bucket_plan.svg" \
-  --caps 1,25 --title "ResNet-20's buckets in examples/ddp_resnet (default caps: 1 MiB first, then 25 MiB)"
+resnet_scale=()
 if "$resnet" --help 2>/dev/null | grep -q -- '--first_bucket_mb'; then
   traced resnet20_one_bucket "$resnet" --depth=20 "${resnet_flags[@]}" "${one_bucket[@]}"
+  resnet_scale=(--scale_with "$traces/resnet20_one_bucket/ember_trace_job.json")
   "$py" "$scripts/trace_timeline.py" "$traces/resnet20_one_bucket/ember_trace_job.json" \
-    -o "$out/resnet20_timeline_one_bucket.svg" \
+    -o "$out/resnet20_timeline_one_bucket.svg" --scale_with "$traces/resnet20/ember_trace_job.json" \
     --title "ResNet-20 (batch ${resnet_flags[2]#--batch=} per rank), baseline: one bucket, one allreduce after backward"
 else
   echo "make_pictures: $resnet has no --first_bucket_mb: no resnet20_timeline_one_bucket.svg" >&2
 fi
+"$py" "$scripts/trace_timeline.py" "$traces/resnet20/ember_trace_job.json" -o "$out/resnet20_timeline.svg" \
+  ${resnet_scale[@]+"${resnet_scale[@]}"} \
+  --title "examples/ddp_resnet, ResNet-20 (batch ${resnet_flags[2]#--batch=} per rank), 2 ranks: one DDP iteration"
+"$py" "$scripts/bucket_plan.py" "$traces/resnet20/ember_trace_rank0.json" -o "$out/resnet20_bucket_plan.svg" \
+  --caps 1,25 --title "ResNet-20's buckets in examples/ddp_resnet (default caps: 1 MiB first, then 25 MiB)"
 
 "$py" "$scripts/bench_plots.py" --step_model "$step_model" --cluster "$cluster" -o "$out"
 if [[ "$out" == "$repo/docs/pictures" ]]; then

@@ -245,6 +245,8 @@ def rank_summary(figures, r):
     """One line of numbers for a rank's iteration, from its figures (as printed)."""
     f = lambda key: figures.get(f"rank{r}.{key}")  # noqa: E731
     parts = []
+    if f("iteration_ms") is not None:  # the step time, beside every overlap figure
+        parts.append(f"iteration {f('iteration_ms'):.2f} ms")
     if f("forward_ms") is not None:
         parts.append(f"forward {f('forward_ms'):.2f} ms")
     if f("backward_ms") is not None:
@@ -316,12 +318,20 @@ def last_hook_flows(events, window):
     return [best[k] for k in sorted(best)]
 
 
-def draw(ranks, out_path, title, which=None, width=1200, flows="last_hook"):
+def iteration_span(ranks, which=None):
+    """How long the selected iteration lasted, from the first rank's forward to the last rank's end (us)."""
+    windows, _, _ = select_iteration(ranks, which)
+    return max(w[1] for w in windows.values()) - min(w[0] for w in windows.values())
+
+
+def draw(ranks, out_path, title, which=None, width=1200, flows="last_hook", span_us=None):
     windows, k, count = select_iteration(ranks, which)
     start = min(w[0] for w in windows.values())
     end = max(w[1] for w in windows.values())
-    pad = (end - start) * 0.02
-    t0, t1 = start - pad, end + pad
+    # span_us: the axis covers at least that long, so two pictures compared side by side share a scale.
+    shown = max(end - start, span_us or 0)
+    pad = shown * 0.02
+    t0, t1 = start - pad, start + shown + pad
     left, right = 150, RIGHT_MARGIN
     plot_w = width - left - right
     phases = collective_phases(ranks, windows)
@@ -330,7 +340,8 @@ def draw(ranks, out_path, title, which=None, width=1200, flows="last_hook"):
         return left + plot_w * (min(max(ts, t0), t1) - t0) / (t1 - t0)
 
     # What each rank draws, lane by lane (lanes 0 and 1 always: a rank with no comm span shows that).
-    layout, kinds, figures, undivided = [], [], {"iteration": k, "ranks": len(ranks)}, 0
+    layout, kinds, undivided = [], [], 0
+    figures = {"iteration": k, "ranks": len(ranks), "axis_ms": round(shown / 1000, 2)}
     for r in sorted(ranks):
         events = [e for e in ranks[r] if "ts" in e and in_window(e, *windows[r])]
         lanes = []
@@ -524,13 +535,17 @@ def main(argv=None):
     p.add_argument("--iteration", type=int, help="1-based; default the last complete one")
     p.add_argument("--flows", choices=["last_hook", "none"], default="last_hook",
                    help="arrows: one per bucket from its last gradient's hook to its launch, or none")
+    p.add_argument("--scale_with", metavar="JOB_TRACE",
+                   help="another job trace whose last complete iteration the time axis must also hold: the two "
+                        "pictures then share one scale")
     args = p.parse_args(argv)
     trace = args.trace
     if os.path.isdir(trace):
         import merge_traces  # a sibling script
         trace = os.path.join(trace, "ember_trace_job.json")
         merge_traces.merge(args.trace, trace)
-    draw(load_job_trace(trace), args.out, args.title, args.iteration, flows=args.flows)
+    span = iteration_span(load_job_trace(args.scale_with)) if args.scale_with else None
+    draw(load_job_trace(trace), args.out, args.title, args.iteration, flows=args.flows, span_us=span)
     return 0
 
 

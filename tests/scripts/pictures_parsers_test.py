@@ -97,8 +97,8 @@ class TraceTimelineTest(unittest.TestCase):
         f = trace_timeline.rank_figures(0, self.ranks[0], (100, 140), {}, 95)
         self.assertEqual((f["rank0.comm_wall_ms"], f["rank0.exposed_comm_ms"], f["rank0.overlap_pct"]), (0.02, 0.02, 5))
         self.assertEqual(f["rank0.start_ms"], 0.01)  # 5 µs after the earliest rank's forward
-        self.assertEqual(trace_timeline.rank_summary(f, 0), "forward 0.01 ms · backward 0.02 ms · comm_wall 0.02 ms · "
-                                                            "exposed_comm 0.02 ms · overlap 5%")
+        self.assertEqual(trace_timeline.rank_summary(f, 0), "iteration 0.04 ms · forward 0.01 ms · backward 0.02 ms · "
+                                                            "comm_wall 0.02 ms · exposed_comm 0.02 ms · overlap 5%")
 
     def with_mpi_spans(self):
         """Iteration 2 with the MPI worker's spans: rank 0's starts #7 at 121, rank 1's at 126
@@ -195,6 +195,21 @@ class TraceTimelineTest(unittest.TestCase):
         self.assertIn("bucket 0", texts)
         self.assertIn("rank 1", texts)
         self.assertEqual((info["spans"], info["hooks"]), (10, 4))
+
+    def test_a_baseline_pair_shares_one_time_scale(self):
+        # --scale_with: the axis holds the longer of the two iterations, whichever picture it is.
+        span = trace_timeline.iteration_span(self.ranks)
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "t.svg")
+            trace_timeline.draw(self.ranks, out, "test")
+            alone = svg.read_figures(out)["axis_ms"]
+            trace_timeline.draw(self.ranks, out, "test", span_us=3 * span)
+            wide = svg.read_figures(out)["axis_ms"]
+            trace_timeline.draw(self.ranks, out, "test", span_us=span / 2)
+            narrow = svg.read_figures(out)["axis_ms"]
+        self.assertEqual(alone, round(span / 1000, 2))
+        self.assertEqual(wide, round(3 * span / 1000, 2))
+        self.assertEqual(narrow, alone)  # never shorter than its own iteration
 
 
 class BucketPlanTest(unittest.TestCase):

@@ -6,7 +6,7 @@
 # each bucket split into its phases when the trace has the MPI worker's spans (else the note
 # saying it is not), comm_wall within the iteration; the one-bucket baseline with one bucket a
 # rank; both bucket plans of ResNet-20 (1 bucket, then 2) holding its 65 parameters, with the caps;
-# the walkthrough's buckets in memory, their slots tiling each flat buffer in the plan's order;
+# each timeline on one time axis with its baseline; the walkthrough's buckets in memory, their slots tiling each flat buffer in the plan's order;
 # the walkthrough's sequence diagram with a row per collective of the trace, every rank agreeing,
 # the construction's, the first iteration's and the rebuild's collectives named;
 # a series per line of each plot, a label per validation run. Then the committed docs: every
@@ -176,6 +176,13 @@ report = [
 ]
 if os.path.exists(os.path.join(pictures, "resnet20_timeline_one_bucket.svg")):
     report.append(check_timeline("resnet20_timeline_one_bucket.svg", "resnet20_one_bucket", buckets_per_rank=1))
+# Each timeline and its one-bucket baseline share one time axis.
+for pair in (("ddp_walkthrough_timeline.svg", "ddp_walkthrough_timeline_one_bucket.svg"),
+             ("resnet20_timeline.svg", "resnet20_timeline_one_bucket.svg")):
+    if os.path.exists(os.path.join(pictures, pair[1])):
+        axes = [svglib.read_figures(os.path.join(pictures, p))["axis_ms"] for p in pair]
+        assert axes[0] == axes[1], f"{pair}: time axes of {axes} ms"
+        report.append(f"{pair[0]} and its baseline share a {axes[0]} ms axis")
 # A plot for every data file of the step model (scaling_mlp.dat -> step_model_scaling_mlp.svg).
 for dat in sorted(os.listdir(step_model)):
     if dat.endswith(".dat"):
