@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "distributed/diagnostics/debug.h"
+#include "distributed/debug_level.h"
 #include "distributed/work.h"
 #include "tensor/tensor.h"
 

@@ -1,6 +1,6 @@
-// DebugLevel (OFF / INFO / DETAIL, from EMBER_DISTRIBUTED_DEBUG, like TORCH_DISTRIBUTED_DEBUG) and
-// the collective fingerprint that DETAIL exchanges before every collective, so a desynchronised
-// program reports which rank called what instead of corrupting data or hanging.
+// The collective fingerprint that DETAIL exchanges before every collective (Note [DETAIL
+// fingerprints]), so a desynchronised program reports which rank called what instead of corrupting
+// data or hanging. The levels themselves are distributed/debug_level.h.
 #pragma once
 
 #include <array>
@@ -8,19 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "distributed/debug_level.h"
 #include "distributed/work.h"
 #include "tensor/tensor.h"
 
 namespace ember::distributed {
-
-enum class DebugLevel : int { kOff = 0, kInfo = 1, kDetail = 2 };
-
-// The process-wide level: EMBER_DISTRIBUTED_DEBUG read once ("OFF", "INFO", "DETAIL", any case),
-// unless set_debug_level() overrode it. An unknown value throws, naming the variable.
-DebugLevel debug_level();
-void set_debug_level(DebugLevel level);
-DebugLevel parse_debug_level(const std::string& text);
-const char* debug_level_name(DebugLevel level);
 
 // What one rank is about to run, packed into a fixed-size POD so every rank can allgather it.
 // Only the first tensor's sizes are kept (up to kMaxDims); numel covers all the tensors.

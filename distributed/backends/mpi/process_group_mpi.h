@@ -19,8 +19,9 @@
 #include <thread>
 #include <vector>
 
-#include "distributed/process_group.h"
 #include "distributed/collective_lifecycle.h"
+#include "distributed/diagnostics/debug.h"
+#include "distributed/process_group.h"
 #include "tensor/cuda_stream.h"
 
 namespace ember::distributed {
