@@ -11,8 +11,10 @@
 #     numbered, on both ranks (scripts/sequence_diagram.py);
 #   - the multi-host benchmarks' plots (scripts/bench_plots.py) from docs/step_model/*.dat and
 #     bench/cluster_bench.sh's tables in docs/cluster_bench/;
-#   then, when writing docs/pictures/, the figures the docs quote from them (Note [Quoted
-#   figures] in scripts/svg.py) are rewritten from the new pictures.
+#   - the output of the walkthrough's run, whose trace the walkthrough's pictures come from
+#     (ddp_walkthrough_run.txt: its listing and its EMBER_DISTRIBUTED_DEBUG=INFO report);
+#   then, when writing docs/pictures/, the figures and listings the docs quote from them (Note
+#   [Quoted figures] in scripts/svg.py, scripts/recorded_run.py) are rewritten from the new ones.
 #
 #   scripts/make_pictures.sh [--small] [--out DIR] [--walkthrough BIN --resnet BIN]
 #                            [--step_model DIR] [--cluster DIR] [--traces DIR]
@@ -66,8 +68,8 @@ traced() {
   local name="$1"
   shift
   echo "make_pictures: $name: ${*##*/}" >&2
-  if ! EMBER_DDP_TRACE="$traces/$name" timeout 600 "${mpirun[@]}" "$@" >"$traces/$name.log" 2>&1; then
-    tail -30 "$traces/$name.log" >&2
+  if ! EMBER_DDP_TRACE="$traces/$name" timeout 600 "${mpirun[@]}" "$@" >"$traces/$name.out" 2>"$traces/$name.err"; then
+    tail -30 "$traces/$name.out" "$traces/$name.err" >&2
     echo "make_pictures: the traced run '$name' failed" >&2
     exit 1
   fi
@@ -79,7 +81,11 @@ traced() {
 one_bucket=(--first_bucket_mb=1024 --bucket_cap_mb=1024)
 
 # A timeline and its one-bucket baseline are drawn on one time scale (--scale_with the other).
-traced walkthrough "$walkthrough"
+# The walkthrough's run is also the one the docs quote (scripts/recorded_run.py): its output, the
+# narrated iteration's listing and the EMBER_DISTRIBUTED_DEBUG=INFO report, is kept beside the
+# pictures drawn from its trace.
+EMBER_DISTRIBUTED_DEBUG=INFO traced walkthrough "$walkthrough"
+cat "$traces/walkthrough.out" "$traces/walkthrough.err" >"$out/ddp_walkthrough_run.txt"
 traced walkthrough_one_bucket "$walkthrough" "${one_bucket[@]}"
 "$py" "$scripts/trace_timeline.py" "$traces/walkthrough/ember_trace_job.json" -o "$out/ddp_walkthrough_timeline.svg" \
   --scale_with "$traces/walkthrough_one_bucket/ember_trace_job.json" \

@@ -15,13 +15,13 @@ collective that does not carry the same sequence number and kind on every rank i
 the desync docs/debugging.md describes. Standard library only.
 """
 import argparse
-import json
 import os
 import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from svg import Svg  # noqa: E402
+from trace_timeline import load_job_trace  # noqa: E402
 
 # The MPI worker's span of one collective: "allreduce #7 bucket 2 (MPI)" (kind, number, label).
 COLLECTIVE = re.compile(r"^(\S+) #(\d+)(?: (.*))? \(MPI\)$")
@@ -30,18 +30,10 @@ LIFELINE_GAP = 330
 
 
 def load(path):
-    """The merged trace's events, grouped by rank (pid)."""
+    """The merged trace's events, grouped by rank (pid); PATH may be the folder holding it."""
     if os.path.isdir(path):
         path = os.path.join(path, "ember_trace_job.json")
-    with open(path) as f:
-        events = json.load(f)["traceEvents"]
-    ranks = {}
-    for e in events:
-        if "pid" in e:
-            ranks.setdefault(e["pid"], []).append(e)
-    if not ranks:
-        raise SystemExit(f"sequence_diagram: {path} has no events with a pid")
-    return ranks
+    return load_job_trace(path)
 
 
 def collectives(events):

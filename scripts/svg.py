@@ -248,19 +248,44 @@ def format_like(value, quoted):
     return f"{value:.{decimals}f}"
 
 
+def _recorded_run():
+    """scripts/recorded_run.py, imported where it is needed: the drawing alone does not need it."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import recorded_run
+    return recorded_run
+
+
+def source_figures(pictures, name):
+    """The figures of `name`: a picture (NAME.svg) or a recorded run (NAME.txt, recorded_run.py); None
+    when there is neither."""
+    path = os.path.join(pictures, name + ".svg")
+    if os.path.exists(path):
+        return read_figures(path)
+    run = read_run(pictures, name)
+    return None if run is None else _recorded_run().run_figures("\n".join(run))
+
+
+def read_run(pictures, name):
+    """A recorded run's lines (NAME.txt beside the pictures), or None."""
+    path = os.path.join(pictures, name + ".txt")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return [line.rstrip() for line in f.read().split("\n")]
+
+
 def quoted_figures(text, pictures):
     """[(quoted, expected or None, picture, key, why)] for each quote in a document's text."""
     cache, out = {}, []
     for m in QUOTE.finditer(text):
         quoted, picture, key = m.group(1), m.group(3), m.group(4)
-        path = os.path.join(pictures, picture + ".svg")
-        if path not in cache:
-            cache[path] = read_figures(path) if os.path.exists(path) else None
-        figures = cache[path]
+        if picture not in cache:
+            cache[picture] = source_figures(pictures, picture)
+        figures = cache[picture]
         if figures is None:
-            out.append((quoted, None, picture, key, f"no picture {picture}.svg"))
+            out.append((quoted, None, picture, key, f"no picture {picture}.svg or run {picture}.txt"))
         elif not isinstance(figures.get(key), (int, float)):
-            out.append((quoted, None, picture, key, f"{picture}.svg has no figure '{key}'"))
+            out.append((quoted, None, picture, key, f"{picture} has no figure '{key}'"))
         else:
             out.append((quoted, format_like(figures[key], quoted), picture, key, ""))
     return out
@@ -288,7 +313,8 @@ def figures_main(argv):
         with open(doc) as f:
             text = f.read()
         if args.update:
-            new = update_quotes(text, args.pictures)
+            new = _recorded_run().update_listings(update_quotes(text, args.pictures),
+                                               lambda name: read_run(args.pictures, name))
             if new != text:
                 with open(doc, "w") as f:
                     f.write(new)
@@ -297,6 +323,12 @@ def figures_main(argv):
             total += 1
             if expected != quoted:
                 bad.append(f"{doc}: {quoted} quotes {picture} {key}: " + (why or f"the picture says {expected}"))
+        for name, lines in _recorded_run().listings(text):
+            total += 1
+            run = read_run(args.pictures, name)
+            why = f"no run {name}.txt" if run is None else _recorded_run().check_listing(lines, run)
+            if why:
+                bad.append(f"{doc}: a listing of {name}: {why}")
     for b in bad:
         print("svg.py figures: " + b, file=sys.stderr)
     print(f"svg.py figures: {total - len(bad)} of {total} quoted figures match their pictures")

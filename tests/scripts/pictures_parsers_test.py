@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.realpath(sys.argv.pop(1))))
 import bench_plots  # noqa: E402
 import bucket_plan  # noqa: E402
 import merge_traces  # noqa: E402
+import recorded_run  # noqa: E402
 import svg  # noqa: E402
 import trace_timeline  # noqa: E402
 
@@ -366,8 +367,8 @@ class QuotedFiguresTest(unittest.TestCase):
             text = ("wall 0.47<!-- figure pic rank0.comm_wall_ms --> ms, overlap 70<!-- figure pic overlap_pct -->%, "
                     "x 1<!-- figure pic nothing --> and y 2<!-- figure gone overlap_pct -->.")
             got = [(q, e, why) for q, e, _, _, why in svg.quoted_figures(text, d)]
-            self.assertEqual(got, [("0.47", "0.47", ""), ("70", "71", ""), ("1", None, "pic.svg has no figure 'nothing'"),
-                                   ("2", None, "no picture gone.svg")])
+            self.assertEqual(got, [("0.47", "0.47", ""), ("70", "71", ""), ("1", None, "pic has no figure 'nothing'"),
+                                   ("2", None, "no picture gone.svg or run gone.txt")])
             self.assertEqual(svg.update_quotes(text, d).split(" and")[0],
                              "wall 0.47<!-- figure pic rank0.comm_wall_ms --> ms, overlap 71<!-- figure pic overlap_pct -->%, "
                              "x 1<!-- figure pic nothing -->")
@@ -377,6 +378,51 @@ class QuotedFiguresTest(unittest.TestCase):
             self.assertEqual(svg.figures_main(["--pictures", d, doc]), 1)
             self.assertEqual(svg.figures_main(["--pictures", d, "--update", doc]), 0)
             self.assertEqual(svg.figures_main(["--pictures", d, doc]), 0)
+
+
+RUN = """== One iteration (steps 6-12), rank 0's view; times from the start of forward
+     0.006 ms  [compute]   DDP forward (0.31 ms)                steps 6-7: DistributedDataParallel::forward
+     1.008 ms  [comm]      allreduce bucket 0 (0.95 ms)         step 10: mark_bucket_ready launched it; done on the comm thread
+     1.102 ms  [mpi]       allreduce #10 bucket 0 (MPI) (0.80 ms) the MPI worker ran the allreduce: start to end
+     1.500 ms  [comm]      allreduce bucket 0 (0.10 ms)         step 10: a second line of one kind
+backward 2.16 ms; communication 2.00 ms of wall time (the union of the bucket spans), 0.86 ms of it after the last gradient was ready (finalize waited): overlap 57%
+  |grad 0.weight| local, before allreduce       rank 0: 0.089302  rank 1: 0.083841
+RESULT max_abs_diff_vs_single=7.451e-09 averaging_error=0.000e+00
+[rank 0] iteration 2 (3 buckets): forward 0.36 ms, backward 6.21 ms; communication took 6.05 ms of wall time, 5.66 ms of it after the last gradient was ready (finalize waited), so 6% overlapped backward (the first bucket launched before)"""
+
+
+class RecordedRunTest(unittest.TestCase):
+    def test_a_runs_figures_by_key(self):
+        f = recorded_run.run_figures(RUN)
+        self.assertEqual(f["listing.allreduce_bucket_0.start_ms"], 1.008)  # the first line of its kind
+        self.assertEqual(f["listing.allreduce_bucket_0.dur_ms"], 0.95)
+        self.assertEqual(f["listing.allreduce_bucket_0_mpi.start_ms"], 1.102)
+        self.assertEqual((f["listing.comm_wall_ms"], f["listing.exposed_comm_ms"], f["listing.overlap_pct"]),
+                         (2.00, 0.86, 57))
+        self.assertEqual((f["report.iteration"], f["report.backward_ms"], f["report.overlap_pct"]), (2, 6.21, 6))
+        self.assertEqual((f["averaging.local.rank0"], f["max_abs_diff"]), (0.089302, 7.451e-09))
+
+    def test_a_listing_is_lines_of_the_run_in_order_and_is_updated_by_shape(self):
+        run = RUN.split("\n")
+        excerpt = [run[1], run[3]]
+        self.assertEqual(recorded_run.check_listing(excerpt, run), "")
+        self.assertIn("is not in the run", recorded_run.check_listing([run[3], run[1]], run))
+        stale = [line.replace("1.102", "9.999").replace("0.31", "0.42") for line in excerpt]
+        self.assertNotEqual(recorded_run.check_listing(stale, run), "")
+        # The run's section from the first line's shape to the last's, whatever lies between.
+        self.assertEqual(recorded_run.update_listing(stale, run), run[1:4])
+        # A single line: the run's next line of its shape.
+        self.assertEqual(recorded_run.update_listing(stale[1:], run), [run[3]])
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "walk.txt"), "w") as f:
+                f.write(RUN)
+            doc = os.path.join(d, "doc.md")
+            with open(doc, "w") as f:
+                f.write("overlap 50<!-- figure walk listing.overlap_pct -->%\n<!-- listing walk -->\n```\n"
+                        + "\n".join(stale) + "\n```\n")
+            self.assertEqual(svg.figures_main(["--pictures", d, doc]), 1)
+            self.assertEqual(svg.figures_main(["--pictures", d, "--update", doc]), 0)
+            self.assertIn("overlap 57<!--", open(doc).read())
 
 
 class SvgTest(unittest.TestCase):
