@@ -21,8 +21,9 @@ namespace ember::distributed {
 // callbacks run inline]), so the calls reach a group in a different order on each rank while the
 // starts do not. At DETAIL a ProcessGroupWrapper sits in front of the backend and compares every
 // rank's fingerprint of each collective before step 3 (Note [DETAIL fingerprints]).
-// Adding a collective is one public function here with its argument check, and one run_
-// function per backend; a backend that lacks it throws naming it (throw_unsupported).
+// Adding a collective is one public function here with its argument check, one run_ function per
+// backend (one that lacks it throws naming it: throw_unsupported), and its run_ in
+// ProcessGroupWrapper, which says what its fingerprint records.
 
 namespace {
 std::string rank_of(const ProcessGroup& pg) {
