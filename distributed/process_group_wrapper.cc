@@ -75,6 +75,8 @@ WorkPtr ProcessGroupWrapper::checked(const CollectiveFingerprint& mine, std::fun
     } catch (const std::exception& e) {
       return std::make_exception_ptr(
           Error(detail::str_cat("the DETAIL fingerprint exchange before ", named.str(), " failed: ", e.what())));
+    } catch (...) {
+      return error;
     }
   };
   if (exchange->get_future()->completed()) {

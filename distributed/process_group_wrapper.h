@@ -20,7 +20,8 @@ namespace ember::distributed {
 // goes to the wrapped group as soon as the exchange completes: from a callback on the MPI worker,
 // which runs it at once, when the exchange was queued; on the caller's thread when it already ran
 // or is queued on a stream (NCCL). Either way nothing starts between a collective and its
-// exchange, and the caller does not block.
+// exchange. On the MPI backend the caller does not block; on NCCL it waits for the small exchange
+// to reach the host, as PyTorch's wrapper waits for its gloo one.
 // The exchange goes through the wrapped group, not a helper group as PyTorch's gloo one, because
 // that is where the order of the collectives is fixed: a comm hook's later rounds are issued from
 // callbacks on the MPI worker and start at once (Note [Collectives issued from callbacks run
