@@ -20,6 +20,7 @@
 #include <ember/optim.h>
 
 #include "examples/common/flags.h"
+#include "examples/common/shard_losses.h"
 
 namespace ember::examples {
 
@@ -147,10 +148,19 @@ class Buckets {
   }
   virtual ~Buckets() = default;
   size_t size() const { return buckets_.size(); }
-  // After every bucket's allreduce completed: the averages back into .grad.
-  void copy_back() {
+  // After every bucket's allreduce completed: the averages back into .grad, for the parameters
+  // `written` accepts (all by default); a .grad that does not exist yet is made.
+  void copy_back(const std::function<bool(size_t)>& written = nullptr) {
     for (Bucket& b : buckets_) {
-      for (size_t i : b.params) params_[i].grad().copy_(view_of(i));
+      for (size_t i : b.params) {
+        if (written && !written(i)) continue;
+        Tensor& grad = params_[i].mutable_grad();
+        if (grad.defined()) {
+          grad.copy_(view_of(i));
+        } else {
+          grad = view_of(i).clone();
+        }
+      }
       b.pending = b.params.size();
     }
   }
@@ -257,18 +267,8 @@ class UnusedAwareBuckets : public FinalizingBuckets {
     for (size_t u : unused_) used.narrow(0, static_cast<int64_t>(u), 1).zero_();
     comm_.launch(used);  // the average is 0 exactly where no rank used the parameter
     comm_.wait_all();
-    for (Bucket& b : buckets_) {
-      for (size_t i : b.params) {
-        if (used.narrow(0, static_cast<int64_t>(i), 1).item<float>() == 0) continue;
-        Tensor& grad = params_[i].mutable_grad();
-        if (grad.defined()) {
-          grad.copy_(view_of(i));
-        } else {
-          grad = view_of(i).clone();  // unused here, used on another rank
-        }
-      }
-      b.pending = b.params.size();
-    }
+    const float* used_anywhere = used.data_ptr<float>();
+    copy_back([used_anywhere](size_t i) { return used_anywhere[i] != 0; });
   }
 
  private:
@@ -444,15 +444,9 @@ int example_main(int argc, char** argv) {
       ref_opt.zero_grad();
       if (reference_with_aux) {
         // Each rank's rows through the model as that rank runs it (the head on the last rank's).
-        Tensor total;
-        for (int r = 0; r < world; ++r) {
-          reference_with_aux->use_aux = r == world - 1;
-          Tensor l = div(nn::functional::cross_entropy(reference->forward(x.narrow(0, r * rows, rows)),
-                                                       y.narrow(0, r * rows, rows)),
-                         static_cast<double>(world));
-          total = total.defined() ? add(total, l) : l;
-        }
-        total.backward();
+        mean_of_shard_losses(*reference, x, y, world, rows,
+                             [&](int r) { reference_with_aux->use_aux = r == world - 1; })
+            .backward();
       } else {
         nn::functional::cross_entropy(reference->forward(x), y).backward();
       }

@@ -22,6 +22,7 @@
 #include <ember/optim.h>
 
 #include "examples/common/flags.h"
+#include "examples/common/shard_losses.h"
 
 namespace ember::examples {
 
@@ -211,15 +212,9 @@ int example_main(int argc, char** argv) {
     ref_opt.zero_grad();
     if (reference_with_heads) {
       // Rank r's shard through the model as rank r runs it (aux on rank 1 only).
-      Tensor total;
-      for (int r = 0; r < world; ++r) {
-        reference_with_heads->use_aux = r == 1;
-        Tensor l = div(nn::functional::cross_entropy(reference->forward(global_x.narrow(0, r * kRowsPerRank, kRowsPerRank)),
-                                                     global_y.narrow(0, r * kRowsPerRank, kRowsPerRank)),
-                       static_cast<double>(world));
-        total = total.defined() ? add(total, l) : l;
-      }
-      total.backward();
+      mean_of_shard_losses(*reference, global_x, global_y, world, kRowsPerRank,
+                           [&](int r) { reference_with_heads->use_aux = r == 1; })
+          .backward();
     } else {
       nn::functional::cross_entropy(reference->forward(global_x), global_y).backward();
     }
