@@ -1,5 +1,7 @@
 """Shared compiler options for ember's own code (third-party code does not get -Werror)."""
 
+load("//tests/common:precompiled_header.bzl", "with_test_precompiled_header")
+
 EMBER_COPTS = [
     "-Wall",
     "-Wextra",
@@ -29,17 +31,16 @@ EMBER_TEST_COPTS = EMBER_COPTS + select({
 def ember_cc_library(name, copts = [], **kwargs):
     native.cc_library(name = name, copts = EMBER_COPTS + copts, **kwargs)
 
-def ember_test_cc_library(name, copts = [], **kwargs):
-    """A testonly library of test code (Note [Test sources compile at a low optimisation level])."""
-    native.cc_library(name = name, copts = EMBER_TEST_COPTS + copts, testonly = True, **kwargs)
+def ember_test_cc_library(name, deps = [], copts = [], **kwargs):
+    """A testonly library of test code (Note [Test sources compile at a low optimisation level]),
+    compiled against its package's precompiled header (Note [Precompiled headers for the tests])."""
+    deps, copts = with_test_precompiled_header(deps, EMBER_TEST_COPTS + copts)
+    native.cc_library(name = name, deps = deps, copts = copts, testonly = True, **kwargs)
 
 def ember_cc_test(name, deps = [], copts = [], **kwargs):
-    native.cc_test(
-        name = name,
-        copts = EMBER_TEST_COPTS + copts,
-        deps = deps + ["//third_party:gtest_main"],
-        **kwargs
-    )
+    """A GoogleTest suite, compiled as ember_test_cc_library's sources are."""
+    deps, copts = with_test_precompiled_header(deps + ["//third_party:gtest_main"], EMBER_TEST_COPTS + copts)
+    native.cc_test(name = name, copts = copts, deps = deps, **kwargs)
 
 def ember_cc_binary(name, copts = [], **kwargs):
     native.cc_binary(name = name, copts = EMBER_COPTS + copts, **kwargs)

@@ -9,18 +9,20 @@ per suite, 2 where it has one: the others are also tagged "mpi_extra_ranks".
 """
 
 load("//:ember.bzl", "EMBER_TEST_COPTS")
+load("//tests/common:precompiled_header.bzl", "with_test_precompiled_header")
 
 def mpi_test(name, srcs, deps = [], ranks = [1, 2, 3, 4], tags = [], size = "medium", env = {}, **kwargs):
     binary = name + "_bin"
+    bin_deps, copts = with_test_precompiled_header(deps + ["//tests/distributed:mpi_test_main"], EMBER_TEST_COPTS)
     native.cc_binary(
         name = binary,
         srcs = srcs,
-        copts = EMBER_TEST_COPTS,
+        copts = copts,
         # Linked against the libraries' shared objects, as a cc_test is, rather than statically as a
         # cc_binary is by default: a static binary carries all of ember (~210 MB each under ASan),
         # linked and stored once per suite and configuration, disk cache included.
         linkstatic = False,
-        deps = deps + ["//tests/distributed:mpi_test_main"],
+        deps = bin_deps,
         testonly = True,
         **kwargs
     )
