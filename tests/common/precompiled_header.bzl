@@ -4,7 +4,7 @@ load("@bazel_tools//tools/build_defs/cc:action_names.bzl", "CPP_COMPILE_ACTION_N
 load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
 
 # Note [Precompiled headers for the tests]
-# Most of a test source's compile time is parsing GoogleTest, GoogleMock and ember's headers
+# Up to half of a test source's compile time is parsing GoogleTest, GoogleMock and ember's headers
 # (`gcc -fsyntax-only` of a DDP test's #include lines alone is about 2.6 s of its 6 s), and every
 # test source parses them again, once per configuration (plain, ASan, TSan). Each test package
 # therefore compiles against one precompiled header (GCC's .gch): `precompiled_header` writes a
@@ -14,8 +14,10 @@ load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
 # generated file, so no copy in the source tree is found first) and loads it instead of parsing.
 # GCC uses a .gch only if it was compiled with the same options; -Winvalid-pch (an error under
 # -Werror) turns a mismatch into a build failure instead of a silent fallback to parsing.
-# A .gch carries declarations only: the tests still name the libraries they link, and
-# TEST_PRECOMPILED_HEADERS below says which header each test package takes.
+# A .gch carries declarations only: the tests still name the libraries they link (its headers are
+# visible to every source of the package, so a missing dependency shows at link time), and
+# TEST_PRECOMPILED_HEADERS below says which header each test package takes. The effect is in
+# bench/README.md, "Test tiers".
 
 def _precompiled_header_impl(ctx):
     cc_toolchain = find_cpp_toolchain(ctx)
@@ -95,7 +97,7 @@ precompiled_header = rule(
     incompatible_use_toolchain_transition = True,
     doc = "`<name>.h` (#include lines) and its GCC precompiled header `<name>.h.gch`; depending on " +
           "it gives the headers, not the libraries. A source uses it with copts " +
-          "`-include <package>/<name>.h` (precompiled_header_copts).",
+          "`-include <package>/<name>.h` (with_test_precompiled_header).",
 )
 
 # Test package (and the packages under it) -> the precompiled header its test sources take; the
