@@ -34,15 +34,20 @@ EMBER_TEST_COPTS = EMBER_COPTS + select({
 def ember_cc_library(name, copts = [], **kwargs):
     native.cc_library(name = name, copts = EMBER_COPTS + copts, **kwargs)
 
+def ember_test_compile(deps, copts = []):
+    """(deps, copts) of test sources in the calling package: EMBER_TEST_COPTS (Note [Test sources
+    compile at a low optimisation level]) and the package's precompiled header (Note [Precompiled
+    headers for the tests]), for ember_cc_test, ember_test_cc_library and mpi_test."""
+    return with_test_precompiled_header(deps, EMBER_TEST_COPTS + copts)
+
 def ember_test_cc_library(name, deps = [], copts = [], **kwargs):
-    """A testonly library of test code (Note [Test sources compile at a low optimisation level]),
-    compiled against its package's precompiled header (Note [Precompiled headers for the tests])."""
-    deps, copts = with_test_precompiled_header(deps, EMBER_TEST_COPTS + copts)
+    """A testonly library of test code (ember_test_compile)."""
+    deps, copts = ember_test_compile(deps, copts)
     native.cc_library(name = name, deps = deps, copts = copts, testonly = True, **kwargs)
 
 def ember_cc_test(name, deps = [], copts = [], **kwargs):
-    """A GoogleTest suite, compiled as ember_test_cc_library's sources are."""
-    deps, copts = with_test_precompiled_header(deps + ["//third_party:gtest_main"], EMBER_TEST_COPTS + copts)
+    """A GoogleTest suite (ember_test_compile)."""
+    deps, copts = ember_test_compile(deps + ["//third_party:gtest_main"], copts)
     native.cc_test(name = name, copts = copts, deps = deps, **kwargs)
 
 def ember_cc_binary(name, copts = [], **kwargs):

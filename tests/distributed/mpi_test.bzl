@@ -8,12 +8,11 @@ test_suite `collectives_test` over them. The sanitizer runs (scripts/test.sh) ta
 per suite, 2 where it has one: the others are also tagged "mpi_extra_ranks".
 """
 
-load("//:ember.bzl", "EMBER_TEST_COPTS")
-load("//tests/common:precompiled_header.bzl", "with_test_precompiled_header")
+load("//:ember.bzl", "ember_test_compile")
 
 def mpi_test(name, srcs, deps = [], ranks = [1, 2, 3, 4], tags = [], size = "medium", env = {}, **kwargs):
     binary = name + "_bin"
-    bin_deps, copts = with_test_precompiled_header(deps + ["//tests/distributed:mpi_test_main"], EMBER_TEST_COPTS)
+    bin_deps, copts = ember_test_compile(deps + ["//tests/distributed:mpi_test_main"])
     native.cc_binary(
         name = binary,
         srcs = srcs,
